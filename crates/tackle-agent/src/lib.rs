@@ -1,0 +1,1 @@
+//! Registry, dispatcher, sanitizer, tool profiles and the ReAct loop

@@ -1,0 +1,1 @@
+//! Pure policy decisions: grants, their merge and attenuation, the shell analyser, the URL and path guards

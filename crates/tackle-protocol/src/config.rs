@@ -1,0 +1,302 @@
+//! Typed configuration: every key of `config.example.yaml` (SPEC.md §2).
+//!
+//! These are plain data. Loading (file search order, `${VAR}` interpolation, `TACKLE_*`
+//! overrides, path-named errors) happens once in the binary, which hands these structs down;
+//! no library crate reads configuration on its own (ARCHITECTURE.md).
+//!
+//! Every struct denies unknown fields so a typo is an error naming its path.
+
+use crate::grants::Grants;
+use crate::spec::ApprovalMode;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Config {
+    /// SQLite store: sessions, memory, schedules, audit log.
+    #[serde(default)]
+    pub state_dir: Option<String>,
+    /// Default workspace for fs and shell tools.
+    #[serde(default)]
+    pub workspace: Option<String>,
+    #[serde(default)]
+    pub backends: Vec<BackendConfig>,
+    #[serde(default)]
+    pub agents: Vec<AgentConfig>,
+    #[serde(default)]
+    pub security: SecurityConfig,
+    #[serde(default)]
+    pub tool_profiles: BTreeMap<String, ToolProfileConfig>,
+    #[serde(default)]
+    pub mcp_servers: BTreeMap<String, McpServerConfig>,
+    #[serde(default)]
+    pub mcp: McpServeConfig,
+    #[serde(default)]
+    pub web_search: WebSearchConfig,
+    #[serde(default)]
+    pub tools: ToolsConfig,
+    #[serde(default)]
+    pub plugins: DirsConfig,
+    #[serde(default)]
+    pub skills: DirsConfig,
+}
+
+impl Config {
+    /// The agent named `name`, or the first agent (the default) when `name` is `None`.
+    pub fn agent(&self, name: Option<&str>) -> Option<&AgentConfig> {
+        match name {
+            Some(n) => self.agents.iter().find(|a| a.name == n),
+            None => self.agents.first(),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum BackendType {
+    /// Any OpenAI-compatible Chat Completions server.
+    Openai,
+    /// Anthropic Messages API.
+    Anthropic,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BackendConfig {
+    pub name: String,
+    #[serde(rename = "type")]
+    pub kind: BackendType,
+    #[serde(default)]
+    pub api_base: Option<String>,
+    #[serde(default)]
+    pub api_key: Option<String>,
+    #[serde(default)]
+    pub models: Vec<ModelConfig>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ModelConfig {
+    pub name: String,
+    /// Context window in tokens, for trimming; a conservative default applies when unset.
+    #[serde(default)]
+    pub context_window: Option<u32>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AgentConfig {
+    pub name: String,
+    #[serde(default)]
+    pub backend: Option<String>,
+    #[serde(default)]
+    pub model: Option<String>,
+    #[serde(default)]
+    pub system_prompt: Option<String>,
+    #[serde(default)]
+    pub max_iterations: Option<u32>,
+    #[serde(default)]
+    pub tool_profile: Option<String>,
+    #[serde(default)]
+    pub extensions: ExtensionsConfig,
+    /// Overlay, kind by kind, over the resolved tool policies.
+    #[serde(default)]
+    pub grants: Grants,
+    #[serde(default)]
+    pub workers: Vec<WorkerConfig>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ExtensionsConfig {
+    /// When non-empty, only these extensions are active.
+    #[serde(default)]
+    pub enable: Vec<String>,
+    #[serde(default)]
+    pub disable: Vec<String>,
+}
+
+impl ExtensionsConfig {
+    pub fn is_enabled(&self, extension: &str) -> bool {
+        (self.enable.is_empty() || self.enable.iter().any(|e| e == extension))
+            && !self.disable.iter().any(|e| e == extension)
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WorkerConfig {
+    pub name: String,
+    #[serde(default)]
+    pub system_prompt: Option<String>,
+    #[serde(default)]
+    pub tools: Vec<String>,
+    #[serde(default)]
+    pub model: Option<String>,
+    #[serde(default)]
+    pub backend: Option<String>,
+    #[serde(default)]
+    pub max_iterations: Option<u32>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SecurityConfig {
+    #[serde(default)]
+    pub auto_approved_tools: Vec<String>,
+    #[serde(default)]
+    pub tool_policies: BTreeMap<String, ToolPolicyConfig>,
+    /// Deprecated: synthesised into `shell` grants with one warning.
+    #[serde(default)]
+    pub shell_allowlist: Option<Vec<String>>,
+    /// Deprecated: synthesised into `shell` grants with one warning.
+    #[serde(default)]
+    pub shell_denylist: Option<Vec<String>>,
+    /// Deprecated: synthesised into `network` grants with one warning.
+    #[serde(default)]
+    pub allowed_endpoints: Option<Vec<String>>,
+    /// Environment variables passed through to child processes on top of the scrubbed base.
+    #[serde(default)]
+    pub env_passthrough: Vec<String>,
+}
+
+/// `security.tool_policies.TOOL`: merged field by field over the tool's default policy.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ToolPolicyConfig {
+    #[serde(default)]
+    pub approval: Option<ApprovalMode>,
+    #[serde(default)]
+    pub grants: Option<Grants>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ProfileMode {
+    Full,
+    Brief,
+    Summary,
+    Hidden,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ToolProfileConfig {
+    #[serde(default = "ToolProfileConfig::default_mode")]
+    pub default: ProfileMode,
+    #[serde(default)]
+    pub tools: BTreeMap<String, ProfileMode>,
+}
+
+impl ToolProfileConfig {
+    fn default_mode() -> ProfileMode {
+        ProfileMode::Full
+    }
+}
+
+/// An MCP server: a stdio child (`command`) or Streamable HTTP (`url`). Exactly one is set;
+/// the binary checks that at load so the error names the server.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct McpServerConfig {
+    #[serde(default)]
+    pub command: Option<String>,
+    #[serde(default)]
+    pub args: Vec<String>,
+    #[serde(default)]
+    pub env: BTreeMap<String, String>,
+    #[serde(default)]
+    pub cwd: Option<String>,
+    #[serde(default)]
+    pub url: Option<String>,
+    #[serde(default)]
+    pub headers: BTreeMap<String, String>,
+    /// Seconds to wait for the server to start and list its tools.
+    #[serde(default)]
+    pub startup_timeout_secs: Option<u64>,
+    /// Seconds one tool call may take.
+    #[serde(default)]
+    pub call_timeout_secs: Option<u64>,
+}
+
+/// `mcp:` how `tackle mcp serve` serves.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct McpServeConfig {
+    /// Required for any non-loopback `--http` bind.
+    #[serde(default)]
+    pub bearer_token: Option<String>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WebSearchConfig {
+    #[serde(default)]
+    pub backends: Vec<SearchBackendConfig>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SearchBackendType {
+    Kagi,
+    Tavily,
+    Brave,
+    Serper,
+    Searxng,
+    Duckduckgo,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SearchBackendConfig {
+    #[serde(rename = "type")]
+    pub kind: SearchBackendType,
+    #[serde(default)]
+    pub api_key: Option<String>,
+    #[serde(default)]
+    pub url: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ToolsConfig {
+    /// Registers `grep` and `find`.
+    #[serde(default)]
+    pub coding_tools: bool,
+    /// Sanitizer cut-off in bytes.
+    #[serde(default = "ToolsConfig::default_output_limit")]
+    pub output_limit_bytes: usize,
+    /// Default per-call time limit in seconds.
+    #[serde(default = "ToolsConfig::default_timeout_secs")]
+    pub timeout_secs: u64,
+}
+
+impl ToolsConfig {
+    pub const DEFAULT_OUTPUT_LIMIT: usize = 51_200;
+
+    fn default_output_limit() -> usize {
+        Self::DEFAULT_OUTPUT_LIMIT
+    }
+
+    fn default_timeout_secs() -> u64 {
+        120
+    }
+}
+
+impl Default for ToolsConfig {
+    fn default() -> Self {
+        Self {
+            coding_tools: false,
+            output_limit_bytes: Self::DEFAULT_OUTPUT_LIMIT,
+            timeout_secs: Self::default_timeout_secs(),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DirsConfig {
+    #[serde(default)]
+    pub dirs: Vec<String>,
+}

@@ -1,0 +1,95 @@
+//! The one error type a tool call can end in. Its kinds are exactly SPEC.md §1's JSON `kind`s.
+
+use crate::decision::Decision;
+use serde::{Deserialize, Serialize};
+use std::fmt;
+
+/// The JSON `kind` of a failed call, and the exit code the CLI maps it to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ErrorKind {
+    InvalidArguments,
+    NotFound,
+    Denied,
+    NeedsApproval,
+    Timeout,
+    Failed,
+}
+
+impl ErrorKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ErrorKind::InvalidArguments => "invalid_arguments",
+            ErrorKind::NotFound => "not_found",
+            ErrorKind::Denied => "denied",
+            ErrorKind::NeedsApproval => "needs_approval",
+            ErrorKind::Timeout => "timeout",
+            ErrorKind::Failed => "failed",
+        }
+    }
+
+    /// SPEC.md §1 exit codes: 3 denied, 4 approval not askable, 1 everything else.
+    pub fn exit_code(self) -> i32 {
+        match self {
+            ErrorKind::Denied => 3,
+            ErrorKind::NeedsApproval => 4,
+            _ => 1,
+        }
+    }
+}
+
+impl fmt::Display for ErrorKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A tool call that did not produce a result.
+#[derive(Debug, Clone, PartialEq, thiserror::Error, Serialize, Deserialize)]
+#[error("{kind}: {message}")]
+pub struct ToolError {
+    pub kind: ErrorKind,
+    pub message: String,
+    /// The policy decision behind a `denied` or `needs_approval`, when there is one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub decision: Option<Decision>,
+}
+
+impl ToolError {
+    pub fn new(kind: ErrorKind, message: impl Into<String>) -> Self {
+        Self {
+            kind,
+            message: message.into(),
+            decision: None,
+        }
+    }
+
+    pub fn invalid_arguments(message: impl Into<String>) -> Self {
+        Self::new(ErrorKind::InvalidArguments, message)
+    }
+
+    pub fn not_found(message: impl Into<String>) -> Self {
+        Self::new(ErrorKind::NotFound, message)
+    }
+
+    pub fn failed(message: impl Into<String>) -> Self {
+        Self::new(ErrorKind::Failed, message)
+    }
+
+    pub fn timeout(message: impl Into<String>) -> Self {
+        Self::new(ErrorKind::Timeout, message)
+    }
+
+    /// A denial that carries the decision (rule and why) for the model, the CLI and the audit log.
+    pub fn denied(decision: Decision) -> Self {
+        Self {
+            kind: ErrorKind::Denied,
+            message: decision.why.clone(),
+            decision: Some(decision),
+        }
+    }
+
+    pub fn needs_approval(message: impl Into<String>) -> Self {
+        Self::new(ErrorKind::NeedsApproval, message)
+    }
+}

@@ -1,0 +1,43 @@
+//! The shared vocabulary of Tackle's tool layer.
+//!
+//! This crate holds the types every other crate speaks: what a tool *is* ([`ToolSpec`],
+//! the [`Tool`] trait, the [`Extension`] that owns it), what a call looks like ([`ToolCall`],
+//! [`ToolOutput`], [`ToolError`]), what a tool may ask the machine for ([`ToolHost`] and its
+//! [`Capability`] enum), the grant data that decides whether it gets it ([`Grants`]), and the
+//! typed configuration ([`config::Config`]).
+//!
+//! It is *not* where decisions or I/O happen: `tackle-policy` decides, `tackle-host` acts,
+//! `tackle-agent` dispatches. Nothing here touches files, sockets or processes.
+//!
+//! ```
+//! use tackle_protocol::{ToolSpec, Risk, ApprovalMode};
+//! let spec = ToolSpec::new("get_time", "Returns the current UTC time", "system")
+//!     .risk(Risk::Low)
+//!     .approval(ApprovalMode::Never);
+//! assert!(tackle_protocol::ToolName::parse(&spec.name).is_ok());
+//! ```
+
+pub mod agents;
+pub mod call;
+pub mod config;
+pub mod decision;
+pub mod error;
+pub mod grants;
+pub mod host;
+pub mod message;
+pub mod spec;
+pub mod text;
+pub mod tool;
+
+pub use agents::AgentServices;
+pub use call::{ToolCall, ToolOutput};
+pub use decision::{Decision, Verdict};
+pub use error::{ErrorKind, ToolError};
+pub use grants::{Endpoint, FsGrant, Grants, NetworkGrant, ShellGrant, ToolPolicy};
+pub use host::{
+    Capability, DirEntry, ExecOutput, ExecRequest, FileContent, HostError, HostProvider,
+    HttpRequest, HttpResponse, ListRequest, ReadRequest, SearchHit, SearchRequest, ToolHost,
+    WriteReport, WriteRequest,
+};
+pub use spec::{ApprovalMode, NameError, Risk, ToolName, ToolSpec};
+pub use tool::{CallScope, Extension, Tool, ToolContext};

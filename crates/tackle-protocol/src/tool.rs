@@ -1,0 +1,124 @@
+//! The `Tool` and `Extension` traits and the context a call runs in.
+
+use crate::agents::AgentServices;
+use crate::call::ToolOutput;
+use crate::error::ToolError;
+use crate::grants::{Grants, ToolPolicy};
+use crate::host::{Capability, ToolHost};
+use crate::spec::{ApprovalMode, ToolSpec};
+use async_trait::async_trait;
+use serde_json::Value;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio_util::sync::CancellationToken;
+
+/// A tool the model can call.
+#[async_trait]
+pub trait Tool: Send + Sync {
+    /// Name, description, JSON Schema, risk, default approval, owner.
+    fn spec(&self) -> ToolSpec;
+
+    /// Baseline policy before config (`security.tool_policies`) and agent overlays.
+    fn default_policy(&self) -> ToolPolicy {
+        ToolPolicy::new(self.spec().approval)
+    }
+
+    /// A stricter approval for *these* arguments (e.g. `git push`), applied regardless of
+    /// `auto_approved_tools`. `None` = the resolved policy decides.
+    fn approval_for(&self, _args: &Value) -> Option<ApprovalMode> {
+        None
+    }
+
+    /// What this call would ask the host for, so the dispatcher can deny before asking for
+    /// approval and `--explain` can show the decision without running anything. The host
+    /// still checks every real request.
+    fn planned_capabilities(&self, _args: &Value, _cx: &ToolContext) -> Vec<Capability> {
+        Vec::new()
+    }
+
+    /// This tool's own time limit; `None` = the dispatcher's default.
+    fn timeout(&self) -> Option<Duration> {
+        None
+    }
+
+    /// Run the call. Arguments have already been validated against `spec().parameters`.
+    async fn call(&self, args: Value, cx: &ToolContext) -> Result<ToolOutput, ToolError>;
+}
+
+/// A named group of tools; disabling it hides its tools (SPEC.md §5).
+///
+/// `tools()` is called again whenever the registry refreshes, so an extension whose tool set
+/// changes at run time (an MCP server's `tools/list_changed`) returns its current tools.
+pub trait Extension: Send + Sync {
+    fn name(&self) -> &str;
+    fn tools(&self) -> Vec<Arc<dyn Tool>>;
+    /// Why `tool` (a name this extension would own) cannot be called right now, e.g.
+    /// "MCP server `time` is still starting". Used instead of a bare "unknown tool".
+    fn unavailable(&self, _tool: &str) -> Option<String> {
+        None
+    }
+}
+
+/// Who is calling, for what, under which grants: what the host provider needs to scope a host.
+#[derive(Debug, Clone)]
+pub struct CallScope {
+    pub tool: String,
+    pub session_id: String,
+    pub agent: String,
+    pub workspace: PathBuf,
+    pub grants: Grants,
+    pub cancel: CancellationToken,
+}
+
+/// Everything a running tool may use. Built by the dispatcher for each call.
+#[derive(Clone)]
+pub struct ToolContext {
+    pub workspace: PathBuf,
+    /// The originating front end (`cli`, `chat`, `mcp`, …).
+    pub channel: String,
+    pub chat_id: String,
+    pub session_id: String,
+    pub agent: String,
+    /// Cancelled on Ctrl-C or timeout; long-running tools should watch it.
+    pub cancel: CancellationToken,
+    host: Arc<dyn ToolHost>,
+    agents: Option<Arc<dyn AgentServices>>,
+}
+
+impl ToolContext {
+    pub fn new(scope: &CallScope, channel: &str, host: Arc<dyn ToolHost>) -> Self {
+        Self {
+            workspace: scope.workspace.clone(),
+            channel: channel.to_string(),
+            chat_id: String::new(),
+            session_id: scope.session_id.clone(),
+            agent: scope.agent.clone(),
+            cancel: scope.cancel.clone(),
+            host,
+            agents: None,
+        }
+    }
+
+    pub fn with_agents(mut self, agents: Arc<dyn AgentServices>) -> Self {
+        self.agents = Some(agents);
+        self
+    }
+
+    pub fn with_chat_id(mut self, chat_id: impl Into<String>) -> Self {
+        self.chat_id = chat_id.into();
+        self
+    }
+
+    /// The capability boundary for this call.
+    pub fn host(&self) -> &dyn ToolHost {
+        self.host.as_ref()
+    }
+
+    /// The agent runtime (spawn, compact, message), when the front end runs one.
+    pub fn agents(&self) -> Result<&dyn AgentServices, ToolError> {
+        self.agents
+            .as_deref()
+            .ok_or_else(|| ToolError::failed("this front end runs no agent, so agent tools are unavailable here"))
+    }
+}

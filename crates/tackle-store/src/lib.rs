@@ -1,0 +1,1 @@
+//! SQLite state store: sessions, memory banks, schedules, audit log

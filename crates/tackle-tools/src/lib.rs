@@ -1,0 +1,1 @@
+//! Tackle's built-in tool extensions
