@@ -1,1 +1,44 @@
-//! Registry, dispatcher, sanitizer, tool profiles and the ReAct loop
+//! The agent side of Tackle: the tool [`Registry`], the one [`Dispatcher`] every front end
+//! calls, the output [`Sanitizer`], and the approvers that need no front end.
+//!
+//! A tool call goes lookup → JSON-Schema validation → policy resolution → capability pre-check
+//! → approval → execution (timeout, cancellation) → sanitizer → audit, in exactly one place:
+//! [`Dispatcher::dispatch`]. Chat, `run`, `tools call` and the MCP server all call it.
+//!
+//! Not here: I/O (the host does it), policy rules themselves (`tackle-policy`), rendering.
+//!
+//! ```no_run
+//! # async fn demo(dispatcher: tackle_agent::Dispatcher) {
+//! use tackle_agent::{CallRequest, approvers::AutoApprover};
+//! use std::sync::Arc;
+//! let call = tackle_protocol::ToolCall {
+//!     id: "1".into(),
+//!     name: "calculate".into(),
+//!     arguments: serde_json::json!({"expression": "7/2"}),
+//! };
+//! let out = dispatcher.dispatch(CallRequest::new(call, Arc::new(AutoApprover))).await;
+//! assert_eq!(out.unwrap().content, "3.5");
+//! # }
+//! ```
+
+pub mod agent_loop;
+pub mod approvers;
+pub mod audit;
+pub mod compaction;
+pub mod context;
+pub mod dispatcher;
+pub mod events;
+pub mod mcp_service;
+pub mod registry;
+pub mod sanitizer;
+pub mod session;
+
+pub use agent_loop::{AgentLoop, LoopConfig, LoopError, TurnOutcome};
+pub use audit::{AuditEvent, AuditSink};
+pub use compaction::Compactor;
+pub use dispatcher::{CallRequest, Dispatcher, DispatcherConfig, Explanation};
+pub use events::{AgentEvent, DoneReason, EventSink};
+pub use mcp_service::DispatcherService;
+pub use registry::{Registry, RegistryError};
+pub use sanitizer::Sanitizer;
+pub use session::Session;

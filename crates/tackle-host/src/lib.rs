@@ -1,1 +1,54 @@
-//! NativeHost: the only code that touches files, processes and sockets for tools, enforcing grants
+//! NativeHost: the only code in Tackle that reads files, spawns processes and opens sockets
+//! on behalf of tools, and the place where grants are *enforced*.
+//!
+//! A tool asks its [`ToolHost`](tackle_protocol::ToolHost) for a capability; a
+//! [`NativeHost`], scoped by [`NativeHostProvider`] to one call's grants, workspace and cancel
+//! token, checks the request with `tackle-policy`'s pure guards and then does the I/O:
+//!
+//! - **files**: paths are canonicalised (symlinks resolved) before the path guard sees them;
+//!   reads are capped; writes are atomic (temp file, fsync, rename) and never go through a
+//!   link out of the grant; `list` and `search` walk with ripgrep's crates and check every
+//!   yielded path.
+//! - **processes**: the shell analyser checks every command first; the child gets a scrubbed
+//!   environment, a per-session `TMPDIR`, its own process group (killed whole on timeout or
+//!   cancel) and, where the kernel has it, a Landlock sandbox ([`sandbox_status`]).
+//! - **HTTP**: every hop is checked against the network grant, names are resolved once and
+//!   every address checked, the connection is pinned to a checked address, bodies are capped.
+//!
+//! It is *not* where policy is decided (that is `tackle-policy`, pure functions) nor where
+//! tools live (`tackle-tools`); it holds no configuration loading of its own.
+//!
+//! ```no_run
+//! use tackle_host::{HostConfig, NativeHostProvider};
+//! use tackle_protocol::{CallScope, Grants, HostProvider, ReadRequest};
+//! # async fn demo() -> Result<(), tackle_protocol::HostError> {
+//! let provider = NativeHostProvider::new(HostConfig::new("/var/lib/tackle"));
+//! let scope = CallScope {
+//!     tool: "read_file".into(),
+//!     session_id: "s1".into(),
+//!     agent: "default".into(),
+//!     workspace: "/home/me/project".into(),
+//!     grants: Grants::default(), // no fs grant: the workspace only
+//!     cancel: Default::default(),
+//! };
+//! let host = provider.scoped(&scope);
+//! let file = host.read(ReadRequest::whole("README.md")).await?;
+//! println!("{} bytes of {}", file.bytes.len(), file.total_size);
+//! # Ok(()) }
+//! ```
+
+mod config;
+mod exec;
+mod fs;
+mod host;
+mod net;
+mod paths;
+mod report;
+mod sandbox;
+mod walk;
+
+pub use config::{operator_urls, HostConfig};
+pub use host::{NativeHost, NativeHostProvider};
+pub use net::MAX_REDIRECTS;
+pub use report::{enforcement_report, enforcement_report_json, Enforcement};
+pub use sandbox::{sandbox_status, SandboxStatus};

@@ -1,1 +1,73 @@
-//! LLM providers: OpenAI-compatible and Anthropic, streaming, retry
+//! Talking to language models: one [`Provider`] trait with one streaming call, and clients
+//! for the two wire formats Tackle speaks, OpenAI-compatible Chat Completions (OpenAI,
+//! OpenRouter, Groq, Ollama, vLLM, llama.cpp, LM Studio) and the Anthropic Messages API.
+//!
+//! A provider turns a [`ChatRequest`] into a stream of [`StreamEvent`]s: text deltas, tool
+//! calls (start, argument deltas, end; several may interleave), usage and one stop reason.
+//! [`complete`] collects a stream into a [`Completion`] whose tool-call arguments stay raw
+//! strings, so the caller decides what malformed JSON means. Requests are retried with
+//! exponential backoff and jitter on 408/429/5xx/529 and connection errors, honouring
+//! `Retry-After`, but never once content has been delivered.
+//!
+//! This crate is not the agent loop (no tool execution, no history) and reads no
+//! configuration or environment on its own: the binary passes a [`BackendConfig`] or an
+//! [`EnvSnapshot`].
+//!
+//! ```no_run
+//! use tackle_llm::{complete, provider_from_config, ChatRequest};
+//! use tackle_protocol::config::{BackendConfig, BackendType};
+//! use tackle_protocol::message::Message;
+//!
+//! # async fn demo() -> Result<(), tackle_llm::LlmError> {
+//! let backend = BackendConfig {
+//!     name: "local".into(),
+//!     kind: BackendType::Openai,
+//!     api_base: Some("http://127.0.0.1:11434/v1".into()),
+//!     api_key: None,
+//!     models: vec![],
+//!     stream: None,
+//! };
+//! let provider = provider_from_config(&backend)?;
+//! let req = ChatRequest::new("qwen2.5:7b", vec![Message::user("Say hi")]);
+//! let turn = complete(provider.as_ref(), req).await?;
+//! println!("{}", turn.text);
+//! # Ok(()) }
+//! ```
+
+pub mod anthropic;
+mod complete;
+mod config;
+mod discover;
+mod error;
+mod http;
+pub mod openai;
+mod retry;
+mod types;
+
+pub use anthropic::AnthropicProvider;
+pub use complete::{complete, Assembler};
+pub use config::{provider_from_config, provider_from_config_with};
+pub use discover::{discover, discover_with, DiscoveredBackend, EnvSnapshot, LocalProbe};
+pub use error::LlmError;
+pub use openai::OpenAiProvider;
+pub use retry::{parse_retry_after, RetryPolicy};
+pub use types::{
+    AssembledToolCall, ChatRequest, Completion, EventStream, StopReason, StreamEvent, ToolDef,
+    Usage,
+};
+
+use async_trait::async_trait;
+#[cfg(doc)]
+use tackle_protocol::config::BackendConfig;
+
+/// A language model backend.
+#[async_trait]
+pub trait Provider: Send + Sync {
+    /// The backend's configured name, used in every message about it.
+    fn name(&self) -> &str;
+
+    /// Sends one turn and streams the answer. Errors before the first content event
+    /// (statuses, connection failures, early stream errors) come back here after retries;
+    /// errors after it come through the stream and are never retried.
+    async fn stream(&self, req: ChatRequest) -> Result<EventStream, LlmError>;
+}

@@ -1,1 +1,59 @@
-//! MCP client (servers' tools become server__tool) and MCP server (Tackle's registry out)
+//! Tackle's bridge to the Model Context Protocol, both ways.
+//!
+//! **Client** ([`McpManager`]): starts the servers in `mcp_servers` (stdio children with a
+//! scrubbed environment, or Streamable HTTP), keeps them up (start-up timeout, restart with
+//! backoff, `tools/list_changed`, re-initialised HTTP sessions) and exposes each server as an
+//! [`Extension`](tackle_protocol::Extension) whose tools are named `<server>__<tool>`. Every
+//! MCP tool is medium risk and needs approval unless auto-approved: the server's annotations
+//! are shown to the model, never trusted for policy.
+//!
+//! **Server** ([`serve_stdio`], [`serve_http`]): serves a [`ToolService`] (the agent's full
+//! dispatcher) to other MCP clients; approvals are asked back through MCP elicitation, or the
+//! call ends as `needs_approval` when the client cannot be asked.
+//!
+//! Not here: policy decisions (the dispatcher makes them for MCP tools like any other), file
+//! writes (oversized results go through an injected [`ResultSpill`]), config loading.
+//!
+//! ```no_run
+//! # async fn demo() {
+//! use std::collections::BTreeMap;
+//! use tackle_mcp::{McpManager, McpOptions};
+//! use tackle_protocol::config::McpServerConfig;
+//!
+//! let mut servers = BTreeMap::new();
+//! servers.insert("time".to_string(), McpServerConfig {
+//!     command: Some("mcp-server-time".into()),
+//!     ..Default::default()
+//! });
+//! let mcp = McpManager::start(servers, McpOptions::default());
+//! mcp.wait_settled(std::time::Duration::from_secs(30)).await;
+//! for ext in mcp.extensions() {
+//!     for tool in ext.tools() {
+//!         println!("{}", tool.spec().name); // time__get_current_time, time__convert_time
+//!     }
+//! }
+//! # }
+//! ```
+
+mod client;
+pub mod content;
+pub mod naming;
+mod server;
+mod wire;
+
+pub use client::{McpManager, McpOptions, ServerState, ServerStatus};
+pub use content::{ResultSpill, SpillError};
+pub use server::{serve_http, serve_http_on, serve_stdio, ToolService};
+
+use std::net::SocketAddr;
+
+/// Why `tackle mcp serve` could not serve.
+#[derive(Debug, thiserror::Error)]
+pub enum McpError {
+    #[error("refusing to serve MCP on {addr} without a bearer token: a non-loopback address needs `mcp.bearer_token` in the config")]
+    TokenRequired { addr: SocketAddr },
+    #[error("could not listen on {addr}: {why}")]
+    Bind { addr: SocketAddr, why: String },
+    #[error("the MCP server stopped: {0}")]
+    Serve(String),
+}

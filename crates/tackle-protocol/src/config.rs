@@ -73,6 +73,9 @@ pub struct BackendConfig {
     pub api_key: Option<String>,
     #[serde(default)]
     pub models: Vec<ModelConfig>,
+    /// Stream answers (default true); `false` for servers that cannot.
+    #[serde(default)]
+    pub stream: Option<bool>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -16,13 +16,25 @@ use std::time::Duration;
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum Capability {
-    FileRead { path: PathBuf },
-    FileWrite { path: PathBuf },
+    FileRead {
+        path: PathBuf,
+    },
+    FileWrite {
+        path: PathBuf,
+    },
     /// A shell line, run as `sh -c LINE` after the analyser has checked every command in it.
-    Shell { command: String },
+    Shell {
+        command: String,
+    },
     /// A program run with argv, no shell (e.g. `git`). Checked as the words `program args…`.
-    Exec { program: String, args: Vec<String> },
-    Network { method: String, url: String },
+    Exec {
+        program: String,
+        args: Vec<String>,
+    },
+    Network {
+        method: String,
+        url: String,
+    },
 }
 
 impl Capability {

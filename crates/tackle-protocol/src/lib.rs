@@ -18,6 +18,7 @@
 //! ```
 
 pub mod agents;
+pub mod approval;
 pub mod call;
 pub mod config;
 pub mod decision;
@@ -30,14 +31,15 @@ pub mod text;
 pub mod tool;
 
 pub use agents::AgentServices;
+pub use approval::{ApprovalAnswer, ApprovalRequest, ApprovalUnavailable, Approver};
 pub use call::{ToolCall, ToolOutput};
 pub use decision::{Decision, Verdict};
 pub use error::{ErrorKind, ToolError};
 pub use grants::{Endpoint, FsGrant, Grants, NetworkGrant, ShellGrant, ToolPolicy};
 pub use host::{
-    Capability, DirEntry, ExecOutput, ExecRequest, FileContent, HostError, HostProvider,
-    HttpRequest, HttpResponse, ListRequest, ReadRequest, SearchHit, SearchRequest, ToolHost,
-    WriteReport, WriteRequest,
+    Capability, DirEntry, ExecCommand, ExecOutput, ExecRequest, FileContent, HostError,
+    HostProvider, HttpRequest, HttpResponse, ListRequest, ReadRequest, SearchHit, SearchRequest,
+    ToolHost, WriteReport, WriteRequest,
 };
 pub use spec::{ApprovalMode, NameError, Risk, ToolName, ToolSpec};
-pub use tool::{CallScope, Extension, Tool, ToolContext};
+pub use tool::{CallScope, Extension, Tool, ToolCatalog, ToolContext};

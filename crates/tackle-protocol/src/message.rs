@@ -45,7 +45,11 @@ impl Message {
         }
     }
 
-    pub fn tool_result(call_id: impl Into<String>, content: impl Into<String>, is_error: bool) -> Self {
+    pub fn tool_result(
+        call_id: impl Into<String>,
+        content: impl Into<String>,
+        is_error: bool,
+    ) -> Self {
         Self {
             tool_call_id: Some(call_id.into()),
             is_error,

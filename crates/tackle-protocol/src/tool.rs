@@ -84,6 +84,15 @@ pub struct ToolContext {
     pub cancel: CancellationToken,
     host: Arc<dyn ToolHost>,
     agents: Option<Arc<dyn AgentServices>>,
+    catalog: Option<Arc<dyn ToolCatalog>>,
+}
+
+/// Read access to the registry, for discovery tools such as `describe_tool`.
+pub trait ToolCatalog: Send + Sync {
+    /// The full spec of a registered tool.
+    fn spec(&self, name: &str) -> Option<ToolSpec>;
+    /// Registered names closest to `name`, best first (for "did you mean").
+    fn suggest(&self, name: &str) -> Vec<String>;
 }
 
 impl ToolContext {
@@ -97,6 +106,7 @@ impl ToolContext {
             cancel: scope.cancel.clone(),
             host,
             agents: None,
+            catalog: None,
         }
     }
 
@@ -110,6 +120,18 @@ impl ToolContext {
         self
     }
 
+    pub fn with_catalog(mut self, catalog: Arc<dyn ToolCatalog>) -> Self {
+        self.catalog = Some(catalog);
+        self
+    }
+
+    /// The registry, when the dispatcher provides it.
+    pub fn catalog(&self) -> Result<&dyn ToolCatalog, ToolError> {
+        self.catalog
+            .as_deref()
+            .ok_or_else(|| ToolError::failed("no tool catalog is available in this context"))
+    }
+
     /// The capability boundary for this call.
     pub fn host(&self) -> &dyn ToolHost {
         self.host.as_ref()
@@ -117,8 +139,8 @@ impl ToolContext {
 
     /// The agent runtime (spawn, compact, message), when the front end runs one.
     pub fn agents(&self) -> Result<&dyn AgentServices, ToolError> {
-        self.agents
-            .as_deref()
-            .ok_or_else(|| ToolError::failed("this front end runs no agent, so agent tools are unavailable here"))
+        self.agents.as_deref().ok_or_else(|| {
+            ToolError::failed("this front end runs no agent, so agent tools are unavailable here")
+        })
     }
 }

@@ -1,1 +1,125 @@
-//! SQLite state store: sessions, memory banks, schedules, audit log
+//! Tackle's durable state in one SQLite file (`tackle.db` in the state directory): sessions
+//! as append-only entry logs, the audit log of every tool decision, memory banks with
+//! full-text search, and schedules. Schema changes go through versioned migrations.
+//!
+//! [`Store`] is cheap to clone and safe to share across tasks; its async methods run the
+//! SQLite work on tokio's blocking pool, so they never stall the runtime. It is not a cache
+//! or a general key-value store, and it decides nothing: callers redact and summarise what
+//! they write (the audit log keeps an argument *summary*, never full arguments).
+//!
+//! ```
+//! # tokio::runtime::Runtime::new().unwrap().block_on(async {
+//! use tackle_store::{Entry, EntryKind, Store};
+//! let store = Store::open_in_memory()?;
+//! let session = store.create_session("default").await?;
+//! store.append(&session, Entry::new(EntryKind::User, serde_json::json!({"text": "hi"}))).await?;
+//! assert_eq!(store.entries(&session).await?.len(), 1);
+//! # Ok::<(), tackle_store::StoreError>(()) }).unwrap();
+//! ```
+
+mod audit;
+mod error;
+mod memory;
+mod migrations;
+mod schedules;
+mod sessions;
+
+pub use audit::{AuditRecord, ARGS_SUMMARY_MAX_BYTES};
+pub use error::StoreError;
+pub use memory::{BankInfo, MemoryHit};
+pub use schedules::{NewSchedule, Schedule, ScheduleKind, ScheduleUpdate};
+pub use sessions::{Entry, EntryKind, SessionId, SessionInfo, StoredEntry};
+
+use rusqlite::Connection;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+/// The file name inside the state directory.
+pub const DB_FILE: &str = "tackle.db";
+
+/// A handle on the state database. Clones share one connection.
+#[derive(Clone)]
+pub struct Store {
+    conn: Arc<Mutex<Connection>>,
+    path: Option<PathBuf>,
+}
+
+impl std::fmt::Debug for Store {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Store").field("path", &self.path).finish()
+    }
+}
+
+impl Store {
+    /// Opens (creating if needed) `state_dir/tackle.db`, in WAL mode, migrated to the latest
+    /// schema. Blocks briefly; call it at start-up.
+    pub fn open(state_dir: &Path) -> Result<Self, StoreError> {
+        std::fs::create_dir_all(state_dir).map_err(|source| StoreError::StateDir {
+            path: state_dir.to_path_buf(),
+            source,
+        })?;
+        let path = state_dir.join(DB_FILE);
+        let open_err = |source| StoreError::Open {
+            path: path.clone(),
+            source,
+        };
+        let conn = Connection::open(&path).map_err(open_err)?;
+        // WAL lets readers (a second `tackle` process) work while the daemon writes.
+        conn.pragma_update(None, "journal_mode", "WAL")
+            .map_err(open_err)?;
+        Self::init(conn, Some(path.clone())).map_err(|e| match e {
+            StoreError::Sqlite(source) => StoreError::Open { path, source },
+            other => other,
+        })
+    }
+
+    /// A private database that lives as long as the handle; for tests and dry runs.
+    pub fn open_in_memory() -> Result<Self, StoreError> {
+        Self::init(Connection::open_in_memory()?, None)
+    }
+
+    fn init(mut conn: Connection, path: Option<PathBuf>) -> Result<Self, StoreError> {
+        conn.busy_timeout(Duration::from_secs(5))?;
+        conn.pragma_update(None, "foreign_keys", "ON")?;
+        conn.pragma_update(None, "synchronous", "NORMAL")?;
+        migrations::migrate(&mut conn)?;
+        Ok(Self {
+            conn: Arc::new(Mutex::new(conn)),
+            path,
+        })
+    }
+
+    /// The database file, or `None` for an in-memory store.
+    pub fn path(&self) -> Option<&Path> {
+        self.path.as_deref()
+    }
+
+    /// Runs `f` on the connection on the blocking pool.
+    async fn with_conn<T, F>(&self, f: F) -> Result<T, StoreError>
+    where
+        T: Send + 'static,
+        F: FnOnce(&mut Connection) -> Result<T, StoreError> + Send + 'static,
+    {
+        let conn = Arc::clone(&self.conn);
+        tokio::task::spawn_blocking(move || {
+            // A panic while holding the lock cannot leave SQLite half-written (transactions
+            // roll back on drop), so a poisoned lock is still safe to use.
+            let mut guard = conn.lock().unwrap_or_else(|p| p.into_inner());
+            f(&mut guard)
+        })
+        .await
+        .map_err(|e| StoreError::Task(e.to_string()))?
+    }
+}
+
+/// Now, as RFC 3339 UTC with fixed microseconds (`2026-01-02T03:04:05.678901Z`), so text
+/// order is time order.
+pub(crate) fn now_rfc3339() -> String {
+    let now = time::OffsetDateTime::now_utc();
+    let fmt = time::macros::format_description!(
+        "[year]-[month]-[day]T[hour]:[minute]:[second].[subsecond digits:6]Z"
+    );
+    now.format(&fmt)
+        .unwrap_or_else(|_| now.unix_timestamp().to_string())
+}

@@ -1,1 +1,15 @@
-//! Tackle's built-in tool extensions
+//! Tackle's built-in tools, one module per extension (SPEC.md §5).
+//!
+//! Each module exposes an [`Extension`](tackle_protocol::Extension) whose `tools()` lists its
+//! tools. Tools never do I/O themselves: they ask `cx.host()` (ARCHITECTURE.md).
+//!
+//! Not here: the registry and dispatcher (`tackle-agent`), MCP tools (`tackle-mcp`).
+
+pub mod core;
+pub mod dev;
+pub mod fs;
+pub mod system;
+pub mod web;
+
+#[cfg(test)]
+pub(crate) mod mock_host;

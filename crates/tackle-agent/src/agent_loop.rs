@@ -1,0 +1,429 @@
+//! The ReAct loop: ask the model, run every tool call it makes concurrently through the one
+//! dispatcher, feed the results back in the order the model asked, repeat until it answers.
+
+use crate::compaction::Compactor;
+use crate::context::{trim_to_window, DEFAULT_CONTEXT_TOKENS};
+use crate::dispatcher::{CallRequest, Dispatcher};
+use crate::events::{emit, AgentEvent, DoneReason, EventSink};
+use crate::session::Session;
+use futures::StreamExt;
+use serde_json::Value;
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Instant;
+use tackle_llm::{
+    AssembledToolCall, Assembler, ChatRequest, Completion, LlmError, Provider, StreamEvent, ToolDef,
+};
+use tackle_protocol::message::Message;
+use tackle_protocol::text::preview;
+use tackle_protocol::{Approver, ToolCall, ToolError, ToolOutput};
+use tokio_util::sync::CancellationToken;
+
+/// How one agent runs.
+#[derive(Debug, Clone)]
+pub struct LoopConfig {
+    pub model: String,
+    pub system_prompt: Option<String>,
+    /// Model turns with tool calls before the loop asks for a closing summary.
+    pub max_iterations: u32,
+    pub context_tokens: usize,
+    /// Stream the answer (text deltas as they come).
+    pub stream: bool,
+}
+
+impl LoopConfig {
+    pub fn new(model: impl Into<String>) -> Self {
+        Self {
+            model: model.into(),
+            system_prompt: None,
+            max_iterations: 25,
+            context_tokens: DEFAULT_CONTEXT_TOKENS,
+            stream: true,
+        }
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum LoopError {
+    #[error(transparent)]
+    Llm(#[from] LlmError),
+    #[error("session store: {0}")]
+    Store(#[from] tackle_store::StoreError),
+}
+
+/// The final state of one user turn.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TurnOutcome {
+    pub reason: DoneReason,
+    pub text: String,
+    pub iterations: u32,
+    /// Calls that ended denied or needing approval, for the front end's exit code.
+    pub denied: usize,
+    pub needs_approval: usize,
+}
+
+/// A sequence of identical calls longer than this is stopped.
+const LOOP_GUARD_REPEATS: usize = 3;
+
+const COMPACTED_NOTE: &str = "(The conversation was compacted: the summary above replaces the earlier messages. Continue with the task.)";
+
+const MAX_ITERATIONS_NOTE: &str = "You have used every tool iteration allowed for this task. Do not call tools. Summarise what you found and did, and say what remains undone.";
+
+pub struct AgentLoop {
+    provider: Arc<dyn Provider>,
+    dispatcher: Arc<Dispatcher>,
+    config: LoopConfig,
+    compactor: Option<Arc<Compactor>>,
+}
+
+/// Per-turn counters.
+#[derive(Default)]
+struct Tally {
+    denied: usize,
+    needs_approval: usize,
+    last_signature: Option<String>,
+    repeats: usize,
+}
+
+impl AgentLoop {
+    pub fn new(
+        provider: Arc<dyn Provider>,
+        dispatcher: Arc<Dispatcher>,
+        config: LoopConfig,
+    ) -> Self {
+        Self {
+            provider,
+            dispatcher,
+            config,
+            compactor: None,
+        }
+    }
+
+    /// Adopt summaries the `compact` tool writes mid-turn.
+    pub fn with_compactor(mut self, compactor: Arc<Compactor>) -> Self {
+        self.compactor = Some(compactor);
+        self
+    }
+
+    pub fn dispatcher(&self) -> &Arc<Dispatcher> {
+        &self.dispatcher
+    }
+
+    pub fn provider(&self) -> &Arc<dyn Provider> {
+        &self.provider
+    }
+
+    pub fn config(&self) -> &LoopConfig {
+        &self.config
+    }
+
+    /// Run one user message to its end. Tool calls go through the dispatcher with `approver`;
+    /// `cancel` (Ctrl-C) stops the model stream and every in-flight tool.
+    pub async fn run_turn(
+        &self,
+        session: &mut Session,
+        input: &str,
+        approver: Arc<dyn Approver>,
+        events: &EventSink,
+        cancel: &CancellationToken,
+    ) -> Result<TurnOutcome, LoopError> {
+        session.push(Message::user(input)).await?;
+        let mut tally = Tally::default();
+        let mut iteration = 0;
+        while iteration < self.config.max_iterations {
+            iteration += 1;
+            emit(events, AgentEvent::Iteration { n: iteration });
+            let Some(turn) = self.model_turn(session, true, events, cancel).await? else {
+                return Ok(self.finish(
+                    DoneReason::Cancelled,
+                    String::new(),
+                    iteration,
+                    &tally,
+                    events,
+                ));
+            };
+            let calls = parse_calls(&turn.tool_calls);
+            session
+                .push(Message::assistant(
+                    turn.text.clone(),
+                    calls.iter().map(|c| c.call.clone()).collect(),
+                ))
+                .await?;
+            if calls.is_empty() {
+                return Ok(self.finish(DoneReason::Answer, turn.text, iteration, &tally, events));
+            }
+            if tally.repeated(&calls) {
+                let note = format!(
+                    "Stopped: the same tool call was made {LOOP_GUARD_REPEATS} times in a row with the same arguments."
+                );
+                for c in &calls {
+                    session
+                        .push(Message::tool_result(&c.call.id, note.clone(), true))
+                        .await?;
+                }
+                return Ok(self.finish(DoneReason::LoopGuard, note, iteration, &tally, events));
+            }
+            let results = self
+                .run_calls(&calls, session.id(), &approver, events, cancel, &mut tally)
+                .await;
+            for (c, (content, is_error)) in calls.iter().zip(results) {
+                session
+                    .push(Message::tool_result(&c.call.id, content, is_error))
+                    .await?;
+            }
+            if let Some(summary) = self
+                .compactor
+                .as_ref()
+                .and_then(|c| c.take_pending(session.id()))
+            {
+                session.adopt_summary(summary);
+                session.push(Message::user(COMPACTED_NOTE)).await?;
+            }
+            if cancel.is_cancelled() {
+                return Ok(self.finish(
+                    DoneReason::Cancelled,
+                    String::new(),
+                    iteration,
+                    &tally,
+                    events,
+                ));
+            }
+        }
+        session.push(Message::user(MAX_ITERATIONS_NOTE)).await?;
+        let text = match self.model_turn(session, false, events, cancel).await? {
+            Some(turn) => {
+                session
+                    .push(Message::assistant(turn.text.clone(), Vec::new()))
+                    .await?;
+                turn.text
+            }
+            None => String::new(),
+        };
+        Ok(self.finish(DoneReason::MaxIterations, text, iteration, &tally, events))
+    }
+
+    fn finish(
+        &self,
+        reason: DoneReason,
+        text: String,
+        iterations: u32,
+        tally: &Tally,
+        events: &EventSink,
+    ) -> TurnOutcome {
+        emit(
+            events,
+            AgentEvent::Done {
+                reason,
+                text: text.clone(),
+                iterations,
+            },
+        );
+        TurnOutcome {
+            reason,
+            text,
+            iterations,
+            denied: tally.denied,
+            needs_approval: tally.needs_approval,
+        }
+    }
+
+    /// One model call, streamed to `events`. `None` when cancelled.
+    async fn model_turn(
+        &self,
+        session: &Session,
+        with_tools: bool,
+        events: &EventSink,
+        cancel: &CancellationToken,
+    ) -> Result<Option<Completion>, LoopError> {
+        let request = self.request(session, with_tools);
+        let stream = tokio::select! {
+            () = cancel.cancelled() => return Ok(None),
+            s = self.provider.stream(request) => s?,
+        };
+        let mut stream = stream;
+        let mut assembler = Assembler::default();
+        loop {
+            let next = tokio::select! {
+                () = cancel.cancelled() => return Ok(None),
+                n = stream.next() => n,
+            };
+            let Some(event) = next else {
+                return Err(LlmError::Protocol {
+                    backend: self.provider.name().to_string(),
+                    message: "the stream ended without a stop event".to_string(),
+                }
+                .into());
+            };
+            let event = event?;
+            match &event {
+                StreamEvent::TextDelta(t) => {
+                    emit(events, AgentEvent::TextDelta { text: t.clone() })
+                }
+                StreamEvent::Usage(u) => emit(
+                    events,
+                    AgentEvent::Usage {
+                        input_tokens: u.input_tokens,
+                        output_tokens: u.output_tokens,
+                    },
+                ),
+                _ => {}
+            }
+            if let Some(done) = assembler.push(event) {
+                return Ok(Some(done));
+            }
+        }
+    }
+
+    fn request(&self, session: &Session, with_tools: bool) -> ChatRequest {
+        let mut messages = Vec::new();
+        if let Some(prompt) = &self.config.system_prompt {
+            messages.push(Message::system(prompt.clone()));
+        }
+        messages.extend(session.context());
+        let mut req = ChatRequest::new(
+            self.config.model.clone(),
+            trim_to_window(messages, self.config.context_tokens),
+        );
+        req.stream = self.config.stream;
+        if with_tools {
+            self.dispatcher.registry().refresh();
+            req.tools = self
+                .dispatcher
+                .registry()
+                .specs()
+                .iter()
+                .map(ToolDef::from)
+                .collect();
+        }
+        req
+    }
+
+    /// Run every call concurrently; results come back in the order the model asked.
+    async fn run_calls(
+        &self,
+        calls: &[ParsedCall],
+        session_id: &str,
+        approver: &Arc<dyn Approver>,
+        events: &EventSink,
+        cancel: &CancellationToken,
+        tally: &mut Tally,
+    ) -> Vec<(String, bool)> {
+        let futures = calls
+            .iter()
+            .map(|c| self.run_one(c, session_id, approver, events, cancel));
+        let outcomes = futures::future::join_all(futures).await;
+        outcomes
+            .into_iter()
+            .map(|outcome| match outcome {
+                Ok(out) => (out.content, out.is_error),
+                Err(e) => {
+                    match e.kind {
+                        tackle_protocol::ErrorKind::Denied => tally.denied += 1,
+                        tackle_protocol::ErrorKind::NeedsApproval => tally.needs_approval += 1,
+                        _ => {}
+                    }
+                    (format!("error ({}): {}", e.kind, e.message), true)
+                }
+            })
+            .collect()
+    }
+
+    async fn run_one(
+        &self,
+        c: &ParsedCall,
+        session_id: &str,
+        approver: &Arc<dyn Approver>,
+        events: &EventSink,
+        cancel: &CancellationToken,
+    ) -> Result<ToolOutput, ToolError> {
+        let started = Instant::now();
+        emit(
+            events,
+            AgentEvent::ToolCallStarted {
+                id: c.call.id.clone(),
+                name: c.call.name.clone(),
+                arguments: c.call.arguments.clone(),
+            },
+        );
+        let outcome = match &c.parse_error {
+            Some(e) => Err(e.clone()),
+            None => {
+                let req = CallRequest::new(c.call.clone(), Arc::clone(approver))
+                    .session(session_id)
+                    .channel("agent")
+                    .cancel(cancel.child_token());
+                self.dispatcher.dispatch(req).await
+            }
+        };
+        let (ok, error_kind, text) = match &outcome {
+            Ok(out) => (!out.is_error, None, out.content.as_str()),
+            Err(e) => (false, Some(e.kind), e.message.as_str()),
+        };
+        emit(
+            events,
+            AgentEvent::ToolCallFinished {
+                id: c.call.id.clone(),
+                name: c.call.name.clone(),
+                ok,
+                error_kind,
+                preview: preview(text, 300),
+                duration_ms: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
+            },
+        );
+        outcome
+    }
+}
+
+impl Tally {
+    /// True when this batch repeats the previous one exactly for the `LOOP_GUARD_REPEATS`th time.
+    fn repeated(&mut self, calls: &[ParsedCall]) -> bool {
+        let signature = calls
+            .iter()
+            .map(|c| format!("{}:{}", c.call.name, c.call.arguments))
+            .collect::<Vec<_>>()
+            .join("\n");
+        if self.last_signature.as_deref() == Some(signature.as_str()) {
+            self.repeats += 1;
+        } else {
+            self.last_signature = Some(signature);
+            self.repeats = 1;
+        }
+        self.repeats >= LOOP_GUARD_REPEATS
+    }
+}
+
+/// A model tool call with its arguments parsed, or the error the model gets back instead.
+struct ParsedCall {
+    call: ToolCall,
+    parse_error: Option<ToolError>,
+}
+
+/// Malformed argument JSON becomes an `invalid_arguments` result the model can fix, never
+/// `null` arguments. Empty arguments mean `{}`.
+fn parse_calls(raw: &[AssembledToolCall]) -> Vec<ParsedCall> {
+    let mut seen: HashMap<String, usize> = HashMap::new();
+    raw.iter()
+        .enumerate()
+        .map(|(i, c)| {
+            // Some servers reuse or omit ids; results must map back one-to-one.
+            let mut id = if c.id.is_empty() { format!("call_{i}") } else { c.id.clone() };
+            let n = seen.entry(id.clone()).or_insert(0);
+            *n += 1;
+            if *n > 1 {
+                id = format!("{id}_{n}");
+            }
+            let trimmed = c.arguments_raw.trim();
+            let parsed: Result<Value, _> = if trimmed.is_empty() { Ok(Value::Object(Default::default())) } else { serde_json::from_str(trimmed) };
+            match parsed {
+                Ok(arguments) => ParsedCall { call: ToolCall { id, name: c.name.clone(), arguments }, parse_error: None },
+                Err(e) => ParsedCall {
+                    call: ToolCall { id, name: c.name.clone(), arguments: Value::String(preview(trimmed, 200)) },
+                    parse_error: Some(ToolError::invalid_arguments(format!(
+                        "the arguments for `{}` are not valid JSON ({e}); send one JSON object matching the tool's schema",
+                        c.name
+                    ))),
+                },
+            }
+        })
+        .collect()
+}

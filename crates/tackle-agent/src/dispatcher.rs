@@ -1,0 +1,477 @@
+//! THE one path a tool call takes (SPEC.md §3): lookup → validate → resolve policy →
+//! capability pre-check → approval → execute (timeout, cancellation, panic isolation) →
+//! sanitize → audit. Every front end calls [`Dispatcher::dispatch`].
+
+use crate::audit::{AuditEvent, AuditSink};
+use crate::registry::{Entry, Registry};
+use crate::sanitizer::Sanitizer;
+use futures::FutureExt;
+use serde::Serialize;
+use serde_json::Value;
+use std::collections::HashSet;
+use std::panic::AssertUnwindSafe;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+use tackle_policy::resolve::{approval_decision, resolve, ResolvedPolicy};
+use tackle_protocol::config::SecurityConfig;
+use tackle_protocol::text::preview;
+use tackle_protocol::{
+    AgentServices, ApprovalAnswer, ApprovalMode, ApprovalRequest, Approver, CallScope, Capability,
+    Decision, Grants, HostProvider, ToolCall, ToolContext, ToolError, ToolHost, ToolOutput,
+    Verdict,
+};
+use tokio_util::sync::CancellationToken;
+
+/// What the dispatcher needs besides the registry and the host.
+#[derive(Clone)]
+pub struct DispatcherConfig {
+    pub workspace: PathBuf,
+    pub security: SecurityConfig,
+    /// The calling agent's name and its grants overlay.
+    pub agent: String,
+    pub agent_grants: Option<Grants>,
+    /// Per-call limit for tools that set none.
+    pub default_timeout: Duration,
+    pub sanitizer: Sanitizer,
+}
+
+/// One call to dispatch, with who is calling and who can approve.
+pub struct CallRequest {
+    pub call: ToolCall,
+    pub approver: Arc<dyn Approver>,
+    pub session_id: String,
+    pub channel: String,
+    pub cancel: CancellationToken,
+}
+
+impl CallRequest {
+    pub fn new(call: ToolCall, approver: Arc<dyn Approver>) -> Self {
+        Self {
+            call,
+            approver,
+            session_id: String::new(),
+            channel: "cli".to_string(),
+            cancel: CancellationToken::new(),
+        }
+    }
+
+    pub fn session(mut self, session_id: impl Into<String>) -> Self {
+        self.session_id = session_id.into();
+        self
+    }
+
+    pub fn channel(mut self, channel: impl Into<String>) -> Self {
+        self.channel = channel.into();
+        self
+    }
+
+    pub fn cancel(mut self, cancel: CancellationToken) -> Self {
+        self.cancel = cancel;
+        self
+    }
+}
+
+/// `--explain`: the resolved policy and the decision with its why, nothing run.
+#[derive(Debug, Clone, Serialize)]
+pub struct Explanation {
+    pub tool: String,
+    pub approval: ApprovalMode,
+    pub grants: Grants,
+    /// Which layers contributed to the policy (tool default, tool_policies, agent overlay).
+    pub sources: Vec<String>,
+    pub capabilities: Vec<(Capability, Decision)>,
+    pub approval_decision: Decision,
+    /// The overall outcome: deny if any capability is denied, else the approval decision.
+    pub decision: Decision,
+}
+
+pub struct Dispatcher {
+    registry: Arc<Registry>,
+    host: Arc<dyn HostProvider>,
+    config: DispatcherConfig,
+    audit: Option<Arc<dyn AuditSink>>,
+    agents: Option<Arc<dyn AgentServices>>,
+    /// Tools the user allowed for the rest of the session with `a`.
+    session_allowed: Mutex<HashSet<String>>,
+}
+
+/// The outcome of the policy steps for one call, before execution.
+struct Cleared {
+    entry: Arc<Entry>,
+    host: Arc<dyn ToolHost>,
+    scope: CallScope,
+    approver: String,
+}
+
+impl Dispatcher {
+    pub fn new(
+        registry: Arc<Registry>,
+        host: Arc<dyn HostProvider>,
+        config: DispatcherConfig,
+    ) -> Self {
+        Self {
+            registry,
+            host,
+            config,
+            audit: None,
+            agents: None,
+            session_allowed: Mutex::new(HashSet::new()),
+        }
+    }
+
+    pub fn with_audit(mut self, audit: Arc<dyn AuditSink>) -> Self {
+        self.audit = Some(audit);
+        self
+    }
+
+    pub fn with_agents(mut self, agents: Arc<dyn AgentServices>) -> Self {
+        self.agents = Some(agents);
+        self
+    }
+
+    pub fn registry(&self) -> &Arc<Registry> {
+        &self.registry
+    }
+
+    pub fn config(&self) -> &DispatcherConfig {
+        &self.config
+    }
+
+    /// Run one call through every step. Never panics, never hangs past the timeout.
+    pub async fn dispatch(&self, req: CallRequest) -> Result<ToolOutput, ToolError> {
+        let started = Instant::now();
+        let args_summary = self.summarize_args(&req.call.arguments);
+        let result = match self.clear(&req).await {
+            Ok(cleared) => {
+                let approver = cleared.approver.clone();
+                let outcome = self.execute(cleared, &req).await;
+                (outcome, approver)
+            }
+            Err(e) => (Err(e), String::new()),
+        };
+        let (outcome, approver) = result;
+        let outcome = outcome
+            .map(|mut out| {
+                out.content = self.config.sanitizer.sanitize(&out.content);
+                out
+            })
+            .map_err(|mut e| {
+                e.message = self.config.sanitizer.sanitize(&e.message);
+                e
+            });
+        self.record(&req, args_summary, &outcome, approver, started.elapsed());
+        outcome
+    }
+
+    /// The policy steps: lookup, validation, resolution, capability pre-check, approval.
+    async fn clear(&self, req: &CallRequest) -> Result<Cleared, ToolError> {
+        let entry = self.lookup(&req.call.name)?;
+        validate(&entry, &req.call.arguments)?;
+        let policy = self.resolve(&entry);
+        let scope = self.scope(&req.call.name, &req.session_id, &policy, &req.cancel);
+        let host = self.host.scoped(&scope);
+        let cx = self.context(&scope, &req.channel, Arc::clone(&host));
+        for cap in entry.tool.planned_capabilities(&req.call.arguments, &cx) {
+            let decision = host.check(&cap).await;
+            if decision.verdict == Verdict::Deny {
+                return Err(ToolError::denied(decision));
+            }
+        }
+        let approver = self.approve(&entry, &policy, req).await?;
+        Ok(Cleared {
+            entry,
+            host,
+            scope,
+            approver,
+        })
+    }
+
+    fn lookup(&self, name: &str) -> Result<Arc<Entry>, ToolError> {
+        if let Some(entry) = self.registry.get(name) {
+            return Ok(entry);
+        }
+        // A dynamic extension (an MCP server) may have gained the tool since the last look.
+        self.registry.refresh();
+        if let Some(entry) = self.registry.get(name) {
+            return Ok(entry);
+        }
+        if let Some(why) = self.registry.unavailable(name) {
+            return Err(ToolError::failed(why));
+        }
+        let suggestions = self.registry.suggestions(name);
+        let hint = if suggestions.is_empty() {
+            " (`tackle tools list` shows every tool)".to_string()
+        } else {
+            format!("; did you mean {}?", quote_list(&suggestions))
+        };
+        Err(ToolError::not_found(format!("unknown tool `{name}`{hint}")))
+    }
+
+    fn resolve(&self, entry: &Entry) -> ResolvedPolicy {
+        resolve(
+            &entry.spec.name,
+            &entry.default_policy,
+            &self.config.security,
+            self.config.agent_grants.as_ref(),
+        )
+    }
+
+    fn scope(
+        &self,
+        tool: &str,
+        session: &str,
+        policy: &ResolvedPolicy,
+        cancel: &CancellationToken,
+    ) -> CallScope {
+        CallScope {
+            tool: tool.to_string(),
+            session_id: session.to_string(),
+            agent: self.config.agent.clone(),
+            workspace: self.config.workspace.clone(),
+            grants: policy.grants.clone(),
+            cancel: cancel.child_token(),
+        }
+    }
+
+    fn context(&self, scope: &CallScope, channel: &str, host: Arc<dyn ToolHost>) -> ToolContext {
+        let mut cx = ToolContext::new(scope, channel, host)
+            .with_catalog(Arc::clone(&self.registry) as Arc<dyn tackle_protocol::ToolCatalog>);
+        if let Some(agents) = &self.agents {
+            cx = cx.with_agents(Arc::clone(agents));
+        }
+        cx
+    }
+
+    /// Returns who approved (`policy` when no one had to).
+    async fn approve(
+        &self,
+        entry: &Entry,
+        policy: &ResolvedPolicy,
+        req: &CallRequest,
+    ) -> Result<String, ToolError> {
+        let name = entry.spec.name.as_str();
+        let escalated = entry.tool.approval_for(&req.call.arguments);
+        let decision = match escalated {
+            // A per-call escalation (e.g. `git push`) asks whatever the auto list or an earlier `a` says.
+            Some(mode) if mode > policy.approval => Decision::ask(
+                format!("{name}: approval {mode} for these arguments"),
+                format!("`{name}` with these arguments always needs approval"),
+            ),
+            _ => approval_decision(
+                name,
+                policy.approval,
+                &self.config.security.auto_approved_tools,
+                self.allowed_for_session(name),
+            ),
+        };
+        if decision.verdict == Verdict::Allow {
+            return Ok("policy".to_string());
+        }
+        let ask = ApprovalRequest {
+            tool: name.to_string(),
+            arguments: req.call.arguments.clone(),
+            summary: self.plan_summary(entry, req),
+            grants: policy.grants.clone(),
+            why: decision.why.clone(),
+        };
+        match req.approver.ask(&ask).await {
+            Ok(ApprovalAnswer::Once) => Ok(req.approver.name().to_string()),
+            Ok(ApprovalAnswer::ForSession) => {
+                if escalated.is_none() {
+                    if let Ok(mut set) = self.session_allowed.lock() {
+                        set.insert(name.to_string());
+                    }
+                }
+                Ok(req.approver.name().to_string())
+            }
+            Ok(ApprovalAnswer::Deny) => Err(ToolError::denied(Decision::deny(
+                format!("approval: {}", req.approver.name()),
+                format!("`{name}` was not approved by the user"),
+            ))),
+            Err(unavailable) => Err(ToolError::needs_approval(unavailable.0)),
+        }
+    }
+
+    fn allowed_for_session(&self, tool: &str) -> bool {
+        self.session_allowed
+            .lock()
+            .map(|set| set.contains(tool))
+            .unwrap_or(false)
+    }
+
+    fn plan_summary(&self, entry: &Entry, req: &CallRequest) -> String {
+        let caps = entry
+            .tool
+            .planned_capabilities(&req.call.arguments, &self.dummy_context());
+        if caps.is_empty() {
+            return format!(
+                "{} {}",
+                entry.spec.name,
+                self.summarize_args(&req.call.arguments)
+            );
+        }
+        caps.iter()
+            .map(Capability::summary)
+            .collect::<Vec<_>>()
+            .join("\n")
+    }
+
+    /// A context for pure planning (no host calls happen through it).
+    fn dummy_context(&self) -> ToolContext {
+        let scope = CallScope {
+            tool: String::new(),
+            session_id: String::new(),
+            agent: self.config.agent.clone(),
+            workspace: self.config.workspace.clone(),
+            grants: Grants::default(),
+            cancel: CancellationToken::new(),
+        };
+        let host = self.host.scoped(&scope);
+        ToolContext::new(&scope, "plan", host)
+    }
+
+    async fn execute(&self, cleared: Cleared, req: &CallRequest) -> Result<ToolOutput, ToolError> {
+        let Cleared {
+            entry, host, scope, ..
+        } = cleared;
+        let cx = self.context(&scope, &req.channel, host);
+        let limit = entry.tool.timeout().unwrap_or(self.config.default_timeout);
+        let call =
+            AssertUnwindSafe(entry.tool.call(req.call.arguments.clone(), &cx)).catch_unwind();
+        tokio::select! {
+            biased;
+            () = scope.cancel.cancelled() => Err(ToolError::failed(format!("`{}` was cancelled", entry.spec.name))),
+            res = tokio::time::timeout(limit, call) => match res {
+                Ok(Ok(result)) => result,
+                Ok(Err(_panic)) => Err(ToolError::failed(format!(
+                    "`{}` failed unexpectedly (internal error); the call had no effect beyond what the tool did before failing",
+                    entry.spec.name
+                ))),
+                Err(_elapsed) => {
+                    scope.cancel.cancel();
+                    Err(ToolError::timeout(format!(
+                        "`{}` did not finish within {}s and was stopped",
+                        entry.spec.name,
+                        limit.as_secs_f64()
+                    )))
+                }
+            },
+        }
+    }
+
+    /// `--explain`: resolve and decide, run nothing.
+    pub async fn explain(&self, name: &str, arguments: &Value) -> Result<Explanation, ToolError> {
+        let entry = self.lookup(name)?;
+        validate(&entry, arguments)?;
+        let policy = self.resolve(&entry);
+        let scope = self.scope(name, "", &policy, &CancellationToken::new());
+        let host = self.host.scoped(&scope);
+        let cx = self.context(&scope, "explain", Arc::clone(&host));
+        let mut capabilities = Vec::new();
+        for cap in entry.tool.planned_capabilities(arguments, &cx) {
+            let decision = host.check(&cap).await;
+            capabilities.push((cap, decision));
+        }
+        let approval = match entry.tool.approval_for(arguments) {
+            Some(mode) if mode > policy.approval => Decision::ask(
+                format!("{name}: approval {mode} for these arguments"),
+                format!("`{name}` with these arguments always needs approval"),
+            ),
+            _ => approval_decision(
+                name,
+                policy.approval,
+                &self.config.security.auto_approved_tools,
+                false,
+            ),
+        };
+        let decision = capabilities
+            .iter()
+            .find(|(_, d)| d.verdict == Verdict::Deny)
+            .map(|(_, d)| d.clone())
+            .unwrap_or_else(|| approval.clone());
+        Ok(Explanation {
+            tool: name.to_string(),
+            approval: policy.approval,
+            grants: policy.grants,
+            sources: policy.sources,
+            capabilities,
+            approval_decision: approval,
+            decision,
+        })
+    }
+
+    fn summarize_args(&self, args: &Value) -> String {
+        let text = self.config.sanitizer.clean(&args.to_string()).into_owned();
+        preview(&text, 200)
+    }
+
+    fn record(
+        &self,
+        req: &CallRequest,
+        args_summary: String,
+        outcome: &Result<ToolOutput, ToolError>,
+        approver: String,
+        elapsed: Duration,
+    ) {
+        let Some(audit) = &self.audit else { return };
+        let (verdict, rule, why) = match outcome {
+            Ok(out) if out.is_error => ("ok_error".to_string(), String::new(), String::new()),
+            Ok(_) => ("ok".to_string(), String::new(), String::new()),
+            Err(e) => {
+                let rule = e
+                    .decision
+                    .as_ref()
+                    .map(|d| d.rule.clone())
+                    .unwrap_or_default();
+                (e.kind.as_str().to_string(), rule, e.message.clone())
+            }
+        };
+        audit.record(AuditEvent {
+            session_id: req.session_id.clone(),
+            agent: self.config.agent.clone(),
+            tool: req.call.name.clone(),
+            args_summary,
+            verdict,
+            rule,
+            why,
+            approver,
+            duration_ms: u64::try_from(elapsed.as_millis()).unwrap_or(u64::MAX),
+        });
+    }
+}
+
+/// JSON-Schema validation with errors that name the field and the reason, so the model can fix
+/// its call.
+fn validate(entry: &Entry, args: &Value) -> Result<(), ToolError> {
+    let validator = entry.validator().map_err(ToolError::failed)?;
+    let problems: Vec<String> = validator
+        .iter_errors(args)
+        .take(5)
+        .map(|err| {
+            let path = err.instance_path().to_string();
+            let field = if path.is_empty() {
+                "arguments".to_string()
+            } else {
+                format!("`{}`", path.trim_start_matches('/').replace('/', "."))
+            };
+            format!("{field}: {err}")
+        })
+        .collect();
+    if problems.is_empty() {
+        return Ok(());
+    }
+    Err(ToolError::invalid_arguments(format!(
+        "invalid arguments for `{}`: {}",
+        entry.spec.name,
+        problems.join("; ")
+    )))
+}
+
+fn quote_list(names: &[String]) -> String {
+    names
+        .iter()
+        .map(|n| format!("`{n}`"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}

@@ -1,0 +1,125 @@
+//! A conversation: its messages in memory, mirrored to the append-only store when there is one.
+
+use tackle_protocol::message::{Message, Role};
+use tackle_store::{Entry, EntryKind, SessionId, Store, StoreError};
+
+pub struct Session {
+    id: SessionId,
+    store: Option<Store>,
+    /// The summary the context starts from (the latest Summary entry), if any.
+    summary: Option<String>,
+    messages: Vec<Message>,
+}
+
+impl Session {
+    /// A session that lives only in memory.
+    pub fn ephemeral(id: impl Into<String>) -> Self {
+        Self {
+            id: SessionId(id.into()),
+            store: None,
+            summary: None,
+            messages: Vec::new(),
+        }
+    }
+
+    /// A new stored session for `agent`.
+    pub async fn create(store: Store, agent: &str) -> Result<Self, StoreError> {
+        let id = store.create_session(agent).await?;
+        Ok(Self {
+            id,
+            store: Some(store),
+            summary: None,
+            messages: Vec::new(),
+        })
+    }
+
+    /// Resume a stored session (created if the id is new), from its latest summary on.
+    pub async fn resume(store: Store, id: &str, agent: &str) -> Result<Self, StoreError> {
+        let id = SessionId(id.to_string());
+        store.ensure_session(&id, agent).await?;
+        let mut summary = None;
+        let mut messages = Vec::new();
+        for stored in store.entries_since_last_summary(&id).await? {
+            match stored.kind {
+                EntryKind::Summary => {
+                    summary = stored
+                        .content
+                        .get("text")
+                        .and_then(|v| v.as_str())
+                        .map(str::to_string);
+                    messages.clear();
+                }
+                EntryKind::User | EntryKind::Assistant | EntryKind::ToolResult => {
+                    if let Ok(m) = serde_json::from_value::<Message>(stored.content.clone()) {
+                        messages.push(m);
+                    }
+                }
+                _ => {}
+            }
+        }
+        Ok(Self {
+            id,
+            store: Some(store),
+            summary,
+            messages,
+        })
+    }
+
+    pub fn id(&self) -> &str {
+        self.id.as_str()
+    }
+
+    pub fn messages(&self) -> &[Message] {
+        &self.messages
+    }
+
+    /// The messages the model sees: the summary (as a system note) and everything after it.
+    pub fn context(&self) -> Vec<Message> {
+        let mut out = Vec::with_capacity(self.messages.len() + 1);
+        if let Some(summary) = &self.summary {
+            out.push(Message::system(format!(
+                "Summary of the conversation so far:\n{summary}"
+            )));
+        }
+        out.extend(self.messages.iter().cloned());
+        out
+    }
+
+    /// Append a message, persisting it first so nothing shown is lost.
+    pub async fn push(&mut self, message: Message) -> Result<(), StoreError> {
+        if let Some(store) = &self.store {
+            let kind = match message.role {
+                Role::User => EntryKind::User,
+                Role::Assistant => EntryKind::Assistant,
+                Role::Tool => EntryKind::ToolResult,
+                Role::System => EntryKind::System,
+            };
+            // Serialising a Message cannot fail: every key is a string.
+            let content = serde_json::to_value(&message).unwrap_or_default();
+            store.append(&self.id, Entry::new(kind, content)).await?;
+        }
+        self.messages.push(message);
+        Ok(())
+    }
+
+    /// Adopt a summary already stored (by the `compact` tool) without writing it again.
+    pub fn adopt_summary(&mut self, summary: String) {
+        self.summary = Some(summary);
+        self.messages.clear();
+    }
+
+    /// Start the context from `summary`: older messages stay in the store, out of the model's view.
+    pub async fn compact_to(&mut self, summary: String) -> Result<(), StoreError> {
+        if let Some(store) = &self.store {
+            store
+                .append(
+                    &self.id,
+                    Entry::new(EntryKind::Summary, serde_json::json!({"text": summary})),
+                )
+                .await?;
+        }
+        self.summary = Some(summary);
+        self.messages.clear();
+        Ok(())
+    }
+}

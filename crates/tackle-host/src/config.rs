@@ -1,0 +1,84 @@
+//! What the host needs from the operator, decided once at start-up by the binary.
+
+use std::net::IpAddr;
+use std::path::PathBuf;
+use tackle_protocol::config::Config;
+
+/// Settings shared by every host the provider scopes.
+///
+/// Limits here are *ceilings*: a request may ask for less, never for more.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HostConfig {
+    /// Tackle's state directory; per-session `TMPDIR`s are created under `state_dir/tmp/`.
+    pub state_dir: PathBuf,
+    /// The user's home directory, for `~` in grants and request paths. `None` = `~` stays literal.
+    pub home: Option<PathBuf>,
+    /// Environment variables passed to child processes on top of the scrubbed base
+    /// (`PATH HOME LANG LC_* TERM USER TZ`). An entry ending in `*` is a prefix (`CARGO_*`).
+    pub env_passthrough: Vec<String>,
+    /// Ceiling for one `read` (and the default when the request sets none).
+    pub max_read_bytes: u64,
+    /// Ceiling for each of stdout and stderr of one `exec`.
+    pub max_output_bytes: usize,
+    /// Ceiling for the entries of one `list`.
+    pub max_list_entries: usize,
+    /// Ceiling for the hits of one `search`.
+    pub max_search_results: usize,
+    /// Ceiling for one HTTP response body.
+    pub max_http_bytes: u64,
+    /// Destinations the operator wrote into the config (a backend's `api_base`, a search
+    /// backend's `url`, an MCP server's `url`). An `HttpRequest` marked `operator_configured`
+    /// is trusted as written only when its URL matches one of these: an entry with a scheme
+    /// (`http://127.0.0.1:8888/x`) matches by origin (scheme, host, port); a bare entry
+    /// (`127.0.0.1:8888`, `searx.lan`) matches by host, and by port when it has one.
+    pub operator_hosts: Vec<String>,
+    /// Names that resolve to fixed addresses without asking DNS (like curl's `--resolve`).
+    /// The addresses are still checked by the IP guard like any resolved address.
+    pub dns_overrides: Vec<(String, IpAddr)>,
+    /// `User-Agent` sent with every HTTP request.
+    pub user_agent: String,
+}
+
+impl HostConfig {
+    /// Defaults for everything but the state directory.
+    pub fn new(state_dir: impl Into<PathBuf>) -> Self {
+        Self {
+            state_dir: state_dir.into(),
+            home: None,
+            env_passthrough: Vec::new(),
+            max_read_bytes: 10 * 1024 * 1024,
+            max_output_bytes: 1024 * 1024,
+            max_list_entries: 10_000,
+            max_search_results: 5_000,
+            max_http_bytes: 20 * 1024 * 1024,
+            operator_hosts: Vec::new(),
+            dns_overrides: Vec::new(),
+            user_agent: concat!("tackle/", env!("CARGO_PKG_VERSION")).to_string(),
+        }
+    }
+
+    pub fn with_home(mut self, home: Option<PathBuf>) -> Self {
+        self.home = home;
+        self
+    }
+
+    /// Takes `security.env_passthrough` and the operator-written URLs from `config`.
+    pub fn with_config(mut self, config: &Config) -> Self {
+        self.env_passthrough = config.security.env_passthrough.clone();
+        self.operator_hosts = operator_urls(config);
+        self
+    }
+}
+
+/// Every URL the operator wrote into `config`: backends' `api_base`, search backends' `url`,
+/// MCP servers' `url`.
+pub fn operator_urls(config: &Config) -> Vec<String> {
+    let backends = config.backends.iter().filter_map(|b| b.api_base.clone());
+    let search = config
+        .web_search
+        .backends
+        .iter()
+        .filter_map(|b| b.url.clone());
+    let mcp = config.mcp_servers.values().filter_map(|m| m.url.clone());
+    backends.chain(search).chain(mcp).collect()
+}

@@ -1,0 +1,191 @@
+//! File reads and atomic writes, confined to the canonical grant roots.
+//!
+//! Everything here is blocking `std::fs`; the host runs it on the blocking pool.
+
+use crate::paths::PathGuard;
+use std::fs::{self, File, OpenOptions};
+use std::io::{self, Read, Seek, SeekFrom, Write};
+use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use tackle_policy::path::Access;
+use tackle_protocol::{FileContent, HostError, ReadRequest, WriteReport, WriteRequest};
+
+fn io_err(path: &Path, e: io::Error) -> HostError {
+    if e.kind() == io::ErrorKind::NotFound {
+        HostError::NotFound {
+            path: path.to_path_buf(),
+        }
+    } else if e.raw_os_error() == Some(libc::ELOOP) {
+        // O_NOFOLLOW met a link that appeared after the path was resolved.
+        HostError::Io(format!(
+            "{}: refusing to follow a symbolic link",
+            path.display()
+        ))
+    } else {
+        HostError::Io(format!("{}: {e}", path.display()))
+    }
+}
+
+/// Read up to `min(req.max_bytes, ceiling)` bytes from `req.offset`.
+pub(crate) fn read(
+    guard: &PathGuard,
+    req: &ReadRequest,
+    ceiling: u64,
+) -> Result<FileContent, HostError> {
+    let canon = guard.resolve(&req.path).map_err(|e| e.into_host_error())?;
+    if !canon.exists {
+        return Err(HostError::NotFound {
+            path: req.path.clone(),
+        });
+    }
+    guard.require(&canon.path, Access::Read)?;
+    let path = canon.path;
+    let meta = fs::symlink_metadata(&path).map_err(|e| io_err(&path, e))?;
+    if meta.is_dir() {
+        return Err(HostError::Invalid(format!(
+            "{} is a directory, not a file",
+            path.display()
+        )));
+    }
+    if !meta.is_file() {
+        return Err(HostError::Invalid(format!(
+            "{} is not a regular file",
+            path.display()
+        )));
+    }
+    let mut file = OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
+        .open(&path)
+        .map_err(|e| io_err(&path, e))?;
+    let total_size = file.metadata().map_err(|e| io_err(&path, e))?.len();
+    let cap = req.max_bytes.unwrap_or(ceiling).min(ceiling);
+    file.seek(SeekFrom::Start(req.offset))
+        .map_err(|e| io_err(&path, e))?;
+    let mut bytes = Vec::new();
+    file.take(cap)
+        .read_to_end(&mut bytes)
+        .map_err(|e| io_err(&path, e))?;
+    Ok(FileContent {
+        path,
+        bytes,
+        total_size,
+    })
+}
+
+/// Write a whole file atomically; see `write_atomic` for how.
+pub(crate) fn write(guard: &PathGuard, req: &WriteRequest) -> Result<WriteReport, HostError> {
+    let canon = guard.resolve(&req.path).map_err(|e| e.into_host_error())?;
+    guard.require(&canon.path, Access::Write)?;
+    let name = canon
+        .path
+        .file_name()
+        .ok_or_else(|| HostError::Invalid(format!("{} names no file", req.path.display())))?
+        .to_os_string();
+    let parent = canon.path.parent().unwrap_or(Path::new("/")).to_path_buf();
+    let parent = ensure_parent(guard, &parent, req.create_dirs)?;
+    let target = parent.join(name);
+    let previous = match fs::symlink_metadata(&target) {
+        Ok(m) if m.is_dir() => {
+            return Err(HostError::Invalid(format!(
+                "{} is a directory",
+                target.display()
+            )));
+        }
+        Ok(m) if m.file_type().is_symlink() => {
+            // `resolve` followed every link, so a link here appeared since: refuse.
+            return Err(HostError::Io(format!(
+                "{}: refusing to write through a symbolic link",
+                target.display()
+            )));
+        }
+        Ok(m) => Some(m.permissions()),
+        Err(_) => None,
+    };
+    write_atomic(&target, &req.data, previous.clone())?;
+    Ok(WriteReport {
+        path: target,
+        bytes_written: req.data.len() as u64,
+        created: previous.is_none(),
+    })
+}
+
+/// The canonical parent directory, created (inside the write grant only) when asked to.
+fn ensure_parent(guard: &PathGuard, parent: &Path, create: bool) -> Result<PathBuf, HostError> {
+    let canon = guard.resolve(parent).map_err(|e| e.into_host_error())?;
+    if !canon.exists {
+        if !create {
+            return Err(HostError::NotFound {
+                path: parent.to_path_buf(),
+            });
+        }
+        create_dirs_inside_grant(guard, &canon.path)?;
+    }
+    // Resolve again: what exists now is what the write goes through.
+    let now = guard.resolve(parent).map_err(|e| e.into_host_error())?;
+    if !now.exists {
+        return Err(HostError::NotFound {
+            path: parent.to_path_buf(),
+        });
+    }
+    guard.require(&now.path, Access::Write)?;
+    Ok(now.path)
+}
+
+/// `mkdir` each missing ancestor of `dir`, checking each against the write grant first.
+fn create_dirs_inside_grant(guard: &PathGuard, dir: &Path) -> Result<(), HostError> {
+    let mut missing: Vec<&Path> = dir.ancestors().take_while(|p| !p.exists()).collect();
+    missing.reverse();
+    for d in missing {
+        guard.require(d, Access::Write)?;
+        match fs::create_dir(d) {
+            Ok(()) => {}
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
+            Err(e) => return Err(io_err(d, e)),
+        }
+    }
+    Ok(())
+}
+
+static TEMP_COUNTER: AtomicU64 = AtomicU64::new(0);
+
+/// Temp file in the same directory, fsync, rename over the target, fsync the directory, so a
+/// reader sees the old file or the new one and never half of one. The rename replaces a
+/// final-component link rather than writing through it.
+fn write_atomic(
+    target: &Path,
+    data: &[u8],
+    perms: Option<fs::Permissions>,
+) -> Result<(), HostError> {
+    let dir = target.parent().unwrap_or(Path::new("/"));
+    let base = target
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let n = TEMP_COUNTER.fetch_add(1, Ordering::Relaxed);
+    let tmp = dir.join(format!(".{base}.tackle-{}-{n}.tmp", std::process::id()));
+    let result = write_temp(&tmp, data, perms).and_then(|()| fs::rename(&tmp, target));
+    if let Err(e) = result {
+        let _ = fs::remove_file(&tmp);
+        return Err(io_err(target, e));
+    }
+    if let Ok(d) = File::open(dir) {
+        let _ = d.sync_all();
+    }
+    Ok(())
+}
+
+fn write_temp(tmp: &Path, data: &[u8], perms: Option<fs::Permissions>) -> io::Result<()> {
+    let mut file = OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o644)
+        .custom_flags(libc::O_NOFOLLOW)
+        .open(tmp)?;
+    file.write_all(data)?;
+    if let Some(p) = perms {
+        file.set_permissions(fs::Permissions::from_mode(p.mode() & 0o7777))?;
+    }
+    file.sync_all()
+}

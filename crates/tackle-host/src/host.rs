@@ -1,0 +1,238 @@
+//! [`NativeHost`] (one call's capability boundary) and [`NativeHostProvider`] (makes them).
+
+use crate::config::HostConfig;
+use crate::exec::{self, ExecScope};
+use crate::net::{self, ClientConfig, Clients, Http};
+use crate::paths::{canonical_roots, canonicalize_lenient, PathGuard};
+use crate::{fs, walk};
+use async_trait::async_trait;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use tackle_policy::path::{roots, Access};
+use tackle_protocol::{
+    CallScope, Capability, Decision, DirEntry, ExecCommand, ExecOutput, ExecRequest, FileContent,
+    Grants, HostError, HostProvider, HttpRequest, HttpResponse, ListRequest, NetworkGrant,
+    ReadRequest, SearchHit, SearchRequest, ShellGrant, ToolHost, WriteReport, WriteRequest,
+};
+use tokio_util::sync::CancellationToken;
+
+/// What every scoped host shares: the configuration and the pooled HTTP clients.
+struct Shared {
+    config: HostConfig,
+    clients: Arc<Clients>,
+}
+
+/// Makes a [`NativeHost`] for each call. Build one at start-up and keep it.
+#[derive(Clone)]
+pub struct NativeHostProvider {
+    shared: Arc<Shared>,
+}
+
+impl NativeHostProvider {
+    pub fn new(config: HostConfig) -> Self {
+        Self {
+            shared: Arc::new(Shared {
+                config,
+                clients: Arc::default(),
+            }),
+        }
+    }
+
+    /// The concrete host for `scope` (what [`HostProvider::scoped`] wraps in an `Arc`).
+    pub fn host(&self, scope: &CallScope) -> NativeHost {
+        NativeHost::new(self.shared.clone(), scope)
+    }
+
+    pub fn config(&self) -> &HostConfig {
+        &self.shared.config
+    }
+
+    /// Remove the session's `TMPDIR` (call when a session ends). Missing is not an error.
+    pub fn end_session(&self, session_id: &str) -> std::io::Result<()> {
+        let dir = session_tmpdir(&self.shared.config, session_id);
+        match std::fs::remove_dir_all(&dir) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(e),
+            _ => Ok(()),
+        }
+    }
+}
+
+fn session_tmpdir(config: &HostConfig, session_id: &str) -> PathBuf {
+    config
+        .state_dir
+        .join("tmp")
+        .join(session_dir_name(session_id))
+}
+
+impl HostProvider for NativeHostProvider {
+    fn scoped(&self, scope: &CallScope) -> Arc<dyn ToolHost> {
+        Arc::new(self.host(scope))
+    }
+}
+
+/// The capability boundary for one call: canonical workspace, resolved grants, cancel token.
+pub struct NativeHost {
+    shared: Arc<Shared>,
+    grants: Grants,
+    guard: PathGuard,
+    shell: ShellGrant,
+    network: NetworkGrant,
+    tmpdir: PathBuf,
+    cancel: CancellationToken,
+}
+
+impl NativeHost {
+    fn new(shared: Arc<Shared>, scope: &CallScope) -> Self {
+        let home = shared.config.home.clone();
+        let workspace = canonicalize_lenient(&scope.workspace)
+            .map(|c| c.path)
+            .unwrap_or_else(|_| scope.workspace.clone());
+        let fs_roots =
+            canonical_roots(roots(scope.grants.fs.as_ref(), &workspace, home.as_deref()));
+        let tmpdir = session_tmpdir(&shared.config, &scope.session_id);
+        Self {
+            grants: scope.grants.clone(),
+            guard: PathGuard {
+                workspace,
+                home,
+                roots: fs_roots,
+            },
+            shell: scope.grants.shell.clone().unwrap_or_default(),
+            network: scope.grants.network.clone().unwrap_or_default(),
+            tmpdir,
+            cancel: scope.cancel.clone(),
+            shared,
+        }
+    }
+
+    /// The per-session `TMPDIR` children get (created at the first `exec`).
+    pub fn tmpdir(&self) -> &Path {
+        &self.tmpdir
+    }
+
+    fn http_ctx(&self) -> Http<'_> {
+        let c = &self.shared.config;
+        Http {
+            clients: &self.shared.clients,
+            grant: &self.network,
+            operator_hosts: &c.operator_hosts,
+            client: ClientConfig {
+                user_agent: &c.user_agent,
+                dns_overrides: &c.dns_overrides,
+            },
+            body_ceiling: c.max_http_bytes,
+            cancel: &self.cancel,
+        }
+    }
+}
+
+/// A directory name that cannot climb out of `state_dir/tmp`.
+fn session_dir_name(session: &str) -> String {
+    let clean: String = session
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .take(64)
+        .collect();
+    if clean.is_empty() {
+        "session".to_string()
+    } else {
+        format!("session-{clean}")
+    }
+}
+
+/// Run blocking fs work off the async threads.
+async fn blocking<T: Send + 'static>(
+    f: impl FnOnce() -> Result<T, HostError> + Send + 'static,
+) -> Result<T, HostError> {
+    tokio::task::spawn_blocking(f).await.unwrap_or_else(|e| {
+        Err(HostError::Io(format!(
+            "the file operation did not finish: {e}"
+        )))
+    })
+}
+
+#[async_trait]
+impl ToolHost for NativeHost {
+    fn workspace(&self) -> &Path {
+        &self.guard.workspace
+    }
+
+    fn grants(&self) -> &Grants {
+        &self.grants
+    }
+
+    async fn check(&self, capability: &Capability) -> Decision {
+        match capability {
+            Capability::FileRead { path } => self.guard.explain(path, Access::Read),
+            Capability::FileWrite { path } => self.guard.explain(path, Access::Write),
+            Capability::Shell { command } => {
+                exec::decide(&ExecCommand::Shell(command.clone()), &self.shell)
+            }
+            Capability::Exec { program, args } => {
+                let cmd = ExecCommand::Argv {
+                    program: program.clone(),
+                    args: args.clone(),
+                };
+                exec::decide(&cmd, &self.shell)
+            }
+            Capability::Network { method, url } => net::decide(method, url, &self.network),
+        }
+    }
+
+    async fn read(&self, req: ReadRequest) -> Result<FileContent, HostError> {
+        let guard = self.guard.clone();
+        let ceiling = self.shared.config.max_read_bytes;
+        blocking(move || fs::read(&guard, &req, ceiling)).await
+    }
+
+    async fn write(&self, req: WriteRequest) -> Result<WriteReport, HostError> {
+        let guard = self.guard.clone();
+        blocking(move || fs::write(&guard, &req)).await
+    }
+
+    async fn list(&self, req: ListRequest) -> Result<Vec<DirEntry>, HostError> {
+        let guard = self.guard.clone();
+        let ceiling = self.shared.config.max_list_entries;
+        blocking(move || walk::list(&guard, &req, ceiling)).await
+    }
+
+    async fn search(&self, req: SearchRequest) -> Result<Vec<SearchHit>, HostError> {
+        let guard = self.guard.clone();
+        let ceiling = self.shared.config.max_search_results;
+        blocking(move || walk::search(&guard, &req, ceiling)).await
+    }
+
+    async fn exec(&self, req: ExecRequest) -> Result<ExecOutput, HostError> {
+        let c = &self.shared.config;
+        let scope = ExecScope {
+            guard: &self.guard,
+            shell: &self.shell,
+            tmpdir: &self.tmpdir,
+            passthrough: &c.env_passthrough,
+            output_ceiling: c.max_output_bytes,
+            cancel: &self.cancel,
+        };
+        exec::run(&scope, req).await
+    }
+
+    async fn http(&self, req: HttpRequest) -> Result<HttpResponse, HostError> {
+        self.http_ctx().fetch(req).await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn session_ids_cannot_escape_the_tmp_dir() {
+        assert_eq!(session_dir_name("../../etc"), "session-______etc");
+        assert_eq!(session_dir_name(""), "session");
+    }
+}

@@ -1,0 +1,65 @@
+//! What `tackle doctor` shows about the host's protections on this machine.
+
+use crate::sandbox::sandbox_status;
+use serde_json::{json, Value};
+
+/// One protection and whether it is in force here.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Enforcement {
+    /// Short name (`sandbox`, `dns_pinning`, …).
+    pub protection: &'static str,
+    pub enforced: bool,
+    /// A sentence for a person: what it does, or why it is not in force.
+    pub detail: String,
+}
+
+/// The protections this host applies, in a stable order.
+pub fn enforcement_report() -> Vec<Enforcement> {
+    let sandbox = sandbox_status();
+    vec![
+        Enforcement {
+            protection: "sandbox",
+            enforced: sandbox.is_enforced(),
+            detail: format!(
+                "Landlock for shell commands (writes only to the workspace, allow_write roots and the session TMPDIR): {sandbox}"
+            ),
+        },
+        Enforcement {
+            protection: "fs_grants",
+            enforced: true,
+            detail: "paths are canonicalised (symlinks resolved) before the fs grant is checked; writes are atomic".into(),
+        },
+        Enforcement {
+            protection: "dns_pinning",
+            enforced: true,
+            detail: "HTTP names are resolved once, every address is checked, the connection goes to a checked address".into(),
+        },
+        Enforcement {
+            protection: "redirect_checks",
+            enforced: true,
+            detail: format!("every redirect hop is checked against the network grant (at most {} hops)", crate::net::MAX_REDIRECTS),
+        },
+        Enforcement {
+            protection: "env_scrubbing",
+            enforced: true,
+            detail: "child processes get only PATH HOME LANG LC_* TERM USER TZ, the configured passthrough and a per-session TMPDIR".into(),
+        },
+        Enforcement {
+            protection: "process_groups",
+            enforced: true,
+            detail: "commands run in their own process group, killed as a whole on timeout or cancel".into(),
+        },
+    ]
+}
+
+/// The same report as JSON, for `tackle doctor --json`.
+pub fn enforcement_report_json() -> Value {
+    Value::Array(
+        enforcement_report()
+            .into_iter()
+            .map(
+                |e| json!({"protection": e.protection, "enforced": e.enforced, "detail": e.detail}),
+            )
+            .collect(),
+    )
+}

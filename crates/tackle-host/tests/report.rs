@@ -1,0 +1,59 @@
+//! What `tackle doctor` learns from the host, and what `check` says before anything runs.
+
+mod common;
+
+use common::Fixture;
+use tackle_host::{enforcement_report, sandbox_status};
+use tackle_protocol::{Capability, Grants, ShellGrant, Verdict};
+
+#[test]
+fn report_states_the_sandbox_exactly_as_probed() {
+    let report = enforcement_report();
+    let sandbox = report.iter().find(|e| e.protection == "sandbox").unwrap();
+    assert_eq!(sandbox.enforced, sandbox_status().is_enforced());
+    assert!(sandbox.detail.contains(&sandbox_status().to_string()));
+    for name in [
+        "dns_pinning",
+        "env_scrubbing",
+        "fs_grants",
+        "redirect_checks",
+    ] {
+        assert!(
+            report.iter().any(|e| e.protection == name && e.enforced),
+            "{name} missing"
+        );
+    }
+}
+
+#[tokio::test]
+async fn check_runs_the_shell_analyser_and_url_guard_without_acting() {
+    let f = Fixture::new();
+    let grants = Grants {
+        shell: Some(ShellGrant {
+            allow: vec![],
+            deny: vec!["rm".into()],
+        }),
+        ..Grants::default()
+    };
+    let host = f.host(grants);
+    let d = host
+        .check(&Capability::Shell {
+            command: "echo hi && rm -rf /".into(),
+        })
+        .await;
+    assert_eq!(d.verdict, Verdict::Deny);
+    let d = host
+        .check(&Capability::Exec {
+            program: "/bin/rm".into(),
+            args: vec!["x".into()],
+        })
+        .await;
+    assert_eq!(d.verdict, Verdict::Deny);
+    let d = host
+        .check(&Capability::Network {
+            method: "GET".into(),
+            url: "http://169.254.169.254/latest".into(),
+        })
+        .await;
+    assert_eq!(d.verdict, Verdict::Deny);
+}

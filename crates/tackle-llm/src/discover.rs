@@ -1,0 +1,225 @@
+//! Finding a backend when none is configured: API keys the caller read from the environment,
+//! then a local server on 127.0.0.1.
+
+use crate::error::LlmError;
+use crate::http::error_chain;
+use serde_json::Value;
+use std::collections::BTreeMap;
+use std::time::Duration;
+use tackle_protocol::config::{BackendConfig, BackendType, ModelConfig};
+
+/// The environment variables discovery looks at, as the caller read them. This crate never
+/// reads the environment itself.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct EnvSnapshot {
+    vars: BTreeMap<String, String>,
+}
+
+impl EnvSnapshot {
+    /// Keeps only the variables discovery uses, so a snapshot of the whole environment does
+    /// not carry unrelated secrets around.
+    pub fn from_vars(vars: impl IntoIterator<Item = (String, String)>) -> Self {
+        Self {
+            vars: vars
+                .into_iter()
+                .filter(|(k, _)| KEY_SOURCES.iter().any(|s| s.var == k))
+                .collect(),
+        }
+    }
+
+    fn get(&self, name: &str) -> Option<&str> {
+        self.vars
+            .get(name)
+            .map(|v| v.trim())
+            .filter(|v| !v.is_empty())
+    }
+}
+
+/// A backend discovery found, ready to hand to [`crate::provider_from_config`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct DiscoveredBackend {
+    pub backend: BackendConfig,
+    /// The model to use: a sensible default for hosted APIs, the first listed for local servers.
+    pub model: String,
+    /// What was found, for `tackle doctor` (`OPENAI_API_KEY`, `Ollama at http://127.0.0.1:11434`).
+    pub source: String,
+}
+
+struct KeySource {
+    var: &'static str,
+    name: &'static str,
+    kind: BackendType,
+    api_base: &'static str,
+    model: &'static str,
+}
+
+const KEY_SOURCES: [KeySource; 3] = [
+    KeySource {
+        var: "OPENAI_API_KEY",
+        name: "openai",
+        kind: BackendType::Openai,
+        api_base: "https://api.openai.com/v1",
+        model: "gpt-4o-mini",
+    },
+    KeySource {
+        var: "ANTHROPIC_API_KEY",
+        name: "anthropic",
+        kind: BackendType::Anthropic,
+        api_base: "https://api.anthropic.com",
+        model: "claude-sonnet-4-5",
+    },
+    KeySource {
+        var: "OPENROUTER_API_KEY",
+        name: "openrouter",
+        kind: BackendType::Openai,
+        api_base: "https://openrouter.ai/api/v1",
+        model: "anthropic/claude-sonnet-4",
+    },
+];
+
+/// A local server to probe: its root URL and which listing it answers.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LocalProbe {
+    /// Shown in messages (`Ollama`, `llama.cpp`).
+    pub label: String,
+    /// Scheme, host and port, no trailing slash (`http://127.0.0.1:11434`).
+    pub root: String,
+    /// Ollama's `/api/tags` (else the OpenAI-style `/v1/models`).
+    pub ollama_tags: bool,
+}
+
+impl LocalProbe {
+    /// Ollama on 11434 (its own listing, then the OpenAI one) and llama.cpp on 8080.
+    pub fn defaults() -> Vec<LocalProbe> {
+        let probe = |label: &str, root: &str, ollama_tags| LocalProbe {
+            label: label.to_string(),
+            root: root.to_string(),
+            ollama_tags,
+        };
+        vec![
+            probe("Ollama", "http://127.0.0.1:11434", true),
+            probe("Ollama", "http://127.0.0.1:11434", false),
+            probe("llama.cpp", "http://127.0.0.1:8080", false),
+        ]
+    }
+}
+
+/// Finds a backend: `OPENAI_API_KEY`, `ANTHROPIC_API_KEY`, `OPENROUTER_API_KEY` in that
+/// order, then Ollama (127.0.0.1:11434) and llama.cpp (127.0.0.1:8080).
+pub async fn discover(env: &EnvSnapshot) -> Result<DiscoveredBackend, LlmError> {
+    discover_with(env, &LocalProbe::defaults()).await
+}
+
+/// As [`discover`], probing the given local servers instead of the default ports.
+pub async fn discover_with(
+    env: &EnvSnapshot,
+    probes: &[LocalProbe],
+) -> Result<DiscoveredBackend, LlmError> {
+    if let Some(found) = from_env(env) {
+        return Ok(found);
+    }
+    let client = reqwest::Client::builder()
+        .connect_timeout(Duration::from_millis(500))
+        .timeout(Duration::from_secs(2))
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .map_err(|e| {
+            LlmError::NoBackend(format!("cannot build an HTTP client: {}", error_chain(&e)))
+        })?;
+    let mut tried = Vec::new();
+    for probe in probes {
+        match probe_local(&client, probe).await {
+            Some(found) => return Ok(found),
+            None => tried.push(format!("{} at {}", probe.label, probe.root)),
+        }
+    }
+    tried.dedup();
+    Err(LlmError::NoBackend(format!(
+        "set one of OPENAI_API_KEY, ANTHROPIC_API_KEY or OPENROUTER_API_KEY, start a local server ({}) with a model pulled, or add a `backends:` entry to the config",
+        tried.join(", ")
+    )))
+}
+
+fn from_env(env: &EnvSnapshot) -> Option<DiscoveredBackend> {
+    KEY_SOURCES.iter().find_map(|s| {
+        let key = env.get(s.var)?;
+        Some(DiscoveredBackend {
+            backend: BackendConfig {
+                name: s.name.to_string(),
+                kind: s.kind,
+                api_base: Some(s.api_base.to_string()),
+                api_key: Some(key.to_string()),
+                models: vec![model_config(s.model)],
+                stream: None,
+            },
+            model: s.model.to_string(),
+            source: s.var.to_string(),
+        })
+    })
+}
+
+async fn probe_local(client: &reqwest::Client, probe: &LocalProbe) -> Option<DiscoveredBackend> {
+    let path = if probe.ollama_tags {
+        "/api/tags"
+    } else {
+        "/v1/models"
+    };
+    let resp = client
+        .get(format!("{}{path}", probe.root))
+        .send()
+        .await
+        .ok()?;
+    if !resp.status().is_success() {
+        return None;
+    }
+    let body: Value = json_capped(resp).await?;
+    let models = if probe.ollama_tags {
+        names(&body, "models", "name")
+    } else {
+        names(&body, "data", "id")
+    };
+    let model = models.first()?.clone();
+    Some(DiscoveredBackend {
+        backend: BackendConfig {
+            name: "local".to_string(),
+            kind: BackendType::Openai,
+            api_base: Some(format!("{}/v1", probe.root)),
+            api_key: None,
+            models: models.iter().map(|m| model_config(m)).collect(),
+            stream: None,
+        },
+        model,
+        source: format!("{} at {}", probe.label, probe.root),
+    })
+}
+
+fn names(body: &Value, list: &str, field: &str) -> Vec<String> {
+    body.get(list)
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(|m| m.get(field).and_then(Value::as_str))
+        .filter(|n| !n.is_empty())
+        .map(str::to_string)
+        .collect()
+}
+
+fn model_config(name: &str) -> ModelConfig {
+    ModelConfig {
+        name: name.to_string(),
+        context_window: None,
+    }
+}
+
+/// A model listing is small; a local server that sends megabytes is not the one we want.
+async fn json_capped(mut resp: reqwest::Response) -> Option<Value> {
+    const CAP: usize = 1024 * 1024;
+    let mut buf = Vec::new();
+    while let Some(chunk) = resp.chunk().await.ok()? {
+        buf.extend_from_slice(&chunk);
+        if buf.len() > CAP {
+            return None;
+        }
+    }
+    serde_json::from_slice(&buf).ok()
+}

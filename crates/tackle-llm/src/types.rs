@@ -1,0 +1,130 @@
+//! The request and event types every provider speaks, independent of wire format.
+
+use crate::error::LlmError;
+use futures_util::stream::BoxStream;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use tackle_protocol::message::Message;
+
+/// A tool as the model sees it: the subset of a `ToolSpec` a provider sends.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolDef {
+    pub name: String,
+    pub description: String,
+    /// JSON Schema of the arguments object.
+    pub parameters: Value,
+}
+
+impl From<&tackle_protocol::ToolSpec> for ToolDef {
+    fn from(spec: &tackle_protocol::ToolSpec) -> Self {
+        Self {
+            name: spec.name.clone(),
+            description: spec.description.clone(),
+            parameters: spec.parameters.clone(),
+        }
+    }
+}
+
+/// One model turn to ask for.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ChatRequest {
+    pub model: String,
+    /// The conversation; `system` messages become the provider's system prompt.
+    pub messages: Vec<Message>,
+    pub tools: Vec<ToolDef>,
+    pub max_tokens: Option<u32>,
+    pub temperature: Option<f32>,
+    /// Ask the server to stream. Servers that ignore it and answer with plain JSON still work.
+    pub stream: bool,
+}
+
+impl ChatRequest {
+    /// A streaming request with no tools and provider-default limits.
+    pub fn new(model: impl Into<String>, messages: Vec<Message>) -> Self {
+        Self {
+            model: model.into(),
+            messages,
+            tools: Vec::new(),
+            max_tokens: None,
+            temperature: None,
+            stream: true,
+        }
+    }
+}
+
+/// Why the model stopped.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StopReason {
+    /// The model finished its answer (or hit a stop sequence).
+    EndTurn,
+    /// The model wants tool results before it goes on.
+    ToolUse,
+    /// `max_tokens` cut the answer.
+    MaxTokens,
+    /// The provider filtered or refused the output.
+    ContentFilter,
+    /// A reason this crate does not know, as the provider spelled it.
+    Other(String),
+}
+
+/// Token counts for one model turn.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Usage {
+    pub input_tokens: u64,
+    pub output_tokens: u64,
+}
+
+/// One streamed piece of a model turn.
+///
+/// `index` identifies a tool call within the turn (0, 1, … in the order the calls started);
+/// argument deltas of several calls may interleave. A stream ends with exactly one `Stop`,
+/// or with an error.
+#[derive(Debug, Clone, PartialEq)]
+pub enum StreamEvent {
+    TextDelta(String),
+    ToolCallStart {
+        index: usize,
+        id: String,
+        name: String,
+    },
+    ToolCallArgsDelta {
+        index: usize,
+        delta: String,
+    },
+    ToolCallEnd {
+        index: usize,
+    },
+    Usage(Usage),
+    Stop(StopReason),
+}
+
+impl StreamEvent {
+    /// Whether the event carries something the caller may already have shown or acted on;
+    /// after such an event a request is never retried.
+    pub fn is_content(&self) -> bool {
+        !matches!(self, StreamEvent::Usage(_))
+    }
+}
+
+/// The events of one model turn.
+pub type EventStream = BoxStream<'static, Result<StreamEvent, LlmError>>;
+
+/// A tool call put together from its streamed pieces. `arguments_raw` is exactly what the
+/// model produced (`{}` when it sent nothing); the caller parses it and reports malformed
+/// JSON back to the model.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AssembledToolCall {
+    pub id: String,
+    pub name: String,
+    pub arguments_raw: String,
+}
+
+/// A whole model turn, as [`crate::complete`] returns it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Completion {
+    pub text: String,
+    pub tool_calls: Vec<AssembledToolCall>,
+    pub usage: Usage,
+    pub stop: StopReason,
+}

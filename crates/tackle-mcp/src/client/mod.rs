@@ -1,0 +1,118 @@
+//! The MCP client manager: configured servers' tools become `<server>__<tool>`.
+
+mod server;
+mod tool;
+
+use crate::content::{ResultSpill, DEFAULT_RESULT_LIMIT};
+use server::Server;
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+use tackle_protocol::config::McpServerConfig;
+use tackle_protocol::Extension;
+use tokio_util::sync::CancellationToken;
+
+/// Knobs shared by every server; per-server timeouts in the config win.
+#[derive(Clone)]
+pub struct McpOptions {
+    /// Where oversized results are written in full; `None` = only the capped text is kept.
+    pub spill: Option<Arc<dyn ResultSpill>>,
+    /// Results longer than this many bytes are capped (and spilled).
+    pub result_limit: usize,
+    /// Default for `startup_timeout_secs`: start-up plus the first `tools/list`.
+    pub startup_timeout: Duration,
+    /// Default for `call_timeout_secs`.
+    pub call_timeout: Duration,
+    /// First restart delay after a crash or failed start; doubles up to `max_backoff`.
+    pub initial_backoff: Duration,
+    pub max_backoff: Duration,
+}
+
+impl Default for McpOptions {
+    fn default() -> Self {
+        Self {
+            spill: None,
+            result_limit: DEFAULT_RESULT_LIMIT,
+            startup_timeout: Duration::from_secs(30),
+            call_timeout: Duration::from_secs(60),
+            initial_backoff: Duration::from_millis(500),
+            max_backoff: Duration::from_secs(30),
+        }
+    }
+}
+
+/// Where a server is in its life.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ServerState {
+    Starting,
+    Ready,
+    /// Why it failed; it is retried with backoff.
+    Failed(String),
+}
+
+/// One line of `tackle mcp list`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ServerStatus {
+    pub name: String,
+    pub state: ServerState,
+    /// Registry names of its current tools.
+    pub tools: Vec<String>,
+}
+
+/// Starts and supervises the configured MCP servers and exposes their tools.
+///
+/// Dropping the manager stops every server (stdio children are killed).
+pub struct McpManager {
+    servers: Vec<Arc<Server>>,
+    stop: CancellationToken,
+}
+
+impl McpManager {
+    /// Start every server in the background; returns at once. Must run inside a Tokio runtime.
+    pub fn start(configs: BTreeMap<String, McpServerConfig>, options: McpOptions) -> Self {
+        let stop = CancellationToken::new();
+        let options = Arc::new(options);
+        let servers: Vec<Arc<Server>> = configs
+            .into_iter()
+            .map(|(name, config)| Server::new(name, config, options.clone()))
+            .collect();
+        for server in &servers {
+            tokio::spawn(server::supervise(server.clone(), stop.child_token()));
+        }
+        Self { servers, stop }
+    }
+
+    /// One extension per server (named after it), whose `tools()` are its current tools.
+    pub fn extensions(&self) -> Vec<Arc<dyn Extension>> {
+        self.servers
+            .iter()
+            .map(|s| Arc::new(tool::ServerExtension::new(s.clone())) as Arc<dyn Extension>)
+            .collect()
+    }
+
+    /// Every configured server, its state and its tools, in name order.
+    pub async fn status(&self) -> Vec<ServerStatus> {
+        self.servers.iter().map(|s| s.status()).collect()
+    }
+
+    /// Wait until no server is `Starting` (each is `Ready` or `Failed`), or `timeout`.
+    /// For `tackle mcp list` and one-shot runs that want the tools before the first turn.
+    pub async fn wait_settled(&self, timeout: Duration) {
+        let all = futures::future::join_all(self.servers.iter().map(|s| s.wait_settled()));
+        let _ = tokio::time::timeout(timeout, all).await;
+    }
+
+    /// Stop every server and wait for their connections to close.
+    pub async fn shutdown(&self) {
+        self.stop.cancel();
+        for server in &self.servers {
+            server.close().await;
+        }
+    }
+}
+
+impl Drop for McpManager {
+    fn drop(&mut self) {
+        self.stop.cancel();
+    }
+}

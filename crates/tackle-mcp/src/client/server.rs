@@ -1,0 +1,331 @@
+//! One configured server: its connection, its current tools, and the task that keeps it up.
+
+use super::tool::McpTool;
+use super::{McpOptions, ServerState, ServerStatus};
+use crate::content::RemoteTool;
+use crate::naming;
+use crate::wire::client::{self, Connection, StdioSpec};
+use crate::wire::WireError;
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+use tackle_protocol::config::McpServerConfig;
+use tokio::sync::{watch, Notify};
+use tokio_util::sync::CancellationToken;
+
+/// A server that stayed up this long has its restart backoff reset.
+const STABLE_AFTER: Duration = Duration::from_secs(30);
+
+/// After a call times out, the server gets this long to answer a ping before it is restarted.
+const PING_TIMEOUT: Duration = Duration::from_secs(5);
+
+pub(crate) struct Server {
+    pub name: String,
+    pub prefix: String,
+    config: McpServerConfig,
+    pub options: Arc<McpOptions>,
+    inner: Mutex<Inner>,
+    /// Bumped on every state change, for `wait_settled`.
+    changed: watch::Sender<u64>,
+    last_stderr: Arc<Mutex<String>>,
+    /// A call timed out: the supervisor checks whether the server still answers.
+    suspect: Notify,
+}
+
+struct Inner {
+    state: ServerState,
+    tools: Vec<Arc<McpTool>>,
+    conn: Option<Arc<Connection>>,
+}
+
+impl Server {
+    pub fn new(name: String, config: McpServerConfig, options: Arc<McpOptions>) -> Arc<Self> {
+        Arc::new(Self {
+            prefix: naming::server_prefix(&name),
+            name,
+            config,
+            options,
+            inner: Mutex::new(Inner {
+                state: ServerState::Starting,
+                tools: Vec::new(),
+                conn: None,
+            }),
+            changed: watch::channel(0).0,
+            last_stderr: Arc::new(Mutex::new(String::new())),
+            suspect: Notify::new(),
+        })
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Inner> {
+        self.inner.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    pub fn state(&self) -> ServerState {
+        self.lock().state.clone()
+    }
+
+    pub fn tools(&self) -> Vec<Arc<McpTool>> {
+        self.lock().tools.clone()
+    }
+
+    pub fn connection(&self) -> Option<Arc<Connection>> {
+        self.lock().conn.clone()
+    }
+
+    pub fn status(&self) -> ServerStatus {
+        let inner = self.lock();
+        ServerStatus {
+            name: self.name.clone(),
+            state: inner.state.clone(),
+            tools: inner
+                .tools
+                .iter()
+                .map(|t| t.registry_name().to_string())
+                .collect(),
+        }
+    }
+
+    pub fn call_timeout(&self) -> Duration {
+        self.config
+            .call_timeout_secs
+            .map(Duration::from_secs)
+            .unwrap_or(self.options.call_timeout)
+    }
+
+    fn startup_timeout(&self) -> Duration {
+        self.config
+            .startup_timeout_secs
+            .map(Duration::from_secs)
+            .unwrap_or(self.options.startup_timeout)
+    }
+
+    /// `"; last stderr: …"` when the child said something, for error messages.
+    pub fn stderr_note(&self) -> String {
+        let tail = self
+            .last_stderr
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone();
+        if tail.is_empty() {
+            String::new()
+        } else {
+            format!(" (last stderr: {tail})")
+        }
+    }
+
+    fn set(
+        &self,
+        state: ServerState,
+        conn: Option<Arc<Connection>>,
+        tools: Option<Vec<Arc<McpTool>>>,
+    ) {
+        {
+            let mut inner = self.lock();
+            inner.state = state;
+            inner.conn = conn;
+            if let Some(tools) = tools {
+                inner.tools = tools;
+            }
+        }
+        self.changed.send_modify(|g| *g += 1);
+    }
+
+    fn set_tools(&self, tools: Vec<Arc<McpTool>>) {
+        self.lock().tools = tools;
+        self.changed.send_modify(|g| *g += 1);
+    }
+
+    /// A call timed out; a hung server (or a lost HTTP session) is restarted.
+    pub fn suspect_hung(&self) {
+        self.suspect.notify_one();
+    }
+
+    pub async fn wait_settled(&self) {
+        let mut rx = self.changed.subscribe();
+        while self.state() == ServerState::Starting {
+            if rx.changed().await.is_err() {
+                return;
+            }
+        }
+    }
+
+    pub async fn close(&self) {
+        let conn = self.lock().conn.take();
+        if let Some(conn) = conn {
+            conn.close().await;
+        }
+    }
+
+    async fn connect(&self) -> Result<Connection, WireError> {
+        let c = &self.config;
+        match (&c.url, &c.command) {
+            (Some(url), None) => client::connect_http(url, &c.headers).await,
+            (None, Some(command)) => {
+                let env: Vec<(String, String)> =
+                    c.env.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
+                let spec = StdioSpec {
+                    server: &self.name,
+                    command,
+                    args: &c.args,
+                    env: &env,
+                    cwd: c.cwd.as_deref().map(Path::new),
+                };
+                client::connect_stdio(&spec, self.last_stderr.clone()).await
+            }
+            _ => Err(WireError::Config(format!(
+                "mcp_servers.{} needs exactly one of `command` (stdio) or `url` (Streamable HTTP)",
+                self.name
+            ))),
+        }
+    }
+
+    /// Tools for a fresh listing; a name that maps onto one already taken is refused, never
+    /// overwritten.
+    fn build_tools(self: &Arc<Self>, remote: Vec<RemoteTool>) -> Vec<Arc<McpTool>> {
+        let mut taken: BTreeMap<String, String> = BTreeMap::new();
+        let mut out = Vec::new();
+        for tool in remote {
+            let name = naming::registry_name(&self.name, &tool.name);
+            if let Some(first) = taken.get(&name) {
+                tracing::warn!(
+                    server = %self.name,
+                    "MCP tool `{}` maps to `{name}`, already taken by `{first}`; it is not registered",
+                    tool.name
+                );
+                continue;
+            }
+            taken.insert(name.clone(), tool.name.clone());
+            out.push(Arc::new(McpTool::new(Arc::downgrade(self), name, tool)));
+        }
+        out
+    }
+}
+
+/// Keep `server` connected until `stop`: start, list, follow `list_changed`, restart on exit.
+pub(crate) async fn supervise(server: Arc<Server>, stop: CancellationToken) {
+    let mut failures: u32 = 0;
+    loop {
+        server.set(ServerState::Starting, None, None);
+        let startup = server.startup_timeout();
+        let attempt = tokio::time::timeout(startup, start(&server));
+        let outcome = tokio::select! {
+            r = attempt => r,
+            _ = stop.cancelled() => return,
+        };
+        let why = match outcome {
+            Ok(Ok(conn)) => {
+                let up_since = Instant::now();
+                let Some(why) = stay_connected(&server, &conn, &stop).await else {
+                    conn.close().await;
+                    return;
+                };
+                if up_since.elapsed() > STABLE_AFTER {
+                    failures = 0;
+                }
+                why
+            }
+            Ok(Err(e)) => e.to_string(),
+            Err(_) => format!(
+                "did not start and list its tools within {}s (startup_timeout_secs)",
+                startup.as_secs()
+            ),
+        };
+        let delay = backoff(&server.options, failures);
+        failures = failures.saturating_add(1);
+        let why = format!(
+            "{why}{}; retrying in {:.1}s",
+            server.stderr_note(),
+            delay.as_secs_f32()
+        );
+        tracing::warn!(server = %server.name, "MCP server failed: {why}");
+        server.set(ServerState::Failed(why), None, Some(Vec::new()));
+        tokio::select! {
+            _ = tokio::time::sleep(delay) => {}
+            _ = stop.cancelled() => return,
+        }
+    }
+}
+
+async fn start(server: &Arc<Server>) -> Result<Arc<Connection>, WireError> {
+    let conn = Arc::new(server.connect().await?);
+    let tools = conn.list_tools().await?;
+    let tools = server.build_tools(tools);
+    tracing::info!(server = %server.name, tools = tools.len(), "MCP server ready");
+    server.set(ServerState::Ready, Some(conn.clone()), Some(tools));
+    Ok(conn)
+}
+
+/// Follow `tools/list_changed` until the connection ends (`Some(why)`) or `stop` (`None`).
+async fn stay_connected(
+    server: &Arc<Server>,
+    conn: &Arc<Connection>,
+    stop: &CancellationToken,
+) -> Option<String> {
+    loop {
+        tokio::select! {
+            _ = conn.tools_changed.notified() => refresh(server, conn).await,
+            _ = server.suspect.notified() => {
+                if !conn.ping(PING_TIMEOUT).await {
+                    return Some(format!(
+                        "a call timed out and the server did not answer a ping within {}s",
+                        PING_TIMEOUT.as_secs()
+                    ));
+                }
+            }
+            _ = conn.closed() => return Some("the server exited or closed the connection".to_string()),
+            _ = stop.cancelled() => return None,
+        }
+    }
+}
+
+async fn refresh(server: &Arc<Server>, conn: &Connection) {
+    match tokio::time::timeout(server.startup_timeout(), conn.list_tools()).await {
+        Ok(Ok(tools)) => {
+            let tools = server.build_tools(tools);
+            tracing::info!(server = %server.name, tools = tools.len(), "MCP tools changed");
+            server.set_tools(tools);
+        }
+        Ok(Err(e)) => tracing::warn!(server = %server.name, "re-listing tools failed: {e}"),
+        Err(_) => tracing::warn!(server = %server.name, "re-listing tools timed out"),
+    }
+}
+
+fn backoff(options: &McpOptions, failures: u32) -> Duration {
+    let factor = 2u32.saturating_pow(failures.min(16));
+    options
+        .initial_backoff
+        .saturating_mul(factor)
+        .min(options.max_backoff)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn remote(name: &str) -> RemoteTool {
+        serde_json::from_value(serde_json::json!({"name": name})).unwrap()
+    }
+
+    #[test]
+    fn a_name_collision_keeps_the_first_tool_and_refuses_the_second() {
+        let server = Server::new("srv".into(), McpServerConfig::default(), Arc::default());
+        let tools = server.build_tools(vec![remote("a.b"), remote("a_b"), remote("c")]);
+        let names: Vec<&str> = tools.iter().map(|t| t.registry_name()).collect();
+        assert_eq!(names, ["srv__a_b", "srv__c"]);
+        assert_eq!(
+            tackle_protocol::Tool::spec(tools[0].as_ref()).description,
+            "a.b"
+        );
+    }
+
+    #[test]
+    fn backoff_doubles_from_the_initial_delay_up_to_the_cap() {
+        let options = McpOptions::default();
+        let delays: Vec<u64> = (0..8)
+            .map(|n| backoff(&options, n).as_millis() as u64)
+            .collect();
+        assert_eq!(delays, [500, 1000, 2000, 4000, 8000, 16000, 30000, 30000]);
+        assert_eq!(backoff(&options, u32::MAX), Duration::from_secs(30));
+    }
+}

@@ -1,0 +1,172 @@
+//! An MCP server's tool as a Tackle [`Tool`], and the per-server [`Extension`].
+
+use super::server::Server;
+use super::ServerState;
+use crate::content::{self, RemoteTool};
+use crate::wire::WireError;
+use async_trait::async_trait;
+use serde_json::Value;
+use std::sync::{Arc, Weak};
+use tackle_protocol::{
+    ApprovalMode, Extension, Risk, Tool, ToolContext, ToolError, ToolOutput, ToolSpec,
+};
+
+pub(crate) struct McpTool {
+    /// Weak: the server owns its tools, and a tool must not keep a stopped server alive.
+    server: Weak<Server>,
+    remote_name: String,
+    spec: ToolSpec,
+}
+
+impl McpTool {
+    pub fn new(server: Weak<Server>, registry_name: String, remote: RemoteTool) -> Self {
+        let owner = server.upgrade().map(|s| s.name.clone()).unwrap_or_default();
+        let spec = ToolSpec::new(&registry_name, &content::describe(&remote, &owner), &owner)
+            .parameters(object_schema(remote.input_schema))
+            // Annotations are the server's claims: shown, never used to lower approval.
+            .risk(Risk::Medium)
+            .approval(ApprovalMode::UnlessAutoApproved);
+        Self {
+            server,
+            remote_name: remote.name,
+            spec,
+        }
+    }
+
+    pub fn registry_name(&self) -> &str {
+        &self.spec.name
+    }
+
+    async fn call_remote(
+        &self,
+        server: &Server,
+        args: Value,
+        cx: &ToolContext,
+    ) -> Result<ToolOutput, ToolError> {
+        let name = &server.name;
+        let conn = server
+            .connection()
+            .ok_or_else(|| ToolError::failed(not_ready(server)))?;
+        let timeout = server.call_timeout();
+        let call = tokio::time::timeout(timeout, conn.call(&self.remote_name, args));
+        let outcome = tokio::select! {
+            r = call => r,
+            _ = cx.cancel.cancelled() => {
+                return Err(ToolError::failed(format!("the call to MCP server `{name}` was cancelled")))
+            }
+        };
+        let result = match outcome {
+            Err(_) => {
+                server.suspect_hung();
+                return Err(ToolError::timeout(format!(
+                    "MCP server `{name}` did not answer `{}` within {}s (call_timeout_secs)",
+                    self.remote_name,
+                    timeout.as_secs()
+                )))
+            }
+            Ok(Err(WireError::Closed)) => {
+                return Err(ToolError::failed(format!(
+                    "MCP server `{name}` closed the connection during the call{}; it is being restarted",
+                    server.stderr_note()
+                )))
+            }
+            Ok(Err(e)) => return Err(ToolError::failed(format!("MCP server `{name}`: {e}"))),
+            Ok(Ok(result)) => result,
+        };
+        let spill = server.options.spill.as_deref();
+        Ok(content::to_output(&result, &self.spec.name, server.options.result_limit, spill).await)
+    }
+}
+
+#[async_trait]
+impl Tool for McpTool {
+    fn spec(&self) -> ToolSpec {
+        self.spec.clone()
+    }
+
+    fn timeout(&self) -> Option<std::time::Duration> {
+        // A little over our own per-call limit, so the clearer MCP time-out message wins.
+        self.server
+            .upgrade()
+            .map(|s| s.call_timeout() + std::time::Duration::from_secs(5))
+    }
+
+    async fn call(&self, args: Value, cx: &ToolContext) -> Result<ToolOutput, ToolError> {
+        let server = self
+            .server
+            .upgrade()
+            .ok_or_else(|| ToolError::failed("the MCP client has been shut down"))?;
+        self.call_remote(&server, args, cx).await
+    }
+}
+
+/// MCP schemas may omit `type` or be absent; the dispatcher validates against an object schema.
+fn object_schema(schema: Value) -> Value {
+    match schema {
+        Value::Object(mut map) => {
+            map.entry("type")
+                .or_insert_with(|| Value::String("object".into()));
+            Value::Object(map)
+        }
+        _ => serde_json::json!({"type": "object"}),
+    }
+}
+
+fn not_ready(server: &Server) -> String {
+    match server.state() {
+        ServerState::Starting => format!("MCP server `{}` is still starting", server.name),
+        ServerState::Failed(why) => format!("MCP server `{}` failed: {why}", server.name),
+        ServerState::Ready => format!("MCP server `{}` is reconnecting", server.name),
+    }
+}
+
+/// One server's tools, under the server's name.
+pub(crate) struct ServerExtension {
+    server: Arc<Server>,
+}
+
+impl ServerExtension {
+    pub fn new(server: Arc<Server>) -> Self {
+        Self { server }
+    }
+}
+
+impl Extension for ServerExtension {
+    fn name(&self) -> &str {
+        &self.server.name
+    }
+
+    fn tools(&self) -> Vec<Arc<dyn Tool>> {
+        self.server
+            .tools()
+            .into_iter()
+            .map(|t| t as Arc<dyn Tool>)
+            .collect()
+    }
+
+    fn unavailable(&self, tool: &str) -> Option<String> {
+        if !tool.starts_with(&self.server.prefix) {
+            return None;
+        }
+        match self.server.state() {
+            ServerState::Ready => None,
+            _ => Some(not_ready(&self.server)),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn schemas_without_a_type_become_object_schemas() {
+        assert_eq!(object_schema(json!({"properties": {}}))["type"], "object");
+        assert_eq!(object_schema(json!(null)), json!({"type": "object"}));
+        assert_eq!(
+            object_schema(json!({"type": "object", "required": ["a"]}))["required"][0],
+            "a"
+        );
+    }
+}

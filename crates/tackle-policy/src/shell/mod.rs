@@ -1,0 +1,144 @@
+//! The shell analyser: which commands would a line run, and does the grant allow each one?
+//!
+//! Lines are parsed with a real shell parser (`brush-parser`) and every command is found:
+//! pipelines and lists, subshells and groups, `if`/`for`/`while`/`case`, function bodies,
+//! `$(…)` and backticks (also inside double quotes, here-documents, assignments and redirect
+//! targets), process substitution, and what wrappers run (`env`, `sudo`, `xargs`,
+//! `find -exec`, `sh -c`, `eval`, …). Code that cannot be seen (a command name computed at run
+//! time, `sh` reading its input, arithmetic on variables) is denied whenever any rule exists.
+
+mod rules;
+mod walk;
+mod words;
+mod wrappers;
+
+use rules::{allow_matches, deny_matches, Rule};
+use tackle_protocol::{Decision, ShellGrant};
+use walk::{Analysis, Cmd, Walker};
+use words::Word;
+
+/// Why a shell line could not be analysed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ShellError {
+    #[error("the line cannot be parsed: {0}")]
+    Parse(String),
+    #[error("the line nests commands more than {0} deep")]
+    TooDeep(usize),
+    #[error("the line is longer than {0} bytes")]
+    TooLong(usize),
+}
+
+/// Decides whether every command `line` would run is allowed by `grant`.
+pub fn check_shell(line: &str, grant: &ShellGrant) -> Decision {
+    let mut walker = Walker::new();
+    walker.walk_line(line);
+    decide(&shown(line), walker.out, grant)
+}
+
+/// Decides whether running `argv` directly (no shell) is allowed, looking through wrappers.
+pub fn check_argv(argv: &[String], grant: &ShellGrant) -> Decision {
+    let mut walker = Walker::new();
+    if !argv.is_empty() {
+        walker.command(Cmd {
+            words: argv.iter().map(|a| Word::literal(a.clone())).collect(),
+            open_tail: false,
+        });
+    }
+    decide(&shown(&argv.join(" ")), walker.out, grant)
+}
+
+/// The words of every command `line` would run, wrappers' inner commands included.
+/// Words computed at run time appear as written (e.g. `$X`).
+pub fn commands(line: &str) -> Result<Vec<Vec<String>>, ShellError> {
+    let mut walker = Walker::new();
+    walker.walk_line(line);
+    if let Some(e) = walker.out.error {
+        return Err(e);
+    }
+    Ok(walker
+        .out
+        .cmds
+        .into_iter()
+        .map(|c| c.words.into_iter().map(|w| w.text).collect())
+        .collect())
+}
+
+fn shown(line: &str) -> String {
+    tackle_protocol::text::preview(line, 120)
+}
+
+fn decide(line: &str, found: Analysis, grant: &ShellGrant) -> Decision {
+    if let Some(e) = found.error {
+        return Decision::deny("grants.shell", format!("`{line}` is denied: {e}"));
+    }
+    let deny: Vec<Rule> = grant.deny.iter().filter_map(|r| Rule::parse(r)).collect();
+    let allow: Vec<Rule> = grant.allow.iter().filter_map(|r| Rule::parse(r)).collect();
+    for cmd in &found.cmds {
+        if let Some(rule) = deny.iter().find(|r| deny_matches(r, cmd)) {
+            return Decision::deny(
+                format!("grants.shell.deny {:?}", rule.raw),
+                format!(
+                    "`{}` is denied: `{}` matches shell deny rule {:?}",
+                    line,
+                    cmd_text(cmd),
+                    rule.raw
+                ),
+            );
+        }
+    }
+    let restricted = !grant.allow.is_empty() || !grant.deny.is_empty();
+    if restricted {
+        if let Some(d) = unknowable(line, &found) {
+            return d;
+        }
+    }
+    if !allow.is_empty() {
+        for cmd in &found.cmds {
+            if !allow.iter().any(|r| allow_matches(r, cmd)) {
+                return not_allowed(line, cmd, grant);
+            }
+        }
+    }
+    let why = if restricted {
+        format!("`{line}` is allowed: no command it runs matches a deny rule, and each is allowed")
+    } else {
+        format!("`{line}` is allowed: the shell grant sets no rules")
+    };
+    Decision::allow("grants.shell", why)
+}
+
+/// Code that runs but cannot be checked, including command names computed at run time.
+fn unknowable(line: &str, found: &Analysis) -> Option<Decision> {
+    let dynamic_name = found
+        .cmds
+        .iter()
+        .filter_map(|c| c.words.first())
+        .find(|w| w.dynamic)
+        .map(|w| format!("the command name `{}` is computed at run time", w.text));
+    let what = dynamic_name.or_else(|| found.opaque.first().map(|o| format!("it contains {o}")))?;
+    Some(Decision::deny(
+        "grants.shell",
+        format!("`{line}` is denied: {what}, so it cannot be checked against the shell rules"),
+    ))
+}
+
+fn not_allowed(line: &str, cmd: &Cmd, grant: &ShellGrant) -> Decision {
+    let name = cmd.words.first().map(|w| w.text.as_str()).unwrap_or("");
+    let why = if name.contains('/') && !name.starts_with('/') {
+        format!(
+            "`{line}` is denied: `{name}` is a program outside the system directories, and allow rules name system programs"
+        )
+    } else {
+        format!(
+            "`{line}` is denied: `{}` does not match the shell allow list ({})",
+            cmd_text(cmd),
+            grant.allow.join(", ")
+        )
+    };
+    Decision::deny("grants.shell.allow", why)
+}
+
+fn cmd_text(cmd: &Cmd) -> String {
+    let words: Vec<&str> = cmd.words.iter().map(|w| w.text.as_str()).collect();
+    tackle_protocol::text::preview(&words.join(" "), 80)
+}

@@ -1,0 +1,450 @@
+//! Walking a parsed shell program and collecting every command it would run.
+
+use super::words::{self, arithmetic_reads_variables, Embedded, Word};
+use super::ShellError;
+use brush_parser::ast;
+
+/// Nested programs (substitutions, `sh -c`, `eval`) and wrappers, together.
+pub(crate) const MAX_DEPTH: usize = 24;
+/// The longest line the analyser reads.
+pub(crate) const MAX_LINE_BYTES: usize = 64 * 1024;
+/// Brackets nested deeper than this would exhaust the parser's stack.
+const MAX_NESTING: usize = 48;
+
+/// One command the line would run.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Cmd {
+    pub words: Vec<Word>,
+    /// More arguments arrive at run time (e.g. from `xargs`' input).
+    pub open_tail: bool,
+}
+
+/// Everything found in a line.
+#[derive(Debug, Default)]
+pub(crate) struct Analysis {
+    pub cmds: Vec<Cmd>,
+    /// Code that runs but cannot be seen, each as a phrase for the `why`.
+    pub opaque: Vec<String>,
+    /// The first reason the line cannot be analysed at all.
+    pub error: Option<ShellError>,
+}
+
+pub(crate) struct Walker {
+    pub depth: usize,
+    pub out: Analysis,
+}
+
+impl Walker {
+    pub(crate) fn new() -> Self {
+        Self {
+            depth: 0,
+            out: Analysis::default(),
+        }
+    }
+
+    pub(crate) fn fail(&mut self, e: ShellError) {
+        if self.out.error.is_none() {
+            self.out.error = Some(e);
+        }
+    }
+
+    pub(crate) fn opaque(&mut self, what: impl Into<String>) {
+        self.out.opaque.push(what.into());
+    }
+
+    /// Parses `text` as a program and walks it, one level deeper.
+    pub(crate) fn walk_line(&mut self, text: &str) {
+        if self.depth >= MAX_DEPTH {
+            self.fail(ShellError::TooDeep(MAX_DEPTH));
+            return;
+        }
+        match parse(text) {
+            Ok(program) => {
+                self.depth += 1;
+                for list in &program.complete_commands {
+                    self.walk_list(list);
+                }
+                self.depth -= 1;
+            }
+            Err(e) => self.fail(e),
+        }
+    }
+
+    fn walk_list(&mut self, list: &ast::CompoundList) {
+        for item in &list.0 {
+            let and_or = &item.0;
+            self.walk_pipeline(&and_or.first);
+            for next in &and_or.additional {
+                match next {
+                    ast::AndOr::And(p) | ast::AndOr::Or(p) => self.walk_pipeline(p),
+                }
+            }
+        }
+    }
+
+    fn walk_pipeline(&mut self, p: &ast::Pipeline) {
+        for cmd in &p.seq {
+            self.walk_command(cmd);
+        }
+    }
+
+    fn walk_command(&mut self, cmd: &ast::Command) {
+        match cmd {
+            ast::Command::Simple(s) => self.walk_simple(s),
+            ast::Command::Compound(c, redirects) => {
+                self.walk_compound(c);
+                self.walk_redirects(redirects.as_ref());
+            }
+            ast::Command::Function(f) => {
+                self.walk_compound(&f.body.0);
+                self.walk_redirects(f.body.1.as_ref());
+            }
+            ast::Command::ExtendedTest(t, redirects) => {
+                self.walk_test(&t.expr);
+                self.walk_redirects(redirects.as_ref());
+            }
+        }
+    }
+
+    fn walk_compound(&mut self, c: &ast::CompoundCommand) {
+        use ast::CompoundCommand as C;
+        match c {
+            C::Arithmetic(a) => self.arithmetic(&a.expr.value),
+            C::ArithmeticForClause(f) => {
+                for e in [&f.initializer, &f.condition, &f.updater]
+                    .into_iter()
+                    .flatten()
+                {
+                    self.arithmetic(&e.value);
+                }
+                self.walk_list(&f.body.list);
+            }
+            C::BraceGroup(b) => self.walk_list(&b.list),
+            C::Subshell(s) => self.walk_list(&s.list),
+            C::ForClause(f) => {
+                for w in f.values.iter().flatten() {
+                    self.word(w);
+                }
+                self.walk_list(&f.body.list);
+            }
+            C::CaseClause(c) => {
+                self.word(&c.value);
+                for item in &c.cases {
+                    for p in &item.patterns {
+                        self.word(p);
+                    }
+                    if let Some(list) = &item.cmd {
+                        self.walk_list(list);
+                    }
+                }
+            }
+            C::IfClause(i) => {
+                self.walk_list(&i.condition);
+                self.walk_list(&i.then);
+                for e in i.elses.iter().flatten() {
+                    if let Some(c) = &e.condition {
+                        self.walk_list(c);
+                    }
+                    self.walk_list(&e.body);
+                }
+            }
+            C::WhileClause(w) | C::UntilClause(w) => {
+                self.walk_list(&w.0);
+                self.walk_list(&w.1.list);
+            }
+            C::Coprocess(c) => {
+                if let Some(n) = &c.name {
+                    self.word(n);
+                }
+                self.walk_command(&c.body);
+            }
+        }
+    }
+
+    fn walk_test(&mut self, t: &ast::ExtendedTestExpr) {
+        use ast::ExtendedTestExpr as T;
+        match t {
+            T::And(a, b) | T::Or(a, b) => {
+                self.walk_test(a);
+                self.walk_test(b);
+            }
+            T::Not(a) | T::Parenthesized(a) => self.walk_test(a),
+            T::UnaryTest(_, w) => {
+                self.word(w);
+            }
+            T::BinaryTest(pred, l, r) => {
+                let (l, r) = (self.word(l), self.word(r));
+                if is_arithmetic_test(pred) {
+                    for w in [l, r] {
+                        if w.dynamic || arithmetic_reads_variables(&w.text) {
+                            self.opaque(format!(
+                                "the arithmetic test on `{}`, which evaluates a variable's value as code",
+                                w.text
+                            ));
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    fn walk_simple(&mut self, s: &ast::SimpleCommand) {
+        let mut assigned = Vec::new();
+        for item in s.prefix.iter().flat_map(|p| p.0.iter()) {
+            self.walk_item(item, true, &mut assigned, &mut Vec::new());
+        }
+        let mut words = Vec::new();
+        if let Some(w) = &s.word_or_name {
+            let w = self.word(w);
+            words.push(w);
+        }
+        for item in s.suffix.iter().flat_map(|p| p.0.iter()) {
+            self.walk_item(item, false, &mut Vec::new(), &mut words);
+        }
+        for name in assigned {
+            self.check_assignment_name(&name);
+        }
+        if !words.is_empty() {
+            self.command(Cmd {
+                words,
+                open_tail: false,
+            });
+        }
+    }
+
+    fn walk_item(
+        &mut self,
+        item: &ast::CommandPrefixOrSuffixItem,
+        prefix: bool,
+        assigned: &mut Vec<String>,
+        words: &mut Vec<Word>,
+    ) {
+        use ast::CommandPrefixOrSuffixItem as I;
+        match item {
+            I::IoRedirect(r) => self.walk_redirect(r),
+            I::Word(w) => {
+                let w = self.word(w);
+                words.push(w);
+            }
+            I::AssignmentWord(a, w) => {
+                assigned.push(assignment_name(a));
+                if prefix {
+                    self.walk_assignment(a);
+                } else {
+                    // An argument such as `export A=$(x)`: the word holds the whole assignment.
+                    let w = self.word(w);
+                    words.push(w);
+                }
+            }
+            I::ProcessSubstitution(_, sub) => {
+                self.nested(|me| me.walk_list(&sub.list));
+                words.push(Word::unknown("<(…)"));
+            }
+        }
+    }
+
+    fn walk_assignment(&mut self, a: &ast::Assignment) {
+        if let ast::AssignmentName::ArrayElementName(_, index) = &a.name {
+            self.arithmetic(index);
+        }
+        match &a.value {
+            ast::AssignmentValue::Scalar(w) => {
+                self.word(w);
+            }
+            ast::AssignmentValue::Array(items) => {
+                for (k, v) in items {
+                    if let Some(k) = k {
+                        self.word(k);
+                    }
+                    self.word(v);
+                }
+            }
+        }
+    }
+
+    fn walk_redirects(&mut self, list: Option<&ast::RedirectList>) {
+        for r in list.iter().flat_map(|l| l.0.iter()) {
+            self.walk_redirect(r);
+        }
+    }
+
+    fn walk_redirect(&mut self, r: &ast::IoRedirect) {
+        use ast::IoFileRedirectTarget as T;
+        match r {
+            ast::IoRedirect::File(_, _, target) => match target {
+                T::Filename(w) | T::Duplicate(w) => {
+                    self.word(w);
+                }
+                T::Fd(_) => {}
+                T::ProcessSubstitution(_, sub) => self.nested(|me| me.walk_list(&sub.list)),
+            },
+            ast::IoRedirect::HereDocument(_, doc) => {
+                if doc.requires_expansion {
+                    match words::scan_heredoc(&doc.doc.value) {
+                        Some(scan) => self.embedded(scan.embedded),
+                        None => self.fail(ShellError::Parse(
+                            "a here-document body cannot be read".into(),
+                        )),
+                    }
+                }
+            }
+            ast::IoRedirect::HereString(_, w) | ast::IoRedirect::OutputAndError(w, _) => {
+                self.word(w);
+            }
+        }
+    }
+
+    /// Reads a word, walks the code inside it, and returns what the command would see.
+    pub(crate) fn word(&mut self, w: &ast::Word) -> Word {
+        match words::scan_word(&w.value) {
+            Some(mut scan) => {
+                let embedded = std::mem::take(&mut scan.embedded);
+                self.embedded(embedded);
+                scan.into_word(&w.value)
+            }
+            None => {
+                self.fail(ShellError::Parse(format!(
+                    "the word `{}` cannot be read",
+                    w.value
+                )));
+                Word::unknown(w.value.clone())
+            }
+        }
+    }
+
+    fn embedded(&mut self, found: Vec<Embedded>) {
+        for e in found {
+            match e {
+                Embedded::Program(text) => self.walk_line(&text),
+                Embedded::Arithmetic(text) => self.arithmetic(&text),
+                Embedded::Opaque(what) => self.opaque(what),
+            }
+        }
+    }
+
+    /// Arithmetic runs substitutions inside it, and variables' values as code.
+    fn arithmetic(&mut self, text: &str) {
+        if let Some(scan) = words::scan_word(text) {
+            let programs: Vec<_> = scan
+                .embedded
+                .into_iter()
+                .filter(|e| matches!(e, Embedded::Program(_)))
+                .collect();
+            self.embedded(programs);
+        } else if text.contains(['$', '`']) {
+            self.fail(ShellError::Parse(format!(
+                "the arithmetic `{text}` cannot be read"
+            )));
+        }
+        if arithmetic_reads_variables(text) {
+            self.opaque(format!(
+                "the arithmetic `{text}`, which evaluates variables' values as code"
+            ));
+        }
+    }
+
+    fn nested(&mut self, f: impl FnOnce(&mut Self)) {
+        if self.depth >= MAX_DEPTH {
+            self.fail(ShellError::TooDeep(MAX_DEPTH));
+            return;
+        }
+        self.depth += 1;
+        f(self);
+        self.depth -= 1;
+    }
+
+    /// Variables that change which program runs or what a shell does at start-up.
+    pub(crate) fn check_assignment_name(&mut self, name: &str) {
+        const RISKY: &[&str] = &[
+            "PATH",
+            "LD_PRELOAD",
+            "LD_LIBRARY_PATH",
+            "LD_AUDIT",
+            "BASH_ENV",
+            "ENV",
+            "SHELLOPTS",
+            "BASHOPTS",
+            "PS4",
+            "PROMPT_COMMAND",
+            "GIT_SSH_COMMAND",
+            "GIT_EXTERNAL_DIFF",
+            "GIT_PAGER",
+            "PAGER",
+            "GIT_EDITOR",
+            "EDITOR",
+            "VISUAL",
+            "GIT_ASKPASS",
+            "SSH_ASKPASS",
+            "GIT_CONFIG_PARAMETERS",
+            "DYLD_INSERT_LIBRARIES",
+        ];
+        if RISKY.contains(&name) {
+            self.opaque(format!(
+                "setting `{name}`, which changes which program runs"
+            ));
+        }
+    }
+}
+
+fn assignment_name(a: &ast::Assignment) -> String {
+    match &a.name {
+        ast::AssignmentName::VariableName(n) | ast::AssignmentName::ArrayElementName(n, _) => {
+            n.clone()
+        }
+    }
+}
+
+fn is_arithmetic_test(p: &ast::BinaryPredicate) -> bool {
+    use ast::BinaryPredicate as B;
+    matches!(
+        p,
+        B::ArithmeticEqualTo
+            | B::ArithmeticNotEqualTo
+            | B::ArithmeticLessThan
+            | B::ArithmeticLessThanOrEqualTo
+            | B::ArithmeticGreaterThan
+            | B::ArithmeticGreaterThanOrEqualTo
+    )
+}
+
+/// Parses a whole program, refusing input that would exhaust the parser.
+pub(crate) fn parse(text: &str) -> Result<ast::Program, ShellError> {
+    if text.len() > MAX_LINE_BYTES {
+        return Err(ShellError::TooLong(MAX_LINE_BYTES));
+    }
+    if nesting(text) > MAX_NESTING {
+        return Err(ShellError::TooDeep(MAX_NESTING));
+    }
+    let opts = words::options();
+    let parsed = std::panic::catch_unwind(|| {
+        let mut p = brush_parser::Parser::new(std::io::Cursor::new(text.as_bytes()), &opts);
+        p.parse_program()
+    });
+    match parsed {
+        Ok(Ok(program)) => Ok(program),
+        Ok(Err(e)) => Err(ShellError::Parse(e.to_string())),
+        Err(_) => Err(ShellError::Parse("the parser failed on this input".into())),
+    }
+}
+
+/// The deepest bracket nesting, counted over-generously (quotes are ignored).
+fn nesting(text: &str) -> usize {
+    let (mut depth, mut max) = (0usize, 0usize);
+    let mut keywords = 0usize;
+    for c in text.chars() {
+        match c {
+            '(' | '{' | '[' | '`' => {
+                depth += 1;
+                max = max.max(depth);
+            }
+            ')' | '}' | ']' => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+    }
+    for w in text.split(|c: char| c.is_whitespace() || c == ';') {
+        if matches!(w, "if" | "while" | "until" | "for" | "case" | "select") {
+            keywords += 1;
+        }
+    }
+    max.max(keywords)
+}

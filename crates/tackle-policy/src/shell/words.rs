@@ -1,0 +1,316 @@
+//! Turning one shell word into what the command would see: quotes and escapes removed, and
+//! every part the shell would compute at run time (expansions, globs) marked as dynamic.
+
+use brush_parser::word::{ParameterExpr, ParameterTransformOp, WordPiece, WordPieceWithSource};
+
+/// One word of a command after quote removal.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Word {
+    /// The unquoted text; for a dynamic word, the source text (e.g. `$X`), for messages.
+    pub text: String,
+    /// The shell computes (part of) this word at run time: its final value is unknown.
+    pub dynamic: bool,
+}
+
+impl Word {
+    pub(crate) fn literal(text: impl Into<String>) -> Self {
+        Self {
+            text: text.into(),
+            dynamic: false,
+        }
+    }
+
+    pub(crate) fn unknown(text: impl Into<String>) -> Self {
+        Self {
+            text: text.into(),
+            dynamic: true,
+        }
+    }
+}
+
+/// Something inside a word that runs code: a command to analyse, or code that cannot be seen.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Embedded {
+    /// `$(…)`, backticks: the text of the inner program.
+    Program(String),
+    /// Arithmetic text, evaluated by the shell (and able to run code through variables).
+    Arithmetic(String),
+    /// Code the analyser cannot see, with a phrase saying what it is.
+    Opaque(String),
+}
+
+/// The result of reading one word.
+#[derive(Debug, Default)]
+pub(crate) struct WordScan {
+    text: String,
+    dynamic: bool,
+    pub embedded: Vec<Embedded>,
+}
+
+impl WordScan {
+    pub(crate) fn into_word(self, source: &str) -> Word {
+        if self.dynamic {
+            Word::unknown(source)
+        } else {
+            Word::literal(self.text)
+        }
+    }
+}
+
+pub(crate) fn options() -> brush_parser::ParserOptions {
+    brush_parser::ParserOptions {
+        enable_extended_globbing: true,
+        posix_mode: false,
+        sh_mode: false,
+        tilde_expansion_at_word_start: true,
+        tilde_expansion_after_colon: false,
+        parser_impl: brush_parser::ParserImpl::Peg,
+    }
+}
+
+/// Reads a word as the shell would, or `None` when the word parser rejects it.
+pub(crate) fn scan_word(source: &str) -> Option<WordScan> {
+    let pieces = guarded(|| brush_parser::word::parse(source, &options()).ok())?;
+    let mut scan = WordScan::default();
+    scan_pieces(&pieces, source, false, &mut scan);
+    Some(scan)
+}
+
+/// Reads a here-document body that is subject to expansion.
+pub(crate) fn scan_heredoc(body: &str) -> Option<WordScan> {
+    let pieces = guarded(|| brush_parser::word::parse_heredoc(body, &options()).ok())?;
+    let mut scan = WordScan::default();
+    scan_pieces(&pieces, body, true, &mut scan);
+    Some(scan)
+}
+
+/// Runs parser code so that a bug in it denies instead of taking the process down.
+pub(crate) fn guarded<T>(f: impl FnOnce() -> Option<T> + std::panic::UnwindSafe) -> Option<T> {
+    std::panic::catch_unwind(f).ok().flatten()
+}
+
+fn scan_pieces(pieces: &[WordPieceWithSource], source: &str, quoted: bool, scan: &mut WordScan) {
+    for p in pieces {
+        let raw = source.get(p.start_index..p.end_index).unwrap_or("");
+        scan_piece(&p.piece, source, raw, quoted, scan);
+    }
+}
+
+fn scan_piece(piece: &WordPiece, source: &str, raw: &str, quoted: bool, scan: &mut WordScan) {
+    match piece {
+        WordPiece::Text(t) => {
+            if !quoted && is_pattern(t) {
+                scan.dynamic = true;
+            }
+            if t.contains("$[") {
+                scan.dynamic = true;
+                scan.embedded
+                    .push(Embedded::Opaque(format!("the old arithmetic form `{t}`")));
+            }
+            scan.text.push_str(t);
+        }
+        WordPiece::SingleQuotedText(t) => scan.text.push_str(t),
+        WordPiece::AnsiCQuotedText(t) => scan.text.push_str(&decode_ansi_c(t)),
+        WordPiece::DoubleQuotedSequence(inner) | WordPiece::GettextDoubleQuotedSequence(inner) => {
+            scan_pieces(inner, source, true, scan);
+        }
+        WordPiece::TildeExpansion(_) => scan.text.push_str(raw),
+        WordPiece::EscapeSequence(e) => scan.text.push_str(unescape(e)),
+        WordPiece::ParameterExpansion(expr) => {
+            scan.dynamic = true;
+            scan_parameter(expr, raw, scan);
+        }
+        WordPiece::CommandSubstitution(body) | WordPiece::BackquotedCommandSubstitution(body) => {
+            scan.dynamic = true;
+            scan.embedded.push(Embedded::Program(body.clone()));
+        }
+        WordPiece::ArithmeticExpression(e) => {
+            scan.dynamic = true;
+            scan.embedded.push(Embedded::Arithmetic(e.value.clone()));
+        }
+    }
+}
+
+/// `\x` outside single quotes is `x`; a backslash-newline is a line continuation.
+fn unescape(e: &str) -> &str {
+    let rest = e.strip_prefix('\\').unwrap_or(e);
+    if rest == "\n" {
+        ""
+    } else {
+        rest
+    }
+}
+
+/// Unquoted text the shell would expand into other words: globs, extglobs, braces.
+fn is_pattern(t: &str) -> bool {
+    t.contains(['*', '?', '[', '(']) || (t.contains('{') && (t.contains(',') || t.contains("..")))
+}
+
+/// Parameter expansions can hide code: substitutions in defaults and subscripts, prompt
+/// expansion (`@P`), and arithmetic (subscripts, offsets) that evaluates variable values.
+fn scan_parameter(expr: &ParameterExpr, raw: &str, scan: &mut WordScan) {
+    if let ParameterExpr::Transform {
+        op: ParameterTransformOp::PromptExpand,
+        ..
+    } = expr
+    {
+        scan.embedded.push(Embedded::Opaque(format!(
+            "prompt expansion `{raw}`, which runs code hidden in a variable"
+        )));
+    }
+    if let ParameterExpr::Substring { offset, length, .. } = expr {
+        scan.embedded
+            .push(Embedded::Arithmetic(offset.value.clone()));
+        if let Some(l) = length {
+            scan.embedded.push(Embedded::Arithmetic(l.value.clone()));
+        }
+    }
+    let interior = raw
+        .strip_prefix("${")
+        .and_then(|s| s.strip_suffix('}'))
+        .unwrap_or("");
+    if let Some(open) = interior.find('[') {
+        let index = interior.get(open + 1..).unwrap_or("");
+        let index = index
+            .get(..index.rfind(']').unwrap_or(index.len()))
+            .unwrap_or("");
+        if index != "@" && index != "*" {
+            scan.embedded.push(Embedded::Arithmetic(index.to_string()));
+        }
+    }
+    if interior.contains(['$', '`']) {
+        if let Some(inner) = scan_word(interior) {
+            scan.embedded.extend(inner.embedded);
+        } else {
+            scan.embedded.push(Embedded::Opaque(format!(
+                "the expansion `{raw}`, which cannot be read"
+            )));
+        }
+    }
+}
+
+/// Decodes the body of `$'…'` the way bash does.
+pub(crate) fn decode_ansi_c(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    let mut chars = s.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c != '\\' {
+            out.push(c);
+            continue;
+        }
+        let Some(e) = chars.next() else {
+            out.push('\\');
+            break;
+        };
+        match e {
+            'a' => out.push('\x07'),
+            'b' => out.push('\x08'),
+            'e' | 'E' => out.push('\x1b'),
+            'f' => out.push('\x0c'),
+            'n' => out.push('\n'),
+            'r' => out.push('\r'),
+            't' => out.push('\t'),
+            'v' => out.push('\x0b'),
+            'x' => push_code(&mut out, &mut chars, 16, 2, "\\x"),
+            'u' => push_code(&mut out, &mut chars, 16, 4, "\\u"),
+            'U' => push_code(&mut out, &mut chars, 16, 8, "\\U"),
+            'c' => match chars.next() {
+                Some(x) => out.push(char::from(x as u8 & 0x1f)),
+                None => out.push_str("\\c"),
+            },
+            '0'..='7' => {
+                let mut v = e.to_digit(8).unwrap_or(0);
+                for _ in 0..2 {
+                    match chars.peek().and_then(|d| d.to_digit(8)) {
+                        Some(d) => {
+                            v = v * 8 + d;
+                            chars.next();
+                        }
+                        None => break,
+                    }
+                }
+                out.push(char::from_u32(v & 0xff).unwrap_or('\u{fffd}'));
+            }
+            '\\' | '\'' | '"' | '?' => out.push(e),
+            other => {
+                out.push('\\');
+                out.push(other);
+            }
+        }
+    }
+    out
+}
+
+fn push_code(
+    out: &mut String,
+    chars: &mut std::iter::Peekable<std::str::Chars<'_>>,
+    radix: u32,
+    max: usize,
+    prefix: &str,
+) {
+    let mut v: u32 = 0;
+    let mut n = 0;
+    while n < max {
+        match chars.peek().and_then(|d| d.to_digit(radix)) {
+            Some(d) => {
+                v = v.saturating_mul(radix).saturating_add(d);
+                chars.next();
+                n += 1;
+            }
+            None => break,
+        }
+    }
+    if n == 0 {
+        out.push_str(prefix);
+    } else {
+        out.push(char::from_u32(v).unwrap_or('\u{fffd}'));
+    }
+}
+
+/// Whether arithmetic text reads a variable. Bash evaluates a variable's value as an
+/// expression, so `x='a[$(cmd)]'; echo $((x))` runs `cmd`: any variable makes it opaque.
+pub(crate) fn arithmetic_reads_variables(text: &str) -> bool {
+    let mut chars = text.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c.is_ascii_digit() {
+            // Numbers, including 0x1f and 16#ff forms, may contain letters.
+            while chars
+                .peek()
+                .is_some_and(|d| d.is_ascii_alphanumeric() || matches!(d, '#' | '_' | '@'))
+            {
+                chars.next();
+            }
+        } else if c.is_alphabetic() || c == '_' || c == '$' || c == '`' {
+            return true;
+        }
+    }
+    false
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ansi_c_hex_octal_and_unicode_escapes_decode() {
+        assert_eq!(decode_ansi_c("\\x72m"), "rm");
+        assert_eq!(decode_ansi_c("\\162\\155"), "rm");
+        assert_eq!(decode_ansi_c("\\u0072m"), "rm");
+        assert_eq!(decode_ansi_c("a\\'b"), "a'b");
+    }
+
+    #[test]
+    fn arithmetic_with_only_numbers_reads_no_variable() {
+        assert!(!arithmetic_reads_variables("1 + 0x1f * 16#ff"));
+        assert!(arithmetic_reads_variables("x + 1"));
+        assert!(arithmetic_reads_variables("$x"));
+    }
+
+    #[test]
+    fn quoted_and_escaped_names_unquote_to_the_plain_name() {
+        for src in ["\\rm", "\"rm\"", "r''m", "'r'm", "$'\\x72m'"] {
+            let w = scan_word(src).map(|s| s.into_word(src));
+            assert_eq!(w, Some(Word::literal("rm")), "{src}");
+        }
+    }
+}

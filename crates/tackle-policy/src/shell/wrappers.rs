@@ -1,0 +1,677 @@
+//! Programs that run other programs: `env`, `sudo`, `xargs`, `find -exec`, `sh -c`, `eval`…
+//! Each is a command itself (its name is checked) and the command it runs is checked too.
+
+use super::walk::{Cmd, Walker, MAX_DEPTH};
+use super::words::Word;
+use super::ShellError;
+
+/// How a wrapper's options are spelled.
+struct Opts {
+    /// Short options without a value.
+    flags: &'static str,
+    /// Short options that take a value (attached or the next word).
+    values: &'static str,
+    long_flags: &'static [&'static str],
+    long_values: &'static [&'static str],
+}
+
+const fn opts(
+    flags: &'static str,
+    values: &'static str,
+    long_flags: &'static [&'static str],
+    long_values: &'static [&'static str],
+) -> Opts {
+    Opts {
+        flags,
+        values,
+        long_flags,
+        long_values,
+    }
+}
+
+/// The options a wrapper was given and where its operands start.
+struct Parsed {
+    seen: Vec<(String, Option<Word>)>,
+    operands: usize,
+}
+
+impl Parsed {
+    fn has(&self, names: &[&str]) -> bool {
+        self.seen.iter().any(|(n, _)| names.contains(&n.as_str()))
+    }
+
+    fn value(&self, names: &[&str]) -> Option<&Word> {
+        self.seen
+            .iter()
+            .find(|(n, _)| names.contains(&n.as_str()))
+            .and_then(|(_, v)| v.as_ref())
+    }
+}
+
+/// Why a wrapper's options could not be read.
+enum OptIssue {
+    Unknown(String),
+    Dynamic(String),
+}
+
+/// getopt-style reading of `args` (the words after the program name).
+fn parse_opts(args: &[Word], spec: &Opts) -> Result<Parsed, OptIssue> {
+    let mut seen = Vec::new();
+    let mut i = 0;
+    while let Some(w) = args.get(i) {
+        if w.dynamic {
+            return Err(OptIssue::Dynamic(w.text.clone()));
+        }
+        let t = w.text.as_str();
+        if t == "--" {
+            i += 1;
+            break;
+        }
+        if let Some(long) = t.strip_prefix("--") {
+            let (name, attached) = match long.split_once('=') {
+                Some((n, v)) => (n, Some(Word::literal(v))),
+                None => (long, None),
+            };
+            if spec.long_values.contains(&name) {
+                let value = match attached {
+                    Some(v) => Some(v),
+                    None => {
+                        i += 1;
+                        args.get(i).cloned()
+                    }
+                };
+                seen.push((format!("--{name}"), value));
+            } else if spec.long_flags.contains(&name) {
+                seen.push((format!("--{name}"), attached));
+            } else {
+                return Err(OptIssue::Unknown(t.to_string()));
+            }
+        } else if t.len() > 1 && (t.starts_with('-') || t.starts_with('+')) {
+            i = short_cluster(args, i, spec, &mut seen)?;
+        } else {
+            break;
+        }
+        i += 1;
+    }
+    Ok(Parsed { seen, operands: i })
+}
+
+/// Reads `-abc` / `-uNAME` / `-u NAME`; returns the index of the last word consumed.
+fn short_cluster(
+    args: &[Word],
+    mut i: usize,
+    spec: &Opts,
+    seen: &mut Vec<(String, Option<Word>)>,
+) -> Result<usize, OptIssue> {
+    let t = args.get(i).map(|w| w.text.clone()).unwrap_or_default();
+    let body: Vec<char> = t.chars().skip(1).collect();
+    for (k, c) in body.iter().enumerate() {
+        if spec.values.contains(*c) {
+            let rest: String = body.iter().skip(k + 1).collect();
+            let value = if rest.is_empty() {
+                i += 1;
+                args.get(i).cloned()
+            } else {
+                Some(Word::literal(rest))
+            };
+            seen.push((format!("-{c}"), value));
+            return Ok(i);
+        }
+        if !spec.flags.contains(*c) {
+            return Err(OptIssue::Unknown(t.clone()));
+        }
+        seen.push((format!("-{c}"), None));
+    }
+    Ok(i)
+}
+
+const SHELLS: &[&str] = &[
+    "sh", "bash", "zsh", "dash", "ksh", "mksh", "ash", "yash", "posh", "lksh", "rbash", "fish",
+    "csh", "tcsh",
+];
+
+const ENV: Opts = opts(
+    "i0v",
+    "uCSP",
+    &[
+        "ignore-environment",
+        "null",
+        "debug",
+        "list-signal-handling",
+        "default-signal",
+        "ignore-signal",
+        "block-signal",
+    ],
+    &["unset", "chdir", "split-string"],
+);
+const SUDO: Opts = opts(
+    "AbEeHiKklnPSsVvNB",
+    "ugCDhprtTUR",
+    &[
+        "askpass",
+        "background",
+        "preserve-env",
+        "edit",
+        "set-home",
+        "login",
+        "remove-timestamp",
+        "reset-timestamp",
+        "list",
+        "non-interactive",
+        "preserve-groups",
+        "stdin",
+        "shell",
+        "validate",
+        "version",
+        "help",
+        "bell",
+    ],
+    &[
+        "user",
+        "group",
+        "close-from",
+        "chdir",
+        "host",
+        "prompt",
+        "role",
+        "type",
+        "command-timeout",
+        "other-user",
+        "chroot",
+    ],
+);
+const DOAS: Opts = opts("nsL", "uC", &[], &[]);
+const NOHUP: Opts = opts("", "", &["help", "version"], &[]);
+const TIMEOUT: Opts = opts(
+    "v",
+    "ks",
+    &["preserve-status", "foreground", "verbose"],
+    &["kill-after", "signal"],
+);
+const NICE: Opts = opts("", "n", &[], &["adjustment"]);
+const IONICE: Opts = opts(
+    "t",
+    "cnpPu",
+    &["ignore"],
+    &["class", "classdata", "pid", "pgid", "uid"],
+);
+const CHROOT: Opts = opts("", "", &["skip-chdir"], &["userspec", "groups"]);
+const STDBUF: Opts = opts("", "ioe", &[], &["input", "output", "error"]);
+const SETSID: Opts = opts("cfw", "", &["ctty", "fork", "wait"], &[]);
+const TIME: Opts = opts(
+    "pvaq",
+    "fo",
+    &["portability", "verbose", "append", "quiet"],
+    &["format", "output"],
+);
+const COMMAND: Opts = opts("pvV", "", &[], &[]);
+const EXEC: Opts = opts("cl", "a", &[], &[]);
+const XARGS: Opts = opts(
+    "0rtpxoie",
+    "InPdaEsLl",
+    &[
+        "null",
+        "no-run-if-empty",
+        "verbose",
+        "interactive",
+        "exit",
+        "open-tty",
+        "show-limits",
+        "replace",
+        "eof",
+        "max-lines",
+    ],
+    &[
+        "max-args",
+        "max-procs",
+        "delimiter",
+        "arg-file",
+        "max-chars",
+        "process-slot-var",
+    ],
+);
+const SHELL: Opts = opts(
+    "abcefhiklmnprstuvxBCEHPTsD",
+    "oO",
+    &[
+        "norc",
+        "noprofile",
+        "login",
+        "posix",
+        "restricted",
+        "verbose",
+        "debugger",
+        "dump-strings",
+        "dump-po-strings",
+        "noediting",
+        "help",
+        "version",
+        "pretty-print",
+    ],
+    &["rcfile", "init-file"],
+);
+const WATCH: Opts = opts(
+    "dtbegcxpwrqC",
+    "nsq",
+    &[
+        "differences",
+        "no-title",
+        "beep",
+        "errexit",
+        "chgexit",
+        "color",
+        "no-color",
+        "exec",
+        "precise",
+        "no-wrap",
+        "no-linewrap",
+    ],
+    &["interval", "equexit", "shotsdir"],
+);
+const TASKSET: Opts = opts("acp", "", &["all-tasks", "cpu-list", "pid"], &[]);
+const CHRT: Opts = opts(
+    "abdfiorRmpve",
+    "TPD",
+    &[
+        "all-tasks",
+        "batch",
+        "deadline",
+        "fifo",
+        "idle",
+        "other",
+        "rr",
+        "reset-on-fork",
+        "max",
+        "pid",
+        "verbose",
+        "ext",
+    ],
+    &["sched-runtime", "sched-period", "sched-deadline"],
+);
+const FLOCK: Opts = opts(
+    "sxenuoFv",
+    "wEc",
+    &[
+        "shared",
+        "exclusive",
+        "nonblock",
+        "unlock",
+        "close",
+        "no-fork",
+        "verbose",
+    ],
+    &["timeout", "conflict-exit-code", "command"],
+);
+const TRAP: Opts = opts("lpP", "", &[], &[]);
+const NONE: Opts = opts("", "", &[], &[]);
+
+/// The program name as rules see it: unquoted, last path component, `.` as `source`.
+pub(crate) fn program_name(w: &Word) -> Option<String> {
+    if w.dynamic {
+        return None;
+    }
+    let base = w
+        .text
+        .rsplit('/')
+        .find(|s| !s.is_empty())
+        .unwrap_or(w.text.as_str());
+    Some(if base == "." {
+        "source".into()
+    } else {
+        base.to_string()
+    })
+}
+
+impl Walker {
+    /// Records one command and analyses whatever it runs in turn.
+    pub(crate) fn command(&mut self, cmd: Cmd) {
+        let name = cmd.words.first().and_then(program_name);
+        self.out.cmds.push(cmd.clone());
+        let Some(name) = name else { return };
+        if self.depth >= MAX_DEPTH {
+            self.fail(ShellError::TooDeep(MAX_DEPTH));
+            return;
+        }
+        self.depth += 1;
+        self.unwrap(&name, &cmd);
+        self.depth -= 1;
+    }
+
+    fn unwrap(&mut self, name: &str, cmd: &Cmd) {
+        let args = cmd.words.get(1..).unwrap_or(&[]);
+        let tail = cmd.open_tail;
+        match name {
+            "env" => self.env(args, tail),
+            "sudo" => self.prefix(name, args, &SUDO, tail, |p| !p.has(&["-e", "--edit"]), 0),
+            "doas" => self.prefix(name, args, &DOAS, tail, |_| true, 0),
+            "nohup" | "unbuffer" | "setpriv" | "catchsegv" | "nocache" => {
+                self.prefix(name, args, &NOHUP, tail, |_| true, 0)
+            }
+            "builtin" => self.prefix(name, args, &NONE, tail, |_| true, 0),
+            "timeout" => self.prefix(name, args, &TIMEOUT, tail, |_| true, 1),
+            "nice" => self.nice(args, tail),
+            "ionice" => self.prefix(
+                name,
+                args,
+                &IONICE,
+                tail,
+                |p| !p.has(&["-p", "-P", "-u", "--pid", "--pgid", "--uid"]),
+                0,
+            ),
+            "chroot" => self.prefix(name, args, &CHROOT, tail, |_| true, 1),
+            "stdbuf" => self.prefix(name, args, &STDBUF, tail, |_| true, 0),
+            "setsid" => self.prefix(name, args, &SETSID, tail, |_| true, 0),
+            "time" => self.prefix(name, args, &TIME, tail, |_| true, 0),
+            "command" => self.prefix(name, args, &COMMAND, tail, |p| !p.has(&["-v", "-V"]), 0),
+            "exec" => self.prefix(name, args, &EXEC, tail, |_| true, 0),
+            "taskset" => self.prefix(name, args, &TASKSET, tail, |p| !p.has(&["-p", "--pid"]), 1),
+            "chrt" => self.prefix(
+                name,
+                args,
+                &CHRT,
+                tail,
+                |p| !p.has(&["-p", "--pid", "-m", "--max"]),
+                1,
+            ),
+            "gosu" | "su-exec" => self.prefix(name, args, &NONE, tail, |_| true, 1),
+            "busybox" => self.prefix(name, args, &NONE, tail, |_| true, 0),
+            "xargs" => self.xargs(args),
+            "find" => self.find(args),
+            "eval" => self.eval(args),
+            "trap" => self.trap(args),
+            "alias" => self.alias(args),
+            "watch" => self.watch(args),
+            "flock" => self.flock(args, tail),
+            "su" | "runuser" | "script" => self.dash_c(name, args),
+            "export" | "declare" | "typeset" | "local" | "readonly" => self.declare(args),
+            "hash" | "enable" => self.rebinding(name, args),
+            _ if SHELLS.contains(&name) => self.shell(name, args),
+            _ => {}
+        }
+    }
+
+    fn opt_issue(&mut self, name: &str, issue: OptIssue) {
+        match issue {
+            OptIssue::Unknown(o) => self.opaque(format!(
+                "`{name}` with the option `{o}`, so what it runs cannot be determined"
+            )),
+            OptIssue::Dynamic(w) => self.opaque(format!(
+                "`{name}` with the argument `{w}`, which is computed at run time"
+            )),
+        }
+    }
+
+    /// A wrapper of the form `NAME [OPTIONS] [N FIXED OPERANDS] COMMAND ARGS…`.
+    fn prefix(
+        &mut self,
+        name: &str,
+        args: &[Word],
+        spec: &Opts,
+        tail: bool,
+        runs: impl Fn(&Parsed) -> bool,
+        skip: usize,
+    ) {
+        let parsed = match parse_opts(args, spec) {
+            Ok(p) => p,
+            Err(issue) => return self.opt_issue(name, issue),
+        };
+        if !runs(&parsed) {
+            return;
+        }
+        let start = parsed.operands + skip;
+        let mut rest = args.get(start..).unwrap_or(&[]);
+        if name == "sudo" {
+            rest = self.skip_assignments(rest);
+        }
+        self.inner(rest, tail);
+    }
+
+    fn inner(&mut self, words: &[Word], open_tail: bool) {
+        if !words.is_empty() {
+            self.command(Cmd {
+                words: words.to_vec(),
+                open_tail,
+            });
+        }
+    }
+
+    /// Skips `NAME=VALUE` words, checking the names; stops at the first other word.
+    fn skip_assignments<'a>(&mut self, mut rest: &'a [Word]) -> &'a [Word] {
+        while let Some(w) = rest.first() {
+            let Some((n, _)) = w.text.split_once('=') else {
+                break;
+            };
+            if w.dynamic || !is_name(n) {
+                break;
+            }
+            let n = n.to_string();
+            self.check_assignment_name(&n);
+            rest = rest.get(1..).unwrap_or(&[]);
+        }
+        rest
+    }
+
+    fn env(&mut self, args: &[Word], tail: bool) {
+        let parsed = match parse_opts(args, &ENV) {
+            Ok(p) => p,
+            Err(issue) => return self.opt_issue("env", issue),
+        };
+        let rest = self.skip_assignments(args.get(parsed.operands..).unwrap_or(&[]));
+        match parsed.value(&["-S", "--split-string"]) {
+            Some(split) if split.dynamic => {
+                self.opaque(format!("`env -S {}`, computed at run time", split.text))
+            }
+            Some(split) => {
+                // `env -S 'a b' c` runs `a b c`: analyse the split string followed by the rest.
+                let mut line = split.text.clone();
+                for w in rest {
+                    line.push(' ');
+                    line.push_str(&quote(&w.text));
+                }
+                self.walk_line(&line);
+            }
+            None => self.inner(rest, tail),
+        }
+    }
+
+    fn nice(&mut self, args: &[Word], tail: bool) {
+        // `nice -5 cmd` is the old spelling of `nice -n 5 cmd`.
+        let old = args.first().is_some_and(|w| {
+            !w.dynamic
+                && w.text.len() > 1
+                && w.text.starts_with('-')
+                && w.text
+                    .get(1..)
+                    .is_some_and(|d| d.chars().all(|c| c.is_ascii_digit()))
+        });
+        if old {
+            self.inner(args.get(1..).unwrap_or(&[]), tail);
+        } else {
+            self.prefix("nice", args, &NICE, tail, |_| true, 0);
+        }
+    }
+
+    fn xargs(&mut self, args: &[Word]) {
+        let parsed = match parse_opts(args, &XARGS) {
+            Ok(p) => p,
+            Err(issue) => return self.opt_issue("xargs", issue),
+        };
+        let rest = args.get(parsed.operands..).unwrap_or(&[]);
+        if rest.is_empty() {
+            self.inner(&[Word::literal("echo")], true);
+        } else {
+            self.inner(rest, true);
+        }
+    }
+
+    fn find(&mut self, args: &[Word]) {
+        let mut i = 0;
+        while let Some(w) = args.get(i) {
+            i += 1;
+            if w.dynamic || !matches!(w.text.as_str(), "-exec" | "-execdir" | "-ok" | "-okdir") {
+                continue;
+            }
+            let mut words = Vec::new();
+            while let Some(a) = args.get(i) {
+                i += 1;
+                if !a.dynamic && (a.text == ";" || a.text == "+") {
+                    break;
+                }
+                words.push(if a.text.contains("{}") {
+                    Word::unknown(a.text.clone())
+                } else {
+                    a.clone()
+                });
+            }
+            self.inner(&words, false);
+        }
+    }
+
+    fn eval(&mut self, args: &[Word]) {
+        if let Some(d) = args.iter().find(|w| w.dynamic) {
+            return self.opaque(format!("`eval` of `{}`, computed at run time", d.text));
+        }
+        let line: Vec<&str> = args.iter().map(|w| w.text.as_str()).collect();
+        self.walk_line(&line.join(" "));
+    }
+
+    fn trap(&mut self, args: &[Word]) {
+        let Ok(parsed) = parse_opts(args, &TRAP) else {
+            return;
+        };
+        let ops = args.get(parsed.operands..).unwrap_or(&[]);
+        if ops.len() >= 2 {
+            self.script("trap", &ops[0]);
+        }
+    }
+
+    fn alias(&mut self, args: &[Word]) {
+        for w in args {
+            if w.dynamic {
+                self.opaque(format!("`alias {}`, computed at run time", w.text));
+            } else if let Some((_, value)) = w.text.split_once('=') {
+                let value = value.to_string();
+                self.walk_line(&value);
+            }
+        }
+    }
+
+    fn watch(&mut self, args: &[Word]) {
+        let parsed = match parse_opts(args, &WATCH) {
+            Ok(p) => p,
+            Err(issue) => return self.opt_issue("watch", issue),
+        };
+        let rest = args.get(parsed.operands..).unwrap_or(&[]);
+        if parsed.has(&["-x", "--exec"]) {
+            return self.inner(rest, false);
+        }
+        self.eval(rest);
+    }
+
+    fn flock(&mut self, args: &[Word], tail: bool) {
+        let parsed = match parse_opts(args, &FLOCK) {
+            Ok(p) => p,
+            Err(issue) => return self.opt_issue("flock", issue),
+        };
+        if let Some(c) = parsed.value(&["-c", "--command"]).cloned() {
+            return self.script("flock", &c);
+        }
+        let rest = args.get(parsed.operands + 1..).unwrap_or(&[]);
+        match rest.first() {
+            Some(w) if !w.dynamic && (w.text == "-c" || w.text == "--command") => {
+                if let Some(s) = rest.get(1) {
+                    self.script("flock", s);
+                }
+            }
+            _ => self.inner(rest, tail),
+        }
+    }
+
+    /// `su -c STRING`, `runuser -c`, `script -c`: the string is a shell line.
+    fn dash_c(&mut self, name: &str, args: &[Word]) {
+        let mut i = 0;
+        while let Some(w) = args.get(i) {
+            i += 1;
+            if w.dynamic {
+                continue;
+            }
+            if matches!(w.text.as_str(), "-c" | "--command" | "--session-command") {
+                if let Some(s) = args.get(i).cloned() {
+                    self.script(name, &s);
+                }
+            } else if let Some(s) = w
+                .text
+                .strip_prefix("--command=")
+                .or_else(|| w.text.strip_prefix("--session-command="))
+            {
+                let s = Word::literal(s);
+                self.script(name, &s);
+            }
+        }
+    }
+
+    fn script(&mut self, name: &str, s: &Word) {
+        if s.dynamic {
+            self.opaque(format!(
+                "the script `{}` given to `{name}`, computed at run time",
+                s.text
+            ));
+        } else {
+            let text = s.text.clone();
+            self.walk_line(&text);
+        }
+    }
+
+    fn shell(&mut self, name: &str, args: &[Word]) {
+        let parsed = match parse_opts(args, &SHELL) {
+            Ok(p) => p,
+            Err(issue) => return self.opt_issue(name, issue),
+        };
+        let rest = args.get(parsed.operands..).unwrap_or(&[]);
+        if parsed.has(&["-c"]) {
+            match rest.first() {
+                Some(s) => self.script(name, s),
+                None => self.fail(ShellError::Parse(format!("`{name} -c` without a command"))),
+            }
+        } else if parsed.has(&["--help", "--version"]) {
+        } else if rest.is_empty() || parsed.has(&["-s"]) {
+            self.opaque(format!(
+                "`{name}` reading commands from its input, which cannot be checked"
+            ));
+        }
+    }
+
+    fn declare(&mut self, args: &[Word]) {
+        for w in args {
+            if let Some((n, _)) = w.text.split_once('=') {
+                let n = n.trim_end_matches('+').to_string();
+                self.check_assignment_name(&n);
+            }
+            if !w.dynamic && w.text.starts_with('-') && w.text.contains('i') {
+                self.opaque("an integer variable, whose assignments evaluate values as code");
+            }
+        }
+    }
+
+    fn rebinding(&mut self, name: &str, args: &[Word]) {
+        let risky = if name == "hash" { "p" } else { "f" };
+        if args
+            .iter()
+            .any(|w| w.dynamic || (w.text.starts_with('-') && w.text.contains(risky)))
+        {
+            self.opaque(format!("`{name} -{risky}`, which rebinds a command name"));
+        }
+    }
+}
+
+fn is_name(n: &str) -> bool {
+    let mut c = n.chars();
+    c.next()
+        .is_some_and(|f| f.is_ascii_alphabetic() || f == '_')
+        && c.all(|x| x.is_ascii_alphanumeric() || x == '_')
+}
+
+/// Single-quotes a word so re-parsing it yields the same word.
+fn quote(s: &str) -> String {
+    format!("'{}'", s.replace('\'', "'\\''"))
+}

@@ -1,0 +1,44 @@
+//! Asking a person (or a client) for a yes. Every front end implements [`Approver`]: the TTY
+//! prompt, `--yes`, MCP elicitation, and the non-interactive one that says no one can be asked.
+
+use crate::grants::Grants;
+use async_trait::async_trait;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// What the person is asked to approve.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ApprovalRequest {
+    pub tool: String,
+    pub arguments: Value,
+    /// One line per capability the call plans to use (`shell ls -la`, `GET https://…`).
+    pub summary: String,
+    /// The grants the call will run under, shown so the person knows what a yes allows.
+    pub grants: Grants,
+    /// Why approval is needed (the approval decision's `why`).
+    pub why: String,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ApprovalAnswer {
+    /// `y`: this call only.
+    Once,
+    /// `n`.
+    Deny,
+    /// `a`: this tool for the rest of the session.
+    ForSession,
+}
+
+/// No one can be asked (no TTY, no `--yes`, client without elicitation): the call ends as
+/// `needs_approval` instead of hanging.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct ApprovalUnavailable(pub String);
+
+#[async_trait]
+pub trait Approver: Send + Sync {
+    /// The name recorded in the audit log as who approved (`tty`, `--yes`, `mcp-elicitation`).
+    fn name(&self) -> &str;
+    async fn ask(&self, req: &ApprovalRequest) -> Result<ApprovalAnswer, ApprovalUnavailable>;
+}

@@ -1,0 +1,45 @@
+//! What can go wrong with the state store.
+
+use std::path::PathBuf;
+
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    #[error("cannot create the state directory {path}: {source}; set `state_dir` to a writable directory")]
+    StateDir {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+
+    #[error("state database {path}: {source}")]
+    Open {
+        path: PathBuf,
+        #[source]
+        source: rusqlite::Error,
+    },
+
+    #[error("state database: {0}")]
+    Sqlite(#[from] rusqlite::Error),
+
+    #[error("state database is at schema version {found}, newer than this tackle knows ({known}); upgrade tackle or use another `state_dir`")]
+    NewerSchema { found: i64, known: i64 },
+
+    #[error("no session `{0}`; `tackle run` without --session starts a new one")]
+    UnknownSession(String),
+
+    #[error("stored entry {id} holds content that is not JSON: {source}")]
+    BadContent {
+        id: i64,
+        #[source]
+        source: serde_json::Error,
+    },
+
+    #[error("stored value `{value}` is not a known {what}")]
+    BadValue { what: &'static str, value: String },
+
+    #[error("agent `{agent}` already has a schedule named `{name}`; pick another name or modify that one")]
+    DuplicateSchedule { agent: String, name: String },
+
+    #[error("the state store's worker thread failed: {0}")]
+    Task(String),
+}

@@ -1,0 +1,272 @@
+//! Schedules: what an agent should be told to do, and when. The store keeps them and answers
+//! "what is due" and "when is the next one"; computing the next fire time from a cron
+//! expression or interval is the routine engine's job.
+
+use crate::error::StoreError;
+use crate::{now_rfc3339, Store};
+use rusqlite::{params, Connection, OptionalExtension};
+use serde::{Deserialize, Serialize};
+use time::OffsetDateTime;
+
+/// How `spec` is read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ScheduleKind {
+    /// `spec` is a cron expression.
+    Cron,
+    /// `spec` is an interval in seconds.
+    Interval,
+    /// Fires once, at `next_fire`; `spec` is free text (the instant as the user wrote it).
+    Once,
+}
+
+impl ScheduleKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ScheduleKind::Cron => "cron",
+            ScheduleKind::Interval => "interval",
+            ScheduleKind::Once => "once",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Self> {
+        Some(match s {
+            "cron" => ScheduleKind::Cron,
+            "interval" => ScheduleKind::Interval,
+            "once" => ScheduleKind::Once,
+            _ => return None,
+        })
+    }
+}
+
+/// A schedule to add. `name` is unique per agent.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NewSchedule {
+    pub agent: String,
+    pub name: String,
+    pub kind: ScheduleKind,
+    pub spec: String,
+    /// The task the agent is given when it fires.
+    pub message: String,
+    pub next_fire: Option<OffsetDateTime>,
+}
+
+/// A stored schedule.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Schedule {
+    pub id: i64,
+    pub agent: String,
+    pub name: String,
+    pub kind: ScheduleKind,
+    pub spec: String,
+    pub message: String,
+    pub enabled: bool,
+    /// `None`: nothing planned (a `once` that fired, or not computed yet).
+    #[serde(with = "time::serde::timestamp::milliseconds::option")]
+    pub next_fire: Option<OffsetDateTime>,
+    #[serde(with = "time::serde::timestamp::milliseconds::option")]
+    pub last_fired: Option<OffsetDateTime>,
+    pub created_at: String,
+}
+
+/// Changes to a schedule; `None` leaves a field as it is.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ScheduleUpdate {
+    pub spec: Option<String>,
+    pub message: Option<String>,
+    pub enabled: Option<bool>,
+    /// `Some(None)` clears the next fire time.
+    pub next_fire: Option<Option<OffsetDateTime>>,
+}
+
+const COLUMNS: &str =
+    "id, agent, name, kind, spec, message, enabled, next_fire_ms, last_fired_ms, created_at";
+
+impl Store {
+    /// Adds a schedule; a name the agent already uses is [`StoreError::DuplicateSchedule`].
+    pub async fn add_schedule(&self, new: NewSchedule) -> Result<Schedule, StoreError> {
+        self.with_conn(move |conn| {
+            let inserted = conn.execute(
+                "INSERT OR IGNORE INTO schedules (agent, name, kind, spec, message, next_fire_ms, created_at)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+                params![
+                    new.agent,
+                    new.name,
+                    new.kind.as_str(),
+                    new.spec,
+                    new.message,
+                    new.next_fire.map(to_ms),
+                    now_rfc3339()
+                ],
+            )?;
+            if inserted == 0 {
+                return Err(StoreError::DuplicateSchedule {
+                    agent: new.agent,
+                    name: new.name,
+                });
+            }
+            get(conn, &new.agent, &new.name)?.ok_or_else(|| StoreError::Task("schedule vanished after insert".into()))
+        })
+        .await
+    }
+
+    /// The schedules of `agent` (every agent's for `None`), by agent then name.
+    pub async fn list_schedules(&self, agent: Option<&str>) -> Result<Vec<Schedule>, StoreError> {
+        let agent = agent.map(str::to_string);
+        self.with_conn(move |conn| {
+            let sql = format!(
+                "SELECT {COLUMNS} FROM schedules WHERE (?1 IS NULL OR agent = ?1) ORDER BY agent, name"
+            );
+            query(conn, &sql, params![agent])
+        })
+        .await
+    }
+
+    pub async fn get_schedule(
+        &self,
+        agent: &str,
+        name: &str,
+    ) -> Result<Option<Schedule>, StoreError> {
+        let (agent, name) = (agent.to_string(), name.to_string());
+        self.with_conn(move |conn| get(conn, &agent, &name)).await
+    }
+
+    /// Applies `update`; returns the schedule as it now is, or `None` if there is no such one.
+    pub async fn modify_schedule(
+        &self,
+        agent: &str,
+        name: &str,
+        update: ScheduleUpdate,
+    ) -> Result<Option<Schedule>, StoreError> {
+        let (agent, name) = (agent.to_string(), name.to_string());
+        self.with_conn(move |conn| {
+            let tx = conn.transaction()?;
+            let Some(mut s) = get(&tx, &agent, &name)? else {
+                return Ok(None);
+            };
+            s.spec = update.spec.unwrap_or(s.spec);
+            s.message = update.message.unwrap_or(s.message);
+            s.enabled = update.enabled.unwrap_or(s.enabled);
+            s.next_fire = update.next_fire.unwrap_or(s.next_fire);
+            tx.execute(
+                "UPDATE schedules SET spec = ?2, message = ?3, enabled = ?4, next_fire_ms = ?5 WHERE id = ?1",
+                params![s.id, s.spec, s.message, s.enabled, s.next_fire.map(to_ms)],
+            )?;
+            tx.commit()?;
+            Ok(Some(s))
+        })
+        .await
+    }
+
+    /// Removes a schedule; returns whether it existed.
+    pub async fn remove_schedule(&self, agent: &str, name: &str) -> Result<bool, StoreError> {
+        let (agent, name) = (agent.to_string(), name.to_string());
+        self.with_conn(move |conn| {
+            let n = conn.execute(
+                "DELETE FROM schedules WHERE agent = ?1 AND name = ?2",
+                params![agent, name],
+            )?;
+            Ok(n > 0)
+        })
+        .await
+    }
+
+    /// Enabled schedules whose next fire time is at or before `now`, earliest first.
+    pub async fn due_schedules(&self, now: OffsetDateTime) -> Result<Vec<Schedule>, StoreError> {
+        self.with_conn(move |conn| {
+            let sql = format!(
+                "SELECT {COLUMNS} FROM schedules
+                 WHERE enabled = 1 AND next_fire_ms IS NOT NULL AND next_fire_ms <= ?1
+                 ORDER BY next_fire_ms, id"
+            );
+            query(conn, &sql, params![to_ms(now)])
+        })
+        .await
+    }
+
+    /// The earliest next fire time of any enabled schedule: how long the engine may sleep.
+    pub async fn next_fire(&self) -> Result<Option<OffsetDateTime>, StoreError> {
+        self.with_conn(|conn| {
+            let ms: Option<i64> = conn.query_row(
+                "SELECT MIN(next_fire_ms) FROM schedules WHERE enabled = 1",
+                [],
+                |r| r.get(0),
+            )?;
+            Ok(ms.and_then(from_ms))
+        })
+        .await
+    }
+
+    /// Records that schedule `id` fired at `fired`, and when it fires next. `next: None`
+    /// (a `once` schedule) disables it so it cannot fire twice.
+    pub async fn record_fire(
+        &self,
+        id: i64,
+        fired: OffsetDateTime,
+        next: Option<OffsetDateTime>,
+    ) -> Result<(), StoreError> {
+        self.with_conn(move |conn| {
+            conn.execute(
+                "UPDATE schedules SET last_fired_ms = ?2, next_fire_ms = ?3,
+                        enabled = CASE WHEN ?3 IS NULL THEN 0 ELSE enabled END
+                 WHERE id = ?1",
+                params![id, to_ms(fired), next.map(to_ms)],
+            )?;
+            Ok(())
+        })
+        .await
+    }
+}
+
+fn to_ms(t: OffsetDateTime) -> i64 {
+    i64::try_from(t.unix_timestamp_nanos() / 1_000_000).unwrap_or(i64::MAX)
+}
+
+fn from_ms(ms: i64) -> Option<OffsetDateTime> {
+    OffsetDateTime::from_unix_timestamp_nanos(i128::from(ms) * 1_000_000).ok()
+}
+
+fn get(conn: &Connection, agent: &str, name: &str) -> Result<Option<Schedule>, StoreError> {
+    let sql = format!("SELECT {COLUMNS} FROM schedules WHERE agent = ?1 AND name = ?2");
+    let row = conn.query_row(&sql, params![agent, name], raw).optional()?;
+    row.map(typed).transpose()
+}
+
+fn query(
+    conn: &Connection,
+    sql: &str,
+    args: impl rusqlite::Params,
+) -> Result<Vec<Schedule>, StoreError> {
+    let mut stmt = conn.prepare(sql)?;
+    let rows = stmt.query_map(args, raw)?;
+    rows.map(|r| typed(r?)).collect()
+}
+
+/// A row with `kind` still text, so a bad value becomes a [`StoreError`], not a SQLite error.
+type Raw = (Schedule, String);
+
+fn raw(r: &rusqlite::Row<'_>) -> rusqlite::Result<Raw> {
+    Ok((
+        Schedule {
+            id: r.get(0)?,
+            agent: r.get(1)?,
+            name: r.get(2)?,
+            kind: ScheduleKind::Once,
+            spec: r.get(4)?,
+            message: r.get(5)?,
+            enabled: r.get(6)?,
+            next_fire: r.get::<_, Option<i64>>(7)?.and_then(from_ms),
+            last_fired: r.get::<_, Option<i64>>(8)?.and_then(from_ms),
+            created_at: r.get(9)?,
+        },
+        r.get(3)?,
+    ))
+}
+
+fn typed((mut s, kind): Raw) -> Result<Schedule, StoreError> {
+    s.kind = ScheduleKind::parse(&kind).ok_or(StoreError::BadValue {
+        what: "schedule kind",
+        value: kind,
+    })?;
+    Ok(s)
+}

@@ -1,0 +1,560 @@
+use serde_json::json;
+use tackle_protocol::Verdict;
+use tackle_store::{
+    AuditRecord, Entry, EntryKind, SessionId, Store, StoreError, ARGS_SUMMARY_MAX_BYTES,
+};
+
+fn user(text: &str) -> Entry {
+    Entry::new(EntryKind::User, json!({ "text": text }))
+}
+
+fn audit(tool: &str, args_summary: &str) -> AuditRecord {
+    AuditRecord {
+        ts: String::new(),
+        session_id: Some("s1".into()),
+        agent: "default".into(),
+        tool: tool.into(),
+        args_summary: args_summary.into(),
+        verdict: Verdict::Deny,
+        rule: "tool_policies.shell.grants.shell.deny[0] = \"rm\"".into(),
+        why: "rm is denied".into(),
+        approver: None,
+        outcome: "denied".into(),
+        duration_ms: Some(3),
+    }
+}
+
+#[tokio::test]
+async fn reopening_the_state_dir_keeps_sessions_entries_audit_and_memory() {
+    let dir = tempfile::tempdir().unwrap();
+    let state = dir.path().join("nested/state");
+    let session = {
+        let store = Store::open(&state).unwrap();
+        let s = store.create_session("default").await.unwrap();
+        store.append(&s, user("hello")).await.unwrap();
+        store
+            .append_audit(audit("shell", "rm -rf /"))
+            .await
+            .unwrap();
+        store
+            .remember("notes", "color", "the sky is blue")
+            .await
+            .unwrap();
+        s
+    };
+    assert!(state.join("tackle.db").exists());
+    let store = Store::open(&state).unwrap();
+    assert!(store.session_exists(&session).await.unwrap());
+    let entries = store.entries(&session).await.unwrap();
+    assert_eq!(entries.len(), 1);
+    assert_eq!(entries[0].content, json!({"text": "hello"}));
+    assert_eq!(store.audit_tail(10).await.unwrap().len(), 1);
+    assert_eq!(
+        store.recall(Some("notes"), "sky", 5).await.unwrap().len(),
+        1
+    );
+}
+
+#[tokio::test]
+async fn the_database_runs_in_wal_mode() {
+    let dir = tempfile::tempdir().unwrap();
+    let _store = Store::open(dir.path()).unwrap();
+    assert!(dir.path().join("tackle.db-wal").exists());
+}
+
+#[tokio::test]
+async fn concurrent_appends_get_gapless_unique_seqs_in_commit_order() {
+    let store = Store::open_in_memory().unwrap();
+    let s = store.create_session("default").await.unwrap();
+    let mut tasks = Vec::new();
+    for i in 0..50 {
+        let (store, s) = (store.clone(), s.clone());
+        tasks.push(tokio::spawn(async move {
+            store.append(&s, user(&format!("m{i}"))).await.unwrap()
+        }));
+    }
+    let mut seqs: Vec<i64> = Vec::new();
+    for t in tasks {
+        seqs.push(t.await.unwrap().seq);
+    }
+    seqs.sort_unstable();
+    assert_eq!(seqs, (1..=50).collect::<Vec<_>>());
+    let stored = store.entries(&s).await.unwrap();
+    let ordered: Vec<i64> = stored.iter().map(|e| e.seq).collect();
+    assert_eq!(ordered, (1..=50).collect::<Vec<_>>());
+    // ids grow with seq: the order read back is the order written.
+    assert!(stored.windows(2).all(|w| w[0].id < w[1].id));
+}
+
+#[tokio::test]
+async fn two_handles_on_one_file_append_without_losing_or_duplicating_seqs() {
+    let dir = tempfile::tempdir().unwrap();
+    let a = Store::open(dir.path()).unwrap();
+    let b = Store::open(dir.path()).unwrap();
+    let s = a.create_session("default").await.unwrap();
+    let mut tasks = Vec::new();
+    for i in 0..20 {
+        let store = if i % 2 == 0 { a.clone() } else { b.clone() };
+        let s = s.clone();
+        tasks.push(tokio::spawn(async move {
+            store.append(&s, user("x")).await.map(|e| e.seq)
+        }));
+    }
+    let mut seqs = Vec::new();
+    for t in tasks {
+        seqs.push(t.await.unwrap().unwrap());
+    }
+    seqs.sort_unstable();
+    assert_eq!(seqs, (1..=20).collect::<Vec<_>>());
+}
+
+#[tokio::test]
+async fn appending_to_an_unknown_session_is_an_error_naming_it() {
+    let store = Store::open_in_memory().unwrap();
+    let err = store
+        .append(&SessionId::from("nope"), user("x"))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(err, StoreError::UnknownSession(ref id) if id == "nope"),
+        "{err}"
+    );
+    assert!(err.to_string().contains("nope"));
+    assert!(store.entries(&SessionId::from("nope")).await.is_err());
+}
+
+#[tokio::test]
+async fn entries_since_last_summary_start_at_the_latest_summary() {
+    let store = Store::open_in_memory().unwrap();
+    let s = store.create_session("default").await.unwrap();
+    assert!(store
+        .entries_since_last_summary(&s)
+        .await
+        .unwrap()
+        .is_empty());
+    store.append(&s, user("one")).await.unwrap();
+    store
+        .append(&s, Entry::new(EntryKind::Summary, json!("first summary")))
+        .await
+        .unwrap();
+    store.append(&s, user("two")).await.unwrap();
+    store
+        .append(&s, Entry::new(EntryKind::Summary, json!("second summary")))
+        .await
+        .unwrap();
+    store.append(&s, user("three")).await.unwrap();
+    let tail = store.entries_since_last_summary(&s).await.unwrap();
+    let kinds: Vec<EntryKind> = tail.iter().map(|e| e.kind).collect();
+    assert_eq!(kinds, [EntryKind::Summary, EntryKind::User]);
+    assert_eq!(tail[0].content, json!("second summary"));
+    assert_eq!(tail[0].seq, 4);
+}
+
+#[tokio::test]
+async fn without_a_summary_every_entry_is_returned() {
+    let store = Store::open_in_memory().unwrap();
+    let s = store.create_session("default").await.unwrap();
+    store.append(&s, user("one")).await.unwrap();
+    store
+        .append(
+            &s,
+            Entry::new(EntryKind::ToolCall, json!({"name": "get_time"})),
+        )
+        .await
+        .unwrap();
+    assert_eq!(store.entries_since_last_summary(&s).await.unwrap().len(), 2);
+}
+
+#[tokio::test]
+async fn sessions_are_listed_most_recently_active_first_with_counts() {
+    let store = Store::open_in_memory().unwrap();
+    let first = store.create_session("default").await.unwrap();
+    let second = store.create_session("skim").await.unwrap();
+    assert_ne!(first, second);
+    tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+    store.append(&first, user("later")).await.unwrap();
+    let list = store.list_sessions().await.unwrap();
+    assert_eq!(list.len(), 2);
+    assert_eq!(list[0].id, first);
+    assert_eq!(list[0].entries, 1);
+    assert_eq!(list[1].agent, "skim");
+}
+
+#[tokio::test]
+async fn ensure_session_creates_a_named_session_once() {
+    let store = Store::open_in_memory().unwrap();
+    let id = SessionId::from("my-task");
+    assert!(store.ensure_session(&id, "default").await.unwrap());
+    assert!(!store.ensure_session(&id, "default").await.unwrap());
+    assert!(store.session_exists(&id).await.unwrap());
+}
+
+#[tokio::test]
+async fn audit_tail_returns_the_last_n_oldest_first() {
+    let store = Store::open_in_memory().unwrap();
+    for i in 0..5 {
+        store
+            .append_audit(audit(&format!("t{i}"), "x"))
+            .await
+            .unwrap();
+    }
+    let tail = store.audit_tail(3).await.unwrap();
+    let tools: Vec<&str> = tail.iter().map(|r| r.tool.as_str()).collect();
+    assert_eq!(tools, ["t2", "t3", "t4"]);
+    assert_eq!(tail[0].verdict, Verdict::Deny);
+    assert_eq!(tail[0].duration_ms, Some(3));
+    assert!(!tail[0].ts.is_empty());
+}
+
+#[tokio::test]
+async fn audit_args_summaries_are_cut_at_a_char_boundary() {
+    let store = Store::open_in_memory().unwrap();
+    // 'é' is two bytes: an odd cap would split one if the cut were by bytes.
+    let long = "é".repeat(ARGS_SUMMARY_MAX_BYTES);
+    store
+        .append_audit(audit("write_file", &long))
+        .await
+        .unwrap();
+    let rec = &store.audit_tail(1).await.unwrap()[0];
+    assert!(rec.args_summary.len() <= ARGS_SUMMARY_MAX_BYTES);
+    assert!(rec.args_summary.chars().all(|c| c == 'é'));
+    assert!(!rec.args_summary.is_empty());
+}
+
+#[tokio::test]
+async fn recall_ranks_the_closest_note_first() {
+    let store = Store::open_in_memory().unwrap();
+    store
+        .remember(
+            "kb",
+            "deploy",
+            "deploy with cargo build then rsync the binary",
+        )
+        .await
+        .unwrap();
+    store
+        .remember(
+            "kb",
+            "rust",
+            "rust rust rust: the project is written in rust",
+        )
+        .await
+        .unwrap();
+    store
+        .remember("kb", "lunch", "pizza on fridays")
+        .await
+        .unwrap();
+    let hits = store.recall(Some("kb"), "rust", 10).await.unwrap();
+    assert_eq!(hits.len(), 1);
+    assert_eq!(hits[0].key, "rust");
+    let hits = store
+        .recall(Some("kb"), "cargo rust binary", 10)
+        .await
+        .unwrap();
+    assert_eq!(hits.len(), 2, "{hits:?}");
+    assert!(hits[0].score >= hits[1].score);
+    assert!(hits.iter().all(|h| h.key != "lunch"));
+}
+
+#[tokio::test]
+async fn recall_treats_fts_operators_as_plain_words() {
+    let store = Store::open_in_memory().unwrap();
+    store.remember("kb", "k", "alpha beta").await.unwrap();
+    for q in [
+        "alpha\" OR \"",
+        "NEAR(alpha",
+        "alpha*",
+        "key:alpha",
+        "\"",
+        "-alpha",
+        "^alpha",
+    ] {
+        let hits = store.recall(Some("kb"), q, 5).await;
+        assert!(hits.is_ok(), "{q}: {hits:?}");
+    }
+    assert_eq!(
+        store.recall(Some("kb"), "alpha*", 5).await.unwrap().len(),
+        1
+    );
+}
+
+#[tokio::test]
+async fn remember_replaces_a_key_and_search_follows_the_new_value() {
+    let store = Store::open_in_memory().unwrap();
+    store.remember("kb", "k", "old words").await.unwrap();
+    store.remember("kb", "k", "new words").await.unwrap();
+    assert!(store.recall(Some("kb"), "old", 5).await.unwrap().is_empty());
+    let hits = store.recall(Some("kb"), "new", 5).await.unwrap();
+    assert_eq!(hits.len(), 1);
+    assert_eq!(hits[0].value, "new words");
+    assert!(store.forget("kb", "k").await.unwrap());
+    assert!(store.recall(Some("kb"), "new", 5).await.unwrap().is_empty());
+}
+
+#[tokio::test]
+async fn recall_is_scoped_to_its_bank_and_lists_newest_without_a_query() {
+    let store = Store::open_in_memory().unwrap();
+    store.remember("a", "k1", "shared word").await.unwrap();
+    store.remember("b", "k2", "shared word").await.unwrap();
+    assert_eq!(store.recall(Some("a"), "shared", 5).await.unwrap().len(), 1);
+    assert_eq!(store.recall(None, "shared", 5).await.unwrap().len(), 2);
+    let newest = store.recall(None, "", 5).await.unwrap();
+    assert_eq!(newest[0].key, "k2");
+    let banks = store.list_banks().await.unwrap();
+    let names: Vec<&str> = banks.iter().map(|b| b.name.as_str()).collect();
+    assert_eq!(names, ["a", "b"]);
+    assert_eq!(banks[0].entries, 1);
+}
+
+#[tokio::test]
+async fn an_unwritable_state_dir_is_an_error_naming_the_path() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("file");
+    std::fs::write(&file, b"x").unwrap();
+    let err = Store::open(&file.join("sub")).unwrap_err();
+    assert!(err.to_string().contains("state_dir"), "{err}");
+}
+
+#[tokio::test]
+async fn a_database_from_a_newer_tackle_is_refused_with_advice() {
+    let dir = tempfile::tempdir().unwrap();
+    drop(Store::open(dir.path()).unwrap());
+    let conn = rusqlite::Connection::open(dir.path().join("tackle.db")).unwrap();
+    conn.execute(
+        "INSERT INTO schema_migrations (version, applied_at) VALUES (999, 'later')",
+        [],
+    )
+    .unwrap();
+    drop(conn);
+    let err = Store::open(dir.path()).unwrap_err();
+    assert!(
+        matches!(err, StoreError::NewerSchema { found: 999, .. }),
+        "{err}"
+    );
+    assert!(err.to_string().contains("upgrade tackle"));
+}
+
+#[tokio::test]
+async fn reopening_applies_no_migration_twice() {
+    let dir = tempfile::tempdir().unwrap();
+    drop(Store::open(dir.path()).unwrap());
+    drop(Store::open(dir.path()).unwrap());
+    let conn = rusqlite::Connection::open(dir.path().join("tackle.db")).unwrap();
+    let (rows, distinct): (i64, i64) = conn
+        .query_row(
+            "SELECT COUNT(*), COUNT(DISTINCT version) FROM schema_migrations",
+            [],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
+        .unwrap();
+    assert_eq!(rows, distinct);
+    assert!(rows >= 3);
+}
+
+#[tokio::test]
+async fn messages_round_trip_through_entries_with_kinds_from_roles() {
+    use tackle_protocol::message::Message;
+    use tackle_protocol::ToolCall;
+    let store = Store::open_in_memory().unwrap();
+    let s = store.create_session("default").await.unwrap();
+    let call = ToolCall {
+        id: "c1".into(),
+        name: "get_time".into(),
+        arguments: json!({}),
+    };
+    let messages = vec![
+        Message::user("what time is it?"),
+        Message::assistant("", vec![call]),
+        Message::tool_result("c1", "12:00", false),
+    ];
+    for m in &messages {
+        store.append(&s, Entry::message(m)).await.unwrap();
+    }
+    let stored = store.entries(&s).await.unwrap();
+    let kinds: Vec<EntryKind> = stored.iter().map(|e| e.kind).collect();
+    assert_eq!(
+        kinds,
+        [EntryKind::User, EntryKind::Assistant, EntryKind::ToolResult]
+    );
+    let back: Vec<Message> = stored.iter().filter_map(|e| e.message()).collect();
+    assert_eq!(back, messages);
+}
+
+mod schedules {
+    use super::*;
+    use tackle_store::{NewSchedule, ScheduleKind, ScheduleUpdate};
+    use time::{Duration, OffsetDateTime};
+
+    fn new(name: &str, kind: ScheduleKind, next: Option<OffsetDateTime>) -> NewSchedule {
+        NewSchedule {
+            agent: "default".into(),
+            name: name.into(),
+            kind,
+            spec: "0 9 * * *".into(),
+            message: format!("run {name}"),
+            next_fire: next,
+        }
+    }
+
+    fn t0() -> OffsetDateTime {
+        OffsetDateTime::from_unix_timestamp(1_800_000_000).unwrap()
+    }
+
+    #[tokio::test]
+    async fn a_second_schedule_with_the_same_name_is_refused() {
+        let store = Store::open_in_memory().unwrap();
+        store
+            .add_schedule(new("daily", ScheduleKind::Cron, None))
+            .await
+            .unwrap();
+        let err = store
+            .add_schedule(new("daily", ScheduleKind::Cron, None))
+            .await
+            .unwrap_err();
+        assert!(matches!(err, StoreError::DuplicateSchedule { .. }), "{err}");
+        let mut other_agent = new("daily", ScheduleKind::Cron, None);
+        other_agent.agent = "skim".into();
+        assert!(store.add_schedule(other_agent).await.is_ok());
+    }
+
+    #[tokio::test]
+    async fn due_schedules_are_the_enabled_ones_at_or_before_now_earliest_first() {
+        let store = Store::open_in_memory().unwrap();
+        let now = t0();
+        store
+            .add_schedule(new(
+                "later",
+                ScheduleKind::Cron,
+                Some(now + Duration::minutes(5)),
+            ))
+            .await
+            .unwrap();
+        store
+            .add_schedule(new("b", ScheduleKind::Cron, Some(now)))
+            .await
+            .unwrap();
+        store
+            .add_schedule(new(
+                "a",
+                ScheduleKind::Cron,
+                Some(now - Duration::minutes(1)),
+            ))
+            .await
+            .unwrap();
+        store
+            .add_schedule(new(
+                "off",
+                ScheduleKind::Cron,
+                Some(now - Duration::hours(1)),
+            ))
+            .await
+            .unwrap();
+        store
+            .modify_schedule(
+                "default",
+                "off",
+                ScheduleUpdate {
+                    enabled: Some(false),
+                    ..Default::default()
+                },
+            )
+            .await
+            .unwrap()
+            .unwrap();
+        let due: Vec<String> = store
+            .due_schedules(now)
+            .await
+            .unwrap()
+            .into_iter()
+            .map(|s| s.name)
+            .collect();
+        assert_eq!(due, ["a", "b"]);
+        assert_eq!(
+            store.next_fire().await.unwrap(),
+            Some(now - Duration::minutes(1))
+        );
+    }
+
+    #[tokio::test]
+    async fn a_once_schedule_that_fired_is_disabled_and_never_due_again() {
+        let store = Store::open_in_memory().unwrap();
+        let s = store
+            .add_schedule(new("once", ScheduleKind::Once, Some(t0())))
+            .await
+            .unwrap();
+        assert_eq!(s.kind, ScheduleKind::Once);
+        store.record_fire(s.id, t0(), None).await.unwrap();
+        assert!(store
+            .due_schedules(t0() + Duration::days(1))
+            .await
+            .unwrap()
+            .is_empty());
+        let after = store
+            .get_schedule("default", "once")
+            .await
+            .unwrap()
+            .unwrap();
+        assert!(!after.enabled);
+        assert_eq!(after.last_fired, Some(t0()));
+        assert_eq!(store.next_fire().await.unwrap(), None);
+    }
+
+    #[tokio::test]
+    async fn a_recurring_fire_moves_the_next_time_forward() {
+        let store = Store::open_in_memory().unwrap();
+        let s = store
+            .add_schedule(new("daily", ScheduleKind::Cron, Some(t0())))
+            .await
+            .unwrap();
+        store
+            .record_fire(s.id, t0(), Some(t0() + Duration::days(1)))
+            .await
+            .unwrap();
+        assert!(store
+            .due_schedules(t0() + Duration::hours(1))
+            .await
+            .unwrap()
+            .is_empty());
+        assert_eq!(
+            store
+                .due_schedules(t0() + Duration::days(1))
+                .await
+                .unwrap()
+                .len(),
+            1
+        );
+    }
+
+    #[tokio::test]
+    async fn schedules_can_be_modified_listed_and_removed() {
+        let store = Store::open_in_memory().unwrap();
+        store
+            .add_schedule(new("daily", ScheduleKind::Cron, None))
+            .await
+            .unwrap();
+        let update = ScheduleUpdate {
+            message: Some("new task".into()),
+            next_fire: Some(Some(t0())),
+            ..Default::default()
+        };
+        let s = store
+            .modify_schedule("default", "daily", update)
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!((s.message.as_str(), s.next_fire), ("new task", Some(t0())));
+        assert_eq!(s.spec, "0 9 * * *");
+        assert!(store
+            .modify_schedule("default", "nope", ScheduleUpdate::default())
+            .await
+            .unwrap()
+            .is_none());
+        assert_eq!(
+            store.list_schedules(Some("default")).await.unwrap().len(),
+            1
+        );
+        assert!(store.list_schedules(Some("skim")).await.unwrap().is_empty());
+        assert!(store.remove_schedule("default", "daily").await.unwrap());
+        assert!(!store.remove_schedule("default", "daily").await.unwrap());
+    }
+}

@@ -1,0 +1,155 @@
+//! The `fs` extension: `read_file`, `write_file`, `edit_file`, `list_files`, and with
+//! `coding_tools` also `grep` and `find`.
+//!
+//! Every tool here reaches files only through `cx.host()`, which checks the fs grants; paths
+//! the model gives are taken relative to the workspace unless absolute.
+
+mod edit_file;
+mod find;
+mod grep;
+mod list_files;
+mod patch;
+mod read_file;
+mod write_file;
+
+pub use edit_file::EditFile;
+pub use find::Find;
+pub use grep::Grep;
+pub use list_files::ListFiles;
+pub use read_file::ReadFile;
+pub use write_file::WriteFile;
+
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use tackle_protocol::{Extension, Tool, ToolContext, ToolError};
+
+/// The `fs` extension. `grep` and `find` are registered only when `coding_tools` is on
+/// (config `tools.coding_tools`, SPEC.md §5).
+pub fn extension(coding_tools: bool) -> Arc<dyn Extension> {
+    Arc::new(FsExtension { coding_tools })
+}
+
+struct FsExtension {
+    coding_tools: bool,
+}
+
+impl Extension for FsExtension {
+    fn name(&self) -> &str {
+        "fs"
+    }
+
+    fn tools(&self) -> Vec<Arc<dyn Tool>> {
+        let mut tools: Vec<Arc<dyn Tool>> = vec![
+            Arc::new(ReadFile),
+            Arc::new(WriteFile),
+            Arc::new(EditFile),
+            Arc::new(ListFiles),
+        ];
+        if self.coding_tools {
+            tools.push(Arc::new(Grep));
+            tools.push(Arc::new(Find));
+        }
+        tools
+    }
+
+    fn unavailable(&self, tool: &str) -> Option<String> {
+        (!self.coding_tools && matches!(tool, "grep" | "find")).then(|| {
+            format!("`{tool}` is a coding tool; enable it with `tools.coding_tools: true` or `--template coder`")
+        })
+    }
+}
+
+/// Deserialize a tool's arguments, turning serde's message into an `invalid_arguments` the
+/// model can act on. The dispatcher validates against the schema first; this is the second
+/// line for callers that skip it (tests, other crates).
+pub(crate) fn parse_args<T: DeserializeOwned>(args: Value) -> Result<T, ToolError> {
+    serde_json::from_value(args)
+        .map_err(|e| ToolError::invalid_arguments(format!("invalid arguments: {e}")))
+}
+
+/// The path a tool asks the host for: relative paths are joined to the workspace root;
+/// absolute and `~` paths are passed as given (the host expands `~` and checks the grant).
+pub(crate) fn resolve(cx: &ToolContext, path: &str) -> PathBuf {
+    if path.starts_with('~') {
+        return PathBuf::from(path);
+    }
+    cx.host().workspace().join(path)
+}
+
+/// How a path is shown to the model: relative to the workspace when inside it.
+pub(crate) fn shown(cx: &ToolContext, path: &Path) -> String {
+    let ws = cx.host().workspace();
+    match path.strip_prefix(ws) {
+        Ok(rel) if rel.as_os_str().is_empty() => ".".to_string(),
+        Ok(rel) => rel.display().to_string(),
+        Err(_) => path.display().to_string(),
+    }
+}
+
+/// A required, non-empty string argument's common check.
+pub(crate) fn non_empty(field: &str, value: &str) -> Result<(), ToolError> {
+    if value.trim().is_empty() {
+        return Err(ToolError::invalid_arguments(format!(
+            "`{field}` must not be empty"
+        )));
+    }
+    Ok(())
+}
+
+/// Best-effort extraction of the `path` argument for `planned_capabilities`, which runs
+/// before the call and must not fail.
+pub(crate) fn planned_path(args: &Value, cx: &ToolContext, key: &str, default: &str) -> PathBuf {
+    let raw = args.get(key).and_then(Value::as_str).unwrap_or(default);
+    resolve(cx, raw)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn grep_and_find_appear_only_with_coding_tools() {
+        let names = |on: bool| -> Vec<String> {
+            extension(on)
+                .tools()
+                .iter()
+                .map(|t| t.spec().name)
+                .collect()
+        };
+        assert_eq!(
+            names(false),
+            ["read_file", "write_file", "edit_file", "list_files"]
+        );
+        assert_eq!(
+            names(true),
+            [
+                "read_file",
+                "write_file",
+                "edit_file",
+                "list_files",
+                "grep",
+                "find"
+            ]
+        );
+        assert!(extension(false)
+            .unavailable("grep")
+            .is_some_and(|m| m.contains("coding_tools")));
+        assert!(extension(true).unavailable("grep").is_none());
+    }
+
+    #[test]
+    fn every_fs_schema_forbids_unknown_arguments() {
+        for tool in extension(true).tools() {
+            let spec = tool.spec();
+            assert_eq!(spec.owner, "fs");
+            assert_eq!(
+                spec.parameters["additionalProperties"],
+                Value::Bool(false),
+                "{}",
+                spec.name
+            );
+        }
+    }
+}

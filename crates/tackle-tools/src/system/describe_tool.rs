@@ -1,0 +1,58 @@
+use async_trait::async_trait;
+use serde_json::{json, Value};
+use tackle_protocol::{ToolContext, ToolError, ToolOutput, ToolSpec};
+
+/// `describe_tool`: the full description and JSON Schema of any registered tool, for when a
+/// tool profile sent only its name or first sentence.
+pub struct DescribeTool;
+
+#[async_trait]
+impl tackle_protocol::Tool for DescribeTool {
+    fn spec(&self) -> ToolSpec {
+        ToolSpec::new(
+            "describe_tool",
+            "Returns the full description and JSON Schema of a registered tool. Use it when a tool was shown to you by name only.",
+            super::NAME,
+        )
+        .parameters(json!({
+            "type": "object",
+            "properties": {
+                "tool": {"type": "string", "description": "The tool's exact name, e.g. \"filesystem__read_file\"."}
+            },
+            "required": ["tool"],
+            "additionalProperties": false
+        }))
+    }
+
+    async fn call(&self, args: Value, cx: &ToolContext) -> Result<ToolOutput, ToolError> {
+        let name = args
+            .get("tool")
+            .and_then(Value::as_str)
+            .ok_or_else(|| ToolError::invalid_arguments("`tool` must be a string"))?;
+        let catalog = cx.catalog()?;
+        let Some(spec) = catalog.spec(name) else {
+            let suggestions = catalog.suggest(name);
+            let hint = if suggestions.is_empty() {
+                String::new()
+            } else {
+                format!("; did you mean {}?", suggestions.join(", "))
+            };
+            return Err(ToolError::not_found(format!(
+                "no tool named `{name}`{hint}"
+            )));
+        };
+        let schema = serde_json::to_string_pretty(&spec.parameters)
+            .map_err(|e| ToolError::failed(format!("could not render the schema: {e}")))?;
+        let text = format!(
+            "{name} (owner: {owner}, risk: {risk}, approval: {approval})\n\n{desc}\n\nParameters (JSON Schema):\n{schema}",
+            name = spec.name,
+            owner = spec.owner,
+            risk = spec.risk,
+            approval = spec.approval,
+            desc = spec.description,
+        );
+        let structured = serde_json::to_value(&spec)
+            .map_err(|e| ToolError::failed(format!("could not render the spec: {e}")))?;
+        Ok(ToolOutput::text(text).with_structured(structured))
+    }
+}

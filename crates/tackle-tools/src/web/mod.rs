@@ -1,0 +1,137 @@
+//! The `web` extension: `web_fetch` (a page as readable Markdown), `http_request` (any method,
+//! raw status, headers and body) and `web_search` (configured search backends with failover).
+//!
+//! Every request goes through `cx.host().http(..)`: the host checks the network grant, pins
+//! DNS, re-checks each redirect, caps the body and times out. These tools only shape requests
+//! and read answers; they never open a socket. Search backends are destinations the operator
+//! wrote in config, so their requests are marked `operator_configured` and need no grant.
+//!
+//! Not here: SSRF rules (`tackle-policy`), the HTTP client (`tackle-host`), result sanitizing
+//! (the dispatcher).
+//!
+//! ```
+//! use tackle_tools::web::{extension, WebSettings};
+//! use tackle_protocol::config::{SearchBackendConfig, SearchBackendType};
+//!
+//! let settings = WebSettings {
+//!     search_backends: vec![SearchBackendConfig {
+//!         kind: SearchBackendType::Duckduckgo,
+//!         api_key: None,
+//!         url: None,
+//!     }],
+//!     ..WebSettings::default()
+//! };
+//! let web = extension(settings);
+//! let names: Vec<String> = web.tools().iter().map(|t| t.spec().name).collect();
+//! assert_eq!(names, ["web_fetch", "http_request", "web_search"]);
+//! ```
+
+mod extract;
+mod fetch;
+mod net;
+mod request;
+mod search;
+
+use std::sync::Arc;
+use std::time::Duration;
+use tackle_protocol::config::{SearchBackendConfig, WebSearchConfig};
+use tackle_protocol::{Extension, Tool};
+
+pub use search::SearchHit;
+
+/// Everything the web tools need from configuration.
+#[derive(Debug, Clone, PartialEq)]
+pub struct WebSettings {
+    /// `web_search.backends`, tried in order.
+    pub search_backends: Vec<SearchBackendConfig>,
+    /// Body cap for `web_fetch` and `http_request` when the call sets none.
+    pub default_max_bytes: u64,
+    /// The largest `max_bytes` a call may ask for; larger requests are lowered to this.
+    pub max_bytes_limit: u64,
+    /// Time limit for one `web_fetch` or `http_request` (including redirects).
+    pub fetch_timeout: Duration,
+    /// Time limit for one search backend; a slow backend fails over to the next.
+    pub search_timeout: Duration,
+    /// Sent as `User-Agent` unless the call sets its own.
+    pub user_agent: String,
+}
+
+impl Default for WebSettings {
+    fn default() -> Self {
+        Self {
+            search_backends: Vec::new(),
+            default_max_bytes: 2 * 1024 * 1024,
+            max_bytes_limit: 10 * 1024 * 1024,
+            fetch_timeout: Duration::from_secs(30),
+            search_timeout: Duration::from_secs(15),
+            user_agent: format!("tackle/{} (+web tools)", env!("CARGO_PKG_VERSION")),
+        }
+    }
+}
+
+impl WebSettings {
+    /// Defaults with the search backends from the `web_search:` config section.
+    pub fn from_config(web_search: &WebSearchConfig) -> Self {
+        Self {
+            search_backends: web_search.backends.clone(),
+            ..Self::default()
+        }
+    }
+}
+
+/// The `web` extension with its three tools.
+pub fn extension(settings: WebSettings) -> Arc<dyn Extension> {
+    Arc::new(WebExtension {
+        settings: Arc::new(settings),
+    })
+}
+
+struct WebExtension {
+    settings: Arc<WebSettings>,
+}
+
+impl Extension for WebExtension {
+    fn name(&self) -> &str {
+        "web"
+    }
+
+    fn tools(&self) -> Vec<Arc<dyn Tool>> {
+        vec![
+            Arc::new(fetch::WebFetch::new(self.settings.clone())),
+            Arc::new(request::HttpRequestTool::new(self.settings.clone())),
+            Arc::new(search::WebSearch::new(self.settings.clone())),
+        ]
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tackle_protocol::{ApprovalMode, Risk};
+
+    #[test]
+    fn tools_carry_the_catalogue_risk_and_approval() {
+        let web = extension(WebSettings::default());
+        let specs: Vec<_> = web.tools().iter().map(|t| t.spec()).collect();
+        let by_name = |n: &str| specs.iter().find(|s| s.name == n).cloned();
+        let fetch = by_name("web_fetch").unwrap();
+        assert_eq!(
+            (fetch.risk, fetch.approval),
+            (Risk::Medium, ApprovalMode::UnlessAutoApproved)
+        );
+        let request = by_name("http_request").unwrap();
+        assert_eq!(
+            (request.risk, request.approval),
+            (Risk::Medium, ApprovalMode::UnlessAutoApproved)
+        );
+        let search = by_name("web_search").unwrap();
+        assert_eq!(
+            (search.risk, search.approval),
+            (Risk::Low, ApprovalMode::Never)
+        );
+        assert!(specs.iter().all(|s| s.owner == "web"));
+        assert!(specs
+            .iter()
+            .all(|s| tackle_protocol::ToolName::parse(&s.name).is_ok()));
+    }
+}

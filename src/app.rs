@@ -1,0 +1,262 @@
+//! Wiring: config → extensions → registry → host → dispatcher. Every command that runs tools
+//! builds one [`App`] and goes through its dispatcher.
+
+use crate::cli::Global;
+use crate::config::{self, Loaded};
+use crate::exit::usage;
+use anyhow::Result;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+use tackle_agent::{Dispatcher, DispatcherConfig, Registry, Sanitizer};
+use tackle_protocol::config::{AgentConfig, Config};
+use tackle_protocol::{AgentServices, Extension, HostProvider};
+
+pub struct App {
+    pub config_source: Option<PathBuf>,
+    pub workspace: PathBuf,
+    pub state_dir: PathBuf,
+    pub dispatcher: Arc<Dispatcher>,
+    /// The configured MCP servers, starting in the background.
+    pub mcp: Option<Arc<tackle_mcp::McpManager>>,
+    pub mcp_bearer_token: Option<String>,
+}
+
+/// Options that change which tools are registered.
+#[derive(Debug, Clone, Default)]
+pub struct Selection {
+    pub agent: Option<String>,
+    /// `--template coder`: the opt-in coding tools.
+    pub template: Option<String>,
+}
+
+fn env_var(name: &str) -> Option<String> {
+    std::env::var(name).ok()
+}
+
+/// Load the configuration the global flags point at, printing its warnings once.
+pub fn load_config(global: &Global) -> Result<Loaded> {
+    let vars: Vec<(String, String)> = std::env::vars().collect();
+    let loaded = config::load(global.config.as_deref(), &env_var, &vars)?;
+    for w in &loaded.warnings {
+        tracing::warn!("{w}");
+    }
+    Ok(loaded)
+}
+
+impl App {
+    pub fn build(global: &Global, selection: &Selection) -> Result<Self> {
+        Self::from_loaded(global, selection, load_config(global)?, None)
+    }
+
+    /// Build from an already loaded config; `agents` serves the agent tools (`compact`, …).
+    pub fn from_loaded(
+        global: &Global,
+        selection: &Selection,
+        loaded: Loaded,
+        agents: Option<Arc<dyn AgentServices>>,
+    ) -> Result<Self> {
+        let Loaded { config, source, .. } = loaded;
+        let workspace =
+            resolve_workspace(global.workspace.as_deref(), config.workspace.as_deref())?;
+        let home = env_var("HOME").map(PathBuf::from);
+        let state_dir = resolve_state_dir(config.state_dir.as_deref(), home.as_deref());
+        let agent = match &selection.agent {
+            Some(name) => Some(config.agent(Some(name)).cloned().ok_or_else(|| {
+                usage(format!(
+                    "no agent named `{name}` under `agents:` in the config"
+                ))
+            })?),
+            None => config.agent(None).cloned(),
+        };
+        let coding_tools =
+            config.tools.coding_tools || selection.template.as_deref() == Some("coder");
+        let mcp = start_mcp(&config, &state_dir);
+        let mut extensions = extensions(&config, agent.as_ref(), coding_tools);
+        if let Some(manager) = &mcp {
+            extensions.extend(manager.extensions().into_iter().filter(|ext| {
+                agent
+                    .as_ref()
+                    .is_none_or(|a| a.extensions.is_enabled(ext.name()))
+            }));
+        }
+        let registry =
+            Arc::new(Registry::new(extensions).map_err(|e| anyhow::anyhow!("tool registry: {e}"))?);
+        let host = host_provider(&config, &state_dir, home);
+        let sanitizer =
+            Sanitizer::new(config.tools.output_limit_bytes).with_redactor(redactor(&config));
+        let mut security = config.security.clone();
+        apply_legacy_grants(&mut security);
+        let mut dispatcher = Dispatcher::new(
+            registry,
+            host,
+            DispatcherConfig {
+                workspace: workspace.clone(),
+                security,
+                agent: agent
+                    .as_ref()
+                    .map(|a| a.name.clone())
+                    .unwrap_or_else(|| "default".into()),
+                agent_grants: agent.as_ref().map(|a| a.grants.clone()),
+                default_timeout: Duration::from_secs(config.tools.timeout_secs),
+                sanitizer,
+            },
+        );
+        if let Some(agents) = agents {
+            dispatcher = dispatcher.with_agents(agents);
+        }
+        Ok(Self {
+            config_source: source,
+            workspace,
+            state_dir,
+            dispatcher: Arc::new(dispatcher),
+            mcp,
+            mcp_bearer_token: config.mcp.bearer_token.clone().filter(|t| !t.is_empty()),
+        })
+    }
+}
+
+impl App {
+    /// Wait (up to each server's start-up timeout) until every MCP server is ready or failed,
+    /// then pick up their tools.
+    pub async fn settle_mcp(&self) {
+        if let Some(mcp) = &self.mcp {
+            mcp.wait_settled(Duration::from_secs(60)).await;
+            self.dispatcher.registry().refresh();
+        }
+    }
+
+    /// The state directory the config asks for (or the XDG default).
+    pub fn state_dir_for(config: &Config) -> PathBuf {
+        resolve_state_dir(
+            config.state_dir.as_deref(),
+            env_var("HOME").as_deref().map(Path::new),
+        )
+    }
+}
+
+/// The built-in extensions, minus those the agent disables.
+fn extensions(
+    config: &Config,
+    agent: Option<&AgentConfig>,
+    coding_tools: bool,
+) -> Vec<Arc<dyn Extension>> {
+    use tackle_tools::{core, dev, fs, system, web};
+    let all: Vec<Arc<dyn Extension>> = vec![
+        system::extension(),
+        core::extension(),
+        fs::extension(coding_tools),
+        web::extension(web::WebSettings::from_config(&config.web_search)),
+        dev::extension(dev::DevSettings {
+            github_token: env_var("GITHUB_TOKEN").filter(|t| !t.is_empty()),
+            github_api_base: None,
+        }),
+    ];
+    all.into_iter()
+        .filter(|ext| agent.is_none_or(|a| a.extensions.is_enabled(ext.name())))
+        .collect()
+}
+
+fn start_mcp(config: &Config, state_dir: &Path) -> Option<Arc<tackle_mcp::McpManager>> {
+    if config.mcp_servers.is_empty() {
+        return None;
+    }
+    let options = tackle_mcp::McpOptions {
+        spill: Some(Arc::new(crate::spill::StateDirSpill {
+            dir: state_dir.join("mcp-results"),
+        })),
+        ..Default::default()
+    };
+    Some(Arc::new(tackle_mcp::McpManager::start(
+        config.mcp_servers.clone(),
+        options,
+    )))
+}
+
+fn host_provider(
+    config: &Config,
+    state_dir: &Path,
+    home: Option<PathBuf>,
+) -> Arc<dyn HostProvider> {
+    let host_config = tackle_host::HostConfig::new(state_dir)
+        .with_home(home)
+        .with_config(config);
+    Arc::new(tackle_host::NativeHostProvider::new(host_config))
+}
+
+/// Secrets from the loaded config (API keys, tokens) are redacted by exact match too.
+fn redactor(config: &Config) -> tackle_agent::sanitizer::Redact {
+    let mut secrets: Vec<String> = config
+        .backends
+        .iter()
+        .filter_map(|b| b.api_key.clone())
+        .collect();
+    secrets.extend(
+        config
+            .web_search
+            .backends
+            .iter()
+            .filter_map(|b| b.api_key.clone()),
+    );
+    secrets.extend(
+        config
+            .mcp_servers
+            .values()
+            .flat_map(|m| m.headers.values().cloned().chain(m.env.values().cloned())),
+    );
+    secrets.extend(config.mcp.bearer_token.clone());
+    secrets.retain(|s| !s.trim().is_empty());
+    let redactor = Arc::new(tackle_policy::secrets::SecretRedactor::new(secrets));
+    Arc::new(move |text: &str| redactor.redact(text))
+}
+
+/// The deprecated `shell_allowlist` / `shell_denylist` / `allowed_endpoints` become grants of the
+/// tools they governed, unless those tools' policies already set that kind.
+fn apply_legacy_grants(security: &mut tackle_protocol::config::SecurityConfig) {
+    let Some(legacy) = tackle_policy::resolve::legacy_grants(security) else {
+        return;
+    };
+    if let Some(shell) = legacy.shell {
+        let policy = security
+            .tool_policies
+            .entry("shell".to_string())
+            .or_default();
+        let grants = policy.grants.get_or_insert_with(Default::default);
+        grants.shell.get_or_insert(shell);
+    }
+    if let Some(network) = legacy.network {
+        for tool in ["web_fetch", "http_request"] {
+            let policy = security.tool_policies.entry(tool.to_string()).or_default();
+            let grants = policy.grants.get_or_insert_with(Default::default);
+            grants.network.get_or_insert(network.clone());
+        }
+    }
+}
+
+fn resolve_workspace(flag: Option<&Path>, configured: Option<&str>) -> Result<PathBuf> {
+    let raw = match (flag, configured) {
+        (Some(p), _) => p.to_path_buf(),
+        (None, Some(c)) => PathBuf::from(c),
+        (None, None) => PathBuf::from("."),
+    };
+    std::fs::canonicalize(&raw).map_err(|e| {
+        usage(format!(
+            "workspace {} is not usable ({e}); pass --workspace DIR with an existing directory",
+            raw.display()
+        ))
+    })
+}
+
+fn resolve_state_dir(configured: Option<&str>, home: Option<&Path>) -> PathBuf {
+    let expand = |p: &str| match (p.strip_prefix("~/"), home) {
+        (Some(rest), Some(h)) => h.join(rest),
+        _ => PathBuf::from(p),
+    };
+    if let Some(dir) = configured {
+        return expand(dir);
+    }
+    if let Some(xdg) = env_var("XDG_STATE_HOME").filter(|v| !v.is_empty()) {
+        return PathBuf::from(xdg).join("tackle");
+    }
+    expand("~/.local/state/tackle")
+}

@@ -1,0 +1,116 @@
+//! `tackle chat`: a line-based REPL with streamed answers and inline `y/n/a` approvals.
+
+use crate::app::Selection;
+use crate::approval::approver_for_cli;
+use crate::cli::{ChatArgs, Global};
+use crate::exit;
+use crate::render::render;
+use crate::runtime::Runtime;
+use anyhow::Result;
+use rustyline::error::ReadlineError;
+use rustyline::DefaultEditor;
+use tackle_agent::Session;
+use tokio_util::sync::CancellationToken;
+
+const HELP: &str = "Commands: /help  /tools  /session  /compact  /quit   (Ctrl-C stops the current turn, Ctrl-D quits)";
+
+pub async fn run(global: &Global, args: ChatArgs) -> Result<i32> {
+    let selection = Selection {
+        agent: args.agent.clone(),
+        template: args.template.clone(),
+    };
+    let rt = Runtime::build(global, &selection).await?;
+    let mut session = rt.session(args.session.as_deref()).await?;
+    let approver = approver_for_cli(false);
+    let mut editor = DefaultEditor::new()?;
+    let history = rt.app.state_dir.join("chat_history.txt");
+    let _ = editor.load_history(&history);
+    eprintln!(
+        "tackle chat — agent `{}`, session {}. {HELP}",
+        rt.agent_name,
+        session.id()
+    );
+    loop {
+        let line = tokio::task::block_in_place(|| editor.readline("you> "));
+        let line = match line {
+            Ok(line) => line,
+            Err(ReadlineError::Interrupted) => continue,
+            Err(ReadlineError::Eof) => break,
+            Err(e) => return Err(e.into()),
+        };
+        let input = line.trim();
+        if input.is_empty() {
+            continue;
+        }
+        let _ = editor.add_history_entry(input);
+        match input {
+            "/quit" | "/exit" => break,
+            "/help" => eprintln!("{HELP}"),
+            "/tools" => list_tools(&rt),
+            "/session" => eprintln!(
+                "session {} ({} messages in context)",
+                session.id(),
+                session.messages().len()
+            ),
+            "/compact" => compact(&rt, &mut session).await,
+            _ if input.starts_with('/') => eprintln!("unknown command `{input}`. {HELP}"),
+            _ => turn(&rt, &mut session, input, approver.clone()).await,
+        }
+    }
+    let _ = std::fs::create_dir_all(&rt.app.state_dir);
+    let _ = editor.save_history(&history);
+    eprintln!(
+        "session: {} (resume with tackle chat --session {})",
+        session.id(),
+        session.id()
+    );
+    Ok(exit::OK)
+}
+
+async fn turn(
+    rt: &Runtime,
+    session: &mut Session,
+    input: &str,
+    approver: std::sync::Arc<dyn tackle_protocol::Approver>,
+) {
+    let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+    let renderer = tokio::spawn(render(rx, false));
+    let cancel = CancellationToken::new();
+    let on_ctrl_c = cancel.clone();
+    let ctrl_c = tokio::spawn(async move {
+        if tokio::signal::ctrl_c().await.is_ok() {
+            on_ctrl_c.cancel();
+        }
+    });
+    let outcome = rt
+        .agent_loop
+        .run_turn(session, input, approver, &tx, &cancel)
+        .await;
+    drop(tx);
+    let _ = renderer.await;
+    ctrl_c.abort();
+    match outcome {
+        Ok(o) if o.reason == tackle_agent::DoneReason::Cancelled => eprintln!("(turn cancelled)"),
+        Ok(_) => {}
+        Err(e) => eprintln!("error: {e}"),
+    }
+}
+
+fn list_tools(rt: &Runtime) {
+    for s in rt.app.dispatcher.registry().specs() {
+        eprintln!(
+            "  {:<24} {:<8} {:<6} {}",
+            s.name,
+            s.owner,
+            s.risk.to_string(),
+            s.approval
+        );
+    }
+}
+
+async fn compact(rt: &Runtime, session: &mut Session) {
+    match rt.compactor.compact_session(session).await {
+        Ok(summary) => eprintln!("compacted. summary:\n{summary}"),
+        Err(e) => eprintln!("cannot compact: {}", e.message),
+    }
+}

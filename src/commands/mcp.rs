@@ -1,0 +1,70 @@
+//! `tackle mcp serve [--http ADDR]` and `tackle mcp list`.
+
+use crate::app::{App, Selection};
+use crate::cli::{Global, McpCommand};
+use crate::exit::{self, usage};
+use anyhow::Result;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use tackle_agent::DispatcherService;
+use tackle_mcp::ServerState;
+
+pub async fn run(global: &Global, cmd: McpCommand) -> Result<i32> {
+    match cmd {
+        McpCommand::Serve {
+            http,
+            agent,
+            template,
+        } => serve(global, &Selection { agent, template }, http.as_deref()).await,
+        McpCommand::List => list(global).await,
+    }
+}
+
+async fn serve(global: &Global, selection: &Selection, http: Option<&str>) -> Result<i32> {
+    let app = App::build(global, selection)?;
+    app.settle_mcp().await;
+    let service = Arc::new(DispatcherService::new(
+        Arc::clone(&app.dispatcher),
+        "mcp-serve",
+    ));
+    match http {
+        None => tackle_mcp::serve_stdio(service).await?,
+        Some(addr) => {
+            let addr: SocketAddr = addr.parse().map_err(|e| {
+                usage(format!(
+                    "--http {addr}: not an address like 127.0.0.1:8765 ({e})"
+                ))
+            })?;
+            let token = app.mcp_bearer_token.clone();
+            if !addr.ip().is_loopback() && token.is_none() {
+                return Err(usage(format!(
+                    "--http {addr} is not a loopback address; set `mcp.bearer_token` in the config to serve beyond this machine"
+                )));
+            }
+            eprintln!("serving MCP over Streamable HTTP at http://{addr}/mcp");
+            tackle_mcp::serve_http(service, addr, token).await?;
+        }
+    }
+    Ok(exit::OK)
+}
+
+async fn list(global: &Global) -> Result<i32> {
+    let app = App::build(global, &Selection::default())?;
+    let Some(mcp) = &app.mcp else {
+        println!("no MCP servers configured (add them under `mcp_servers:`)");
+        return Ok(exit::OK);
+    };
+    app.settle_mcp().await;
+    for status in mcp.status().await {
+        let state = match &status.state {
+            ServerState::Starting => "starting".to_string(),
+            ServerState::Ready => "ready".to_string(),
+            ServerState::Failed(why) => format!("failed: {why}"),
+        };
+        println!("{}: {state}", status.name);
+        for tool in &status.tools {
+            println!("  {tool}");
+        }
+    }
+    Ok(exit::OK)
+}

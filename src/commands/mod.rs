@@ -1,0 +1,5 @@
+pub mod chat;
+pub mod doctor;
+pub mod mcp;
+pub mod run;
+pub mod tools;

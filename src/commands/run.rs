@@ -1,0 +1,59 @@
+//! `tackle run -m TEXT`: one task, the answer streamed on stdout, tool calls on stderr.
+
+use crate::app::Selection;
+use crate::approval::approver_for_cli;
+use crate::cli::{Global, RunArgs};
+use crate::exit;
+use crate::render::render;
+use crate::runtime::Runtime;
+use anyhow::Result;
+use tackle_agent::DoneReason;
+use tokio_util::sync::CancellationToken;
+
+pub async fn run(global: &Global, args: RunArgs) -> Result<i32> {
+    let selection = Selection {
+        agent: args.agent.clone(),
+        template: args.template.clone(),
+    };
+    let rt = Runtime::build(global, &selection).await?;
+    let mut session = rt.session(args.session.as_deref()).await?;
+    let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+    let renderer = tokio::spawn(render(rx, args.json));
+    let cancel = CancellationToken::new();
+    let on_ctrl_c = cancel.clone();
+    let ctrl_c = tokio::spawn(async move {
+        if tokio::signal::ctrl_c().await.is_ok() {
+            on_ctrl_c.cancel();
+        }
+    });
+    let outcome = rt
+        .agent_loop
+        .run_turn(
+            &mut session,
+            &args.message,
+            approver_for_cli(args.yes),
+            &tx,
+            &cancel,
+        )
+        .await;
+    drop(tx);
+    let _ = renderer.await;
+    ctrl_c.abort();
+    if !args.json {
+        eprintln!(
+            "session: {} (resume with --session {})",
+            session.id(),
+            session.id()
+        );
+    }
+    let outcome = outcome?;
+    Ok(match outcome.reason {
+        DoneReason::Cancelled => 130,
+        DoneReason::LoopGuard => exit::FAILED,
+        _ if outcome.needs_approval > 0 => {
+            exit::for_kind(tackle_protocol::ErrorKind::NeedsApproval)
+        }
+        _ if outcome.denied > 0 => exit::for_kind(tackle_protocol::ErrorKind::Denied),
+        _ => exit::OK,
+    })
+}

@@ -1,0 +1,183 @@
+//! Loading configuration: the search order of SPEC.md §1, `${VAR}` interpolation, `TACKLE_*`
+//! overrides, and errors that name the key's path. The typed structs live in
+//! `tackle_protocol::config`; this is the only place that reads a config file or the environment
+//! for configuration (ARCHITECTURE.md).
+
+mod env_override;
+mod interpolate;
+
+use std::path::{Path, PathBuf};
+use tackle_protocol::config::Config;
+
+pub use env_override::apply_env_overrides;
+pub use interpolate::interpolate;
+
+/// Why the configuration could not be loaded; every variant says how to fix it.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("cannot read config file {path}: {source}")]
+    Read {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("{path}: not valid YAML: {message}")]
+    Yaml { path: String, message: String },
+    #[error("{origin}: `{key}`: {message}")]
+    Invalid {
+        origin: String,
+        key: String,
+        message: String,
+    },
+    #[error("{0}")]
+    Override(String),
+}
+
+/// A loaded configuration and where it came from.
+#[derive(Debug, Clone)]
+pub struct Loaded {
+    pub config: Config,
+    /// The file that was read, or `None` for built-in defaults.
+    pub source: Option<PathBuf>,
+    /// Non-fatal notes (unset `${VAR}`s, deprecated keys), printed once at start-up.
+    pub warnings: Vec<String>,
+}
+
+/// Where to look for the config file: `--config`, then `$TACKLE_CONFIG`, then
+/// `$XDG_CONFIG_HOME/tackle/config.yaml` (or `~/.config/tackle/config.yaml`).
+/// Returns `(path, explicit)`; an explicit path must exist.
+pub fn locate(
+    flag: Option<&Path>,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Option<(PathBuf, bool)> {
+    if let Some(p) = flag {
+        return Some((p.to_path_buf(), true));
+    }
+    if let Some(p) = env("TACKLE_CONFIG").filter(|p| !p.is_empty()) {
+        return Some((PathBuf::from(p), true));
+    }
+    let base = env("XDG_CONFIG_HOME")
+        .filter(|p| !p.is_empty())
+        .map(PathBuf::from)
+        .or_else(|| env("HOME").map(|h| PathBuf::from(h).join(".config")))?;
+    Some((base.join("tackle").join("config.yaml"), false))
+}
+
+/// Load the configuration following the search order.
+pub fn load(
+    flag: Option<&Path>,
+    env: &dyn Fn(&str) -> Option<String>,
+    env_vars: &[(String, String)],
+) -> Result<Loaded, ConfigError> {
+    let located = locate(flag, env);
+    let (text, source) = match located {
+        Some((path, explicit)) => match std::fs::read_to_string(&path) {
+            Ok(text) => (text, Some(path)),
+            Err(e) if !explicit && e.kind() == std::io::ErrorKind::NotFound => {
+                (String::new(), None)
+            }
+            Err(source) => return Err(ConfigError::Read { path, source }),
+        },
+        None => (String::new(), None),
+    };
+    let origin = source
+        .as_ref()
+        .map(|p| p.display().to_string())
+        .unwrap_or_else(|| "built-in defaults".to_string());
+    parse(&text, &origin, env, env_vars).map(|(config, warnings)| Loaded {
+        config,
+        source,
+        warnings,
+    })
+}
+
+/// Parse YAML text into a [`Config`]: YAML → tree → `${VAR}` → `TACKLE_*` → typed, then checks.
+pub fn parse(
+    text: &str,
+    origin: &str,
+    env: &dyn Fn(&str) -> Option<String>,
+    env_vars: &[(String, String)],
+) -> Result<(Config, Vec<String>), ConfigError> {
+    let mut tree: serde_json::Value = if text.trim().is_empty() {
+        serde_json::Value::Object(Default::default())
+    } else {
+        serde_saphyr::from_str(text).map_err(|e| ConfigError::Yaml {
+            path: origin.to_string(),
+            message: e.to_string(),
+        })?
+    };
+    if tree.is_null() {
+        tree = serde_json::Value::Object(Default::default());
+    }
+    let mut warnings = Vec::new();
+    interpolate(&mut tree, env, &mut warnings);
+    apply_env_overrides(&mut tree, env_vars).map_err(ConfigError::Override)?;
+    let config: Config =
+        serde_path_to_error::deserialize(tree).map_err(|e| ConfigError::Invalid {
+            origin: origin.to_string(),
+            key: display_path(&e.path().to_string()),
+            message: e.inner().to_string(),
+        })?;
+    check(&config, origin, &mut warnings)?;
+    Ok((config, warnings))
+}
+
+fn display_path(path: &str) -> String {
+    if path.is_empty() || path == "." {
+        "(top level)".to_string()
+    } else {
+        path.to_string()
+    }
+}
+
+/// Cross-references serde cannot check.
+fn check(config: &Config, origin: &str, warnings: &mut Vec<String>) -> Result<(), ConfigError> {
+    let invalid = |key: String, message: String| ConfigError::Invalid {
+        origin: origin.to_string(),
+        key,
+        message,
+    };
+    for (i, agent) in config.agents.iter().enumerate() {
+        if let Some(backend) = &agent.backend {
+            if !config.backends.iter().any(|b| &b.name == backend) {
+                return Err(invalid(
+                    format!("agents[{i}].backend"),
+                    format!(
+                        "no backend named `{backend}`; add it under `backends:` or fix the name"
+                    ),
+                ));
+            }
+        }
+        if let Some(profile) = &agent.tool_profile {
+            if !config.tool_profiles.contains_key(profile) {
+                return Err(invalid(
+                    format!("agents[{i}].tool_profile"),
+                    format!("no profile named `{profile}` under `tool_profiles:`"),
+                ));
+            }
+        }
+    }
+    for (name, server) in &config.mcp_servers {
+        match (&server.command, &server.url) {
+            (Some(_), None) | (None, Some(_)) => {}
+            _ => {
+                return Err(invalid(
+                    format!("mcp_servers.{name}"),
+                    "set exactly one of `command` (a stdio server) or `url` (Streamable HTTP)"
+                        .to_string(),
+                ))
+            }
+        }
+    }
+    if config.security.shell_allowlist.is_some()
+        || config.security.shell_denylist.is_some()
+        || config.security.allowed_endpoints.is_some()
+    {
+        warnings.push(
+            "security.shell_allowlist / shell_denylist / allowed_endpoints are deprecated; they are applied as grants — move them to security.tool_policies.<tool>.grants".to_string(),
+        );
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,223 @@
+use super::*;
+use tackle_protocol::config::{BackendType, ProfileMode, SearchBackendType};
+use tackle_protocol::ApprovalMode;
+
+fn no_env(_: &str) -> Option<String> {
+    None
+}
+
+fn parse_ok(text: &str) -> Config {
+    parse(text, "test.yaml", &no_env, &[])
+        .map(|(c, _)| c)
+        .unwrap_or_else(|e| panic!("{e}"))
+}
+
+fn parse_err(text: &str) -> String {
+    match parse(text, "test.yaml", &no_env, &[]) {
+        Ok(_) => panic!("expected an error for:\n{text}"),
+        Err(e) => e.to_string(),
+    }
+}
+
+fn example_path() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/config.example.yaml")
+}
+
+#[test]
+fn every_key_of_the_example_file_parses_into_typed_fields() {
+    let text = std::fs::read_to_string(example_path())
+        .expect("shared/config.example.yaml beside the project");
+    let env = |k: &str| (k == "OPENROUTER_API_KEY").then(|| "sk-or-test".to_string());
+    let (c, warnings) = parse(&text, "example", &env, &[]).expect("example parses");
+    assert_eq!(c.state_dir.as_deref(), Some("~/.local/state/tackle"));
+    assert_eq!(c.workspace.as_deref(), Some("."));
+    assert_eq!(c.backends.len(), 3);
+    assert_eq!(c.backends[0].kind, BackendType::Openai);
+    assert_eq!(c.backends[0].api_key.as_deref(), Some("sk-or-test"));
+    assert_eq!(c.backends[1].kind, BackendType::Anthropic);
+    assert_eq!(c.backends[2].models[0].name, "qwen2.5:7b");
+    let default = &c.agents[0];
+    assert_eq!(default.name, "default");
+    assert_eq!(default.max_iterations, Some(25));
+    assert_eq!(default.tool_profile.as_deref(), Some("compact"));
+    assert_eq!(default.extensions.disable, ["services"]);
+    assert_eq!(
+        default.workers[0].tools,
+        ["web_search", "web_fetch", "read_file", "calculate"]
+    );
+    let skim = &c.agents[1];
+    assert_eq!(
+        skim.grants.shell.as_ref().map(|s| s.allow.clone()),
+        Some(vec!["ls".to_string(), "cat".to_string()])
+    );
+    assert_eq!(c.security.auto_approved_tools, ["write_file", "edit_file"]);
+    let shell = &c.security.tool_policies["shell"];
+    assert_eq!(shell.approval, Some(ApprovalMode::UnlessAutoApproved));
+    let shell_grant = shell
+        .grants
+        .as_ref()
+        .and_then(|g| g.shell.clone())
+        .expect("shell grant");
+    assert_eq!(shell_grant.deny, ["rm", "sudo"]);
+    let net = c.security.tool_policies["web_fetch"]
+        .grants
+        .as_ref()
+        .and_then(|g| g.network.clone())
+        .expect("net");
+    assert_eq!(net.endpoints[1].host, "*.example.com");
+    assert_eq!(net.endpoints[1].path_prefix.as_deref(), Some("/v1"));
+    assert_eq!(
+        net.endpoints[0].methods.as_deref(),
+        Some(&["GET".to_string()][..])
+    );
+    let fs = c.security.tool_policies["read_file"]
+        .grants
+        .as_ref()
+        .and_then(|g| g.fs.clone())
+        .expect("fs");
+    assert_eq!(fs.allow_read, ["~/notes", "."]);
+    assert_eq!(
+        c.tool_profiles["compact"].tools["github.*"],
+        ProfileMode::Summary
+    );
+    assert_eq!(
+        c.tool_profiles["compact"].tools["shell"],
+        ProfileMode::Hidden
+    );
+    assert_eq!(c.mcp_servers["time"].command.as_deref(), Some("uvx"));
+    assert_eq!(
+        c.mcp_servers["remote"].url.as_deref(),
+        Some("https://mcp.example.com/mcp")
+    );
+    assert_eq!(c.web_search.backends[0].kind, SearchBackendType::Searxng);
+    assert_eq!(c.web_search.backends.len(), 3);
+    assert!(!c.tools.coding_tools);
+    assert_eq!(c.tools.output_limit_bytes, 51_200);
+    assert_eq!(c.plugins.dirs, ["~/.config/tackle/plugins"]);
+    assert_eq!(c.skills.dirs.len(), 2);
+    // Unset variables are reported, not fatal.
+    assert!(
+        warnings.iter().any(|w| w.contains("ANTHROPIC_API_KEY")),
+        "{warnings:?}"
+    );
+}
+
+#[test]
+fn unknown_keys_are_errors_naming_their_path() {
+    let e = parse_err("security:\n  tool_policies:\n    shell:\n      grants:\n        shell:\n          alow: [ls]\n");
+    assert!(
+        e.contains("security.tool_policies.shell.grants.shell"),
+        "{e}"
+    );
+    assert!(e.contains("alow"), "{e}");
+    let top = parse_err("bogus: 1\n");
+    assert!(top.contains("bogus"), "{top}");
+}
+
+#[test]
+fn wrong_types_are_errors_naming_their_path() {
+    let e = parse_err("tools:\n  coding_tools: maybe\n");
+    assert!(e.contains("tools.coding_tools"), "{e}");
+    let e = parse_err("agents:\n  - name: a\n    max_iterations: lots\n");
+    assert!(e.contains("agents[0].max_iterations"), "{e}");
+    let e = parse_err("security:\n  tool_policies:\n    shell:\n      approval: sometimes\n");
+    assert!(e.contains("security.tool_policies.shell.approval"), "{e}");
+}
+
+#[test]
+fn invalid_yaml_is_reported_with_the_file() {
+    let e = parse_err("agents: [\n");
+    assert!(e.contains("test.yaml"), "{e}");
+}
+
+#[test]
+fn variables_are_interpolated_inside_values_only() {
+    let env = |k: &str| match k {
+        "KEY" => Some("a: b\nc".to_string()),
+        "HOST" => Some("localhost".to_string()),
+        _ => None,
+    };
+    let text = "backends:\n  - name: x\n    type: openai\n    api_key: \"${KEY}\"\n    api_base: http://${HOST}:1/${MISSING:-v1}\n";
+    let (c, _) = parse(text, "t", &env, &[]).unwrap();
+    assert_eq!(c.backends[0].api_key.as_deref(), Some("a: b\nc"));
+    assert_eq!(
+        c.backends[0].api_base.as_deref(),
+        Some("http://localhost:1/v1")
+    );
+}
+
+#[test]
+fn env_overrides_set_section_keys_with_natural_types() {
+    let vars = vec![
+        ("TACKLE_TOOLS_CODING_TOOLS".to_string(), "true".to_string()),
+        (
+            "TACKLE_TOOLS_OUTPUT_LIMIT_BYTES".to_string(),
+            "1000".to_string(),
+        ),
+        ("TACKLE_STATE_DIR".to_string(), "/tmp/st".to_string()),
+        ("TACKLE_CONFIG".to_string(), "/ignored".to_string()),
+        ("UNRELATED".to_string(), "x".to_string()),
+    ];
+    let (c, _) = parse("tools:\n  coding_tools: false\n", "t", &no_env, &vars).unwrap();
+    assert!(c.tools.coding_tools);
+    assert_eq!(c.tools.output_limit_bytes, 1000);
+    assert_eq!(c.state_dir.as_deref(), Some("/tmp/st"));
+}
+
+#[test]
+fn env_override_of_an_unknown_key_is_an_error() {
+    let vars = vec![("TACKLE_TOOLS_CODNG_TOOLS".to_string(), "true".to_string())];
+    let e = parse("", "t", &no_env, &vars)
+        .err()
+        .map(|e| e.to_string())
+        .unwrap_or_default();
+    assert!(e.contains("tools") && e.contains("codng_tools"), "{e}");
+}
+
+#[test]
+fn agents_must_name_existing_backends_and_profiles() {
+    let e = parse_err("agents:\n  - name: a\n    backend: nope\n");
+    assert!(e.contains("agents[0].backend") && e.contains("nope"), "{e}");
+    let e = parse_err("agents:\n  - name: a\n    tool_profile: nope\n");
+    assert!(e.contains("agents[0].tool_profile"), "{e}");
+}
+
+#[test]
+fn mcp_servers_need_exactly_one_transport() {
+    let e = parse_err("mcp_servers:\n  x:\n    args: [a]\n");
+    assert!(e.contains("mcp_servers.x"), "{e}");
+    let e = parse_err("mcp_servers:\n  x:\n    command: a\n    url: http://b\n");
+    assert!(e.contains("exactly one"), "{e}");
+}
+
+#[test]
+fn search_order_is_flag_then_env_then_xdg() {
+    let env = |k: &str| match k {
+        "TACKLE_CONFIG" => Some("/env.yaml".to_string()),
+        "XDG_CONFIG_HOME" => Some("/xdg".to_string()),
+        "HOME" => Some("/home/u".to_string()),
+        _ => None,
+    };
+    assert_eq!(
+        locate(Some(Path::new("/flag.yaml")), &env),
+        Some((PathBuf::from("/flag.yaml"), true))
+    );
+    assert_eq!(locate(None, &env), Some((PathBuf::from("/env.yaml"), true)));
+    let xdg_only = |k: &str| (k == "XDG_CONFIG_HOME").then(|| "/xdg".to_string());
+    assert_eq!(
+        locate(None, &xdg_only),
+        Some((PathBuf::from("/xdg/tackle/config.yaml"), false))
+    );
+    let home_only = |k: &str| (k == "HOME").then(|| "/home/u".to_string());
+    assert_eq!(
+        locate(None, &home_only),
+        Some((PathBuf::from("/home/u/.config/tackle/config.yaml"), false))
+    );
+}
+
+#[test]
+fn an_empty_or_missing_default_file_gives_defaults() {
+    let c = parse_ok("");
+    assert!(c.agents.is_empty());
+    assert_eq!(c.tools.output_limit_bytes, 51_200);
+}

@@ -1,0 +1,107 @@
+//! Everything `run` and `chat` need: the app, a provider, the session store, the loop.
+
+use crate::app::{load_config, App, Selection};
+use crate::cli::Global;
+use crate::exit::usage;
+use anyhow::{Context, Result};
+use std::sync::Arc;
+use tackle_agent::{AgentLoop, Compactor, LoopConfig, Session};
+use tackle_llm::{provider_from_config, EnvSnapshot, LlmError, Provider};
+use tackle_protocol::config::{AgentConfig, BackendConfig, Config};
+use tackle_store::Store;
+
+pub struct Runtime {
+    pub app: App,
+    pub agent_loop: AgentLoop,
+    pub store: Store,
+    pub compactor: Arc<Compactor>,
+    pub agent_name: String,
+}
+
+impl Runtime {
+    pub async fn build(global: &Global, selection: &Selection) -> Result<Self> {
+        let loaded = load_config(global)?;
+        let agent = match &selection.agent {
+            Some(name) => Some(loaded.config.agent(Some(name)).cloned().ok_or_else(|| {
+                usage(format!(
+                    "no agent named `{name}` under `agents:` in the config"
+                ))
+            })?),
+            None => loaded.config.agent(None).cloned(),
+        };
+        let (provider, model, stream) = select_provider(&loaded.config, agent.as_ref()).await?;
+        let state_dir_probe = App::state_dir_for(&loaded.config);
+        let store = Store::open(&state_dir_probe).context("opening the state store")?;
+        let compactor = Arc::new(Compactor::new(
+            Arc::clone(&provider),
+            model.clone(),
+            Some(store.clone()),
+        ));
+        let app = App::from_loaded(
+            global,
+            selection,
+            loaded,
+            Some(compactor.clone() as Arc<dyn tackle_protocol::AgentServices>),
+        )?;
+        app.settle_mcp().await;
+        let mut config = LoopConfig::new(model);
+        config.stream = stream;
+        config.system_prompt = agent.as_ref().and_then(|a| a.system_prompt.clone());
+        if let Some(n) = agent.as_ref().and_then(|a| a.max_iterations) {
+            config.max_iterations = n.max(1);
+        }
+        let agent_name = agent
+            .as_ref()
+            .map(|a| a.name.clone())
+            .unwrap_or_else(|| "default".into());
+        let agent_loop = AgentLoop::new(provider, Arc::clone(&app.dispatcher), config)
+            .with_compactor(Arc::clone(&compactor));
+        Ok(Self {
+            app,
+            agent_loop,
+            store,
+            compactor,
+            agent_name,
+        })
+    }
+
+    /// Resume `--session ID` or start a new stored session.
+    pub async fn session(&self, id: Option<&str>) -> Result<Session> {
+        let session = match id {
+            Some(id) => Session::resume(self.store.clone(), id, &self.agent_name).await?,
+            None => Session::create(self.store.clone(), &self.agent_name).await?,
+        };
+        Ok(session)
+    }
+}
+
+/// The agent's backend and model; with no backend configured, discovery from the environment
+/// and local servers (SPEC.md; exit 2 saying what to set when nothing is found).
+async fn select_provider(
+    config: &Config,
+    agent: Option<&AgentConfig>,
+) -> Result<(Arc<dyn Provider>, String, bool)> {
+    let backend: Option<&BackendConfig> = match agent.and_then(|a| a.backend.as_deref()) {
+        Some(name) => config.backends.iter().find(|b| b.name == name),
+        None => config.backends.first(),
+    };
+    let (backend, default_model) = match backend {
+        Some(b) => (b.clone(), b.models.first().map(|m| m.name.clone())),
+        None => {
+            let env = EnvSnapshot::from_vars(std::env::vars());
+            let found = tackle_llm::discover(&env).await.map_err(llm_usage)?;
+            tracing::info!("using {} ({})", found.backend.name, found.source);
+            (found.backend, Some(found.model))
+        }
+    };
+    let model = agent
+        .and_then(|a| a.model.clone())
+        .or(default_model)
+        .ok_or_else(|| usage(format!("backend `{}` lists no models and the agent sets no `model`; add `models: [{{name: …}}]` to the backend or `model:` to the agent", backend.name)))?;
+    let provider = provider_from_config(&backend).map_err(llm_usage)?;
+    Ok((provider, model, backend.stream.unwrap_or(true)))
+}
+
+fn llm_usage(e: LlmError) -> anyhow::Error {
+    usage(e.to_string())
+}

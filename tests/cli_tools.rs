@@ -1,0 +1,171 @@
+//! `tackle tools …` through the real binary: exit codes and JSON shape of SPEC.md §1.
+
+mod common;
+
+use common::{run, Sandbox};
+use serde_json::Value;
+
+fn json_of(stdout: &str) -> Value {
+    serde_json::from_str(stdout.trim()).unwrap_or_else(|e| panic!("not JSON ({e}): {stdout}"))
+}
+
+#[test]
+fn calculate_returns_ok_json() {
+    let sb = Sandbox::new();
+    let cfg = sb.config("");
+    let r = run(sb.tackle(
+        &cfg,
+        &[
+            "tools",
+            "call",
+            "calculate",
+            r#"{"expression": "2 * pi * 6371"}"#,
+            "--json",
+        ],
+    ));
+    assert_eq!(r.code, 0, "{r}");
+    let v = json_of(&r.stdout);
+    assert_eq!(v["ok"], true);
+    let content = v["content"].as_str().unwrap_or_default();
+    assert!(content.starts_with("40030.17"), "{content}");
+}
+
+#[test]
+fn missing_arguments_exit_1_with_invalid_arguments_naming_the_field() {
+    let sb = Sandbox::new();
+    let cfg = sb.config("");
+    let r = run(sb.tackle(&cfg, &["tools", "call", "calculate", "{}", "--json"]));
+    assert_eq!(r.code, 1, "{r}");
+    let v = json_of(&r.stdout);
+    assert_eq!(v["ok"], false);
+    assert_eq!(v["error"]["kind"], "invalid_arguments");
+    assert!(
+        v["error"]["message"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("expression"),
+        "{r}"
+    );
+}
+
+#[test]
+fn unknown_tools_are_not_found_with_suggestions() {
+    let sb = Sandbox::new();
+    let cfg = sb.config("");
+    let r = run(sb.tackle(&cfg, &["tools", "call", "calculat", "{}", "--json"]));
+    assert_eq!(r.code, 1, "{r}");
+    let v = json_of(&r.stdout);
+    assert_eq!(v["error"]["kind"], "not_found");
+    assert!(
+        v["error"]["message"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("calculate"),
+        "{r}"
+    );
+}
+
+#[test]
+fn arguments_that_are_not_json_are_a_usage_error() {
+    let sb = Sandbox::new();
+    let cfg = sb.config("");
+    let r = run(sb.tackle(
+        &cfg,
+        &["tools", "call", "calculate", "{expression:", "--json"],
+    ));
+    assert_eq!(r.code, 2, "{r}");
+    assert!(r.stderr.contains("not valid JSON"), "{r}");
+}
+
+#[test]
+fn the_example_config_loads_and_lists_tools_as_json() {
+    let sb = Sandbox::new();
+    let example = common::repo_root().join("../shared/config.example.yaml");
+    let mut cmd = sb.tackle(&example, &["tools", "list", "--json"]);
+    cmd.env("XDG_STATE_HOME", sb.state());
+    let r = run(cmd);
+    assert_eq!(r.code, 0, "{r}");
+    let rows = json_of(&r.stdout);
+    let rows = rows.as_array().expect("array");
+    for row in rows {
+        for key in ["name", "owner", "risk", "approval"] {
+            assert!(row.get(key).is_some(), "{row} lacks {key}");
+        }
+    }
+    let names: Vec<&str> = rows.iter().filter_map(|r| r["name"].as_str()).collect();
+    assert!(
+        names.contains(&"calculate") && names.contains(&"shell") && names.contains(&"read_file"),
+        "{names:?}"
+    );
+}
+
+#[test]
+fn coding_tools_appear_only_when_enabled() {
+    let sb = Sandbox::new();
+    let cfg = sb.config("");
+    let names = |extra: &[&str], env: Option<(&str, &str)>| {
+        let mut args = vec!["tools", "list", "--json"];
+        args.extend_from_slice(extra);
+        let mut cmd = sb.tackle(&cfg, &args);
+        if let Some((k, v)) = env {
+            cmd.env(k, v);
+        }
+        let r = run(cmd);
+        assert_eq!(r.code, 0, "{r}");
+        json_of(&r.stdout)
+            .as_array()
+            .map(|a| {
+                a.iter()
+                    .filter_map(|r| r["name"].as_str().map(str::to_string))
+                    .collect::<Vec<_>>()
+            })
+            .unwrap_or_default()
+    };
+    let plain = names(&[], None);
+    assert!(
+        !plain.iter().any(|n| n == "grep" || n == "find"),
+        "{plain:?}"
+    );
+    for enabled in [
+        names(&["--template", "coder"], None),
+        names(&[], Some(("TACKLE_TOOLS_CODING_TOOLS", "true"))),
+    ] {
+        assert!(
+            enabled.iter().any(|n| n == "grep") && enabled.iter().any(|n| n == "find"),
+            "{enabled:?}"
+        );
+    }
+}
+
+#[test]
+fn an_unknown_config_key_is_exit_2_naming_its_path() {
+    let sb = Sandbox::new();
+    let cfg = sb.config("tools:\n  codng_tools: true\n");
+    let r = run(sb.tackle(&cfg, &["tools", "list"]));
+    assert_eq!(r.code, 2, "{r}");
+    assert!(
+        r.stderr.contains("tools") && r.stderr.contains("codng_tools"),
+        "{r}"
+    );
+}
+
+#[test]
+fn a_missing_explicit_config_file_is_exit_2() {
+    let sb = Sandbox::new();
+    let missing = sb.dir.path().join("nope.yaml");
+    let r = run(sb.tackle(&missing, &["tools", "list"]));
+    assert_eq!(r.code, 2, "{r}");
+    assert!(r.stderr.contains("nope.yaml"), "{r}");
+}
+
+#[test]
+fn describe_prints_the_full_schema() {
+    let sb = Sandbox::new();
+    let cfg = sb.config("");
+    let r = run(sb.tackle(&cfg, &["tools", "describe", "calculate"]));
+    assert_eq!(r.code, 0, "{r}");
+    assert!(
+        r.stdout.contains("\"expression\"") && r.stdout.contains("\"required\""),
+        "{r}"
+    );
+}
