@@ -126,6 +126,13 @@ impl App {
         }
     }
 
+    /// Stop MCP servers quietly before the process exits.
+    pub async fn shutdown(&self) {
+        if let Some(mcp) = &self.mcp {
+            mcp.shutdown().await;
+        }
+    }
+
     /// The state directory the config asks for (or the XDG default).
     pub fn state_dir_for(config: &Config) -> PathBuf {
         resolve_state_dir(

@@ -57,6 +57,7 @@ pub async fn run(global: &Global, args: ChatArgs) -> Result<i32> {
             _ => turn(&rt, &mut session, input, approver.clone()).await,
         }
     }
+    rt.app.shutdown().await;
     let _ = std::fs::create_dir_all(&rt.app.state_dir);
     let _ = editor.save_history(&history);
     eprintln!(

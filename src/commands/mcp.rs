@@ -66,5 +66,6 @@ async fn list(global: &Global) -> Result<i32> {
             println!("  {tool}");
         }
     }
+    app.shutdown().await;
     Ok(exit::OK)
 }

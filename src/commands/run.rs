@@ -46,6 +46,7 @@ pub async fn run(global: &Global, args: RunArgs) -> Result<i32> {
             session.id()
         );
     }
+    rt.app.shutdown().await;
     let outcome = outcome?;
     Ok(match outcome.reason {
         DoneReason::Cancelled => 130,

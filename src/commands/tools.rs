@@ -34,10 +34,13 @@ pub async fn run(global: &Global, cmd: ToolsCommand) -> Result<i32> {
             let args = parse_arguments(&arguments)?;
             let app = App::build(global, &Selection { agent, template })?;
             app.settle_mcp().await;
-            if explain {
-                return explain_call(&app, &name, &args, json).await;
-            }
-            call(&app, &name, args, yes, json).await
+            let code = if explain {
+                explain_call(&app, &name, &args, json).await
+            } else {
+                call(&app, &name, args, yes, json).await
+            };
+            app.shutdown().await;
+            code
         }
     }
 }
@@ -53,6 +56,8 @@ async fn list(global: &Global, selection: &Selection, as_json: bool) -> Result<i
             .map(|s| json!({"name": s.name, "owner": s.owner, "risk": s.risk, "approval": s.approval, "description": s.description}))
             .collect();
         writeln!(out, "{}", serde_json::to_string_pretty(&rows)?)?;
+        drop(out);
+        app.shutdown().await;
         return Ok(exit::OK);
     }
     let width = specs.iter().map(|s| s.name.len()).max().unwrap_or(4).max(4);

@@ -1,26 +1,475 @@
-//! The URL and IP guard.
-use std::net::IpAddr;
-use tackle_protocol::{Decision, NetworkGrant};
+//! The URL and IP guard: is a model-supplied URL a destination the network grant allows?
+//!
+//! [`check_url`] parses with the `url` crate (WHATWG rules, which turn every IPv4 spelling —
+//! `2130706433`, `0177.0.0.1`, `0x7f.1`, `127.1` — into one address), then refuses non-HTTP
+//! schemes, URLs with user info, private and internal destinations (unless `allow_private`),
+//! and anything outside the grant's endpoints. Names are checked here; the host resolves
+//! them once and passes every resolved address through [`check_ip`] before connecting.
+//!
+//! URLs with user info (`http://user:pass@host/`) are always refused: they hide the real host
+//! from a reader (`http://good.com@127.0.0.1/` goes to 127.0.0.1) and put credentials in logs.
 
+use percent_encoding::percent_decode_str;
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+use tackle_protocol::{Decision, Endpoint, NetworkGrant};
+use url::{Host, Url};
+
+/// A URL that passed the guard, with the destination the host must connect to.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CheckedUrl {
-    pub url: url::Url,
+    pub url: Url,
+    /// The host as it must be resolved: a lowercase domain without trailing dot, or an IP.
     pub host: String,
     pub port: u16,
+    /// Set when the URL names an IP address directly (nothing to resolve).
     pub ip: Option<IpAddr>,
 }
 
-pub fn check_url(_method: &str, _url: &str, _grant: &NetworkGrant) -> Result<CheckedUrl, Decision> {
-    Err(Decision::deny(
-        "grants.network",
-        "the URL guard is not ready",
-    ))
+const RULE_PRIVATE: &str = "grants.network.allow_private";
+const RULE_ENDPOINTS: &str = "grants.network.endpoints";
+const RULE_URL: &str = "grants.network";
+
+/// Checks a URL (and method) against a network grant.
+pub fn check_url(method: &str, url: &str, grant: &NetworkGrant) -> Result<CheckedUrl, Decision> {
+    let shown = tackle_protocol::text::preview(url, 200);
+    let parsed = Url::parse(url).map_err(|e| {
+        Decision::deny(
+            RULE_URL,
+            format!("`{shown}` is denied: it is not a valid URL ({e})"),
+        )
+    })?;
+    if !matches!(parsed.scheme(), "http" | "https") {
+        return Err(Decision::deny(
+            RULE_URL,
+            format!(
+                "`{shown}` is denied: the scheme `{}` is not allowed; only http and https are",
+                parsed.scheme()
+            ),
+        ));
+    }
+    if !parsed.username().is_empty() || parsed.password().is_some() {
+        return Err(Decision::deny(
+            RULE_URL,
+            format!("`{shown}` is denied: URLs with user info (`user@host`) are refused because they hide the real host; send credentials in a header instead"),
+        ));
+    }
+    let (host, ip) = match parsed.host() {
+        Some(Host::Domain(d)) => (d.trim_end_matches('.').to_ascii_lowercase(), None),
+        Some(Host::Ipv4(v4)) => (v4.to_string(), Some(IpAddr::V4(v4))),
+        Some(Host::Ipv6(v6)) => (v6.to_string(), Some(IpAddr::V6(v6))),
+        None => {
+            return Err(Decision::deny(
+                RULE_URL,
+                format!("`{shown}` is denied: it names no host"),
+            ))
+        }
+    };
+    let port = parsed.port_or_known_default().unwrap_or(80);
+    match ip {
+        Some(ip) => {
+            let d = check_ip(ip, grant.allow_private);
+            if !d.is_allowed() {
+                return Err(Decision::deny(
+                    d.rule,
+                    format!("`{shown}` is denied: {}", d.why),
+                ));
+            }
+        }
+        None => {
+            if let Some(kind) = internal_name(&host) {
+                if !grant.allow_private {
+                    return Err(Decision::deny(
+                        RULE_PRIVATE,
+                        format!("`{shown}` is denied: `{host}` is {kind}, a private destination; set allow_private: true in the network grant to reach it"),
+                    ));
+                }
+            }
+        }
+    }
+    check_endpoints(method, &parsed, &host, port, ip, grant, &shown)?;
+    Ok(CheckedUrl {
+        url: parsed,
+        host,
+        port,
+        ip,
+    })
 }
 
-pub fn check_ip(_ip: IpAddr, _allow_private: bool) -> Decision {
-    Decision::deny("grants.network", "the IP guard is not ready")
+/// Checks one address (a URL's literal IP, or each address a name resolved to).
+pub fn check_ip(ip: IpAddr, allow_private: bool) -> Decision {
+    match classify(ip) {
+        None => Decision::allow(RULE_URL, format!("{ip} is a public address")),
+        Some(Class::Private(range)) if allow_private => Decision::allow(
+            RULE_PRIVATE,
+            format!("{ip} is in the {range} range, allowed by allow_private: true"),
+        ),
+        Some(Class::Private(range)) => Decision::deny(
+            RULE_PRIVATE,
+            format!("{ip} is in the {range} range, a private destination; set allow_private: true in the network grant to reach it"),
+        ),
+        Some(Class::Reserved(range)) => Decision::deny(
+            RULE_URL,
+            format!("{ip} is in the {range} range, which is never a valid destination"),
+        ),
+    }
 }
 
-pub fn blocked_range(_ip: IpAddr) -> Option<&'static str> {
-    Some("unchecked")
+/// The blocked range `ip` falls in, e.g. `Some("loopback 127.0.0.0/8")`, or `None` if public.
+pub fn blocked_range(ip: IpAddr) -> Option<&'static str> {
+    match classify(ip)? {
+        Class::Private(r) | Class::Reserved(r) => Some(r),
+    }
+}
+
+/// Private ranges are lifted by `allow_private`; reserved ones never are.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Class {
+    Private(&'static str),
+    Reserved(&'static str),
+}
+
+fn classify(ip: IpAddr) -> Option<Class> {
+    match ip {
+        IpAddr::V4(v4) => classify_v4(v4),
+        IpAddr::V6(v6) => classify_v6(v6),
+    }
+}
+
+const V4_RANGES: &[(u32, u8, Class)] = &[
+    (
+        0x0000_0000,
+        8,
+        Class::Reserved("\"this network\" 0.0.0.0/8"),
+    ),
+    (0x0A00_0000, 8, Class::Private("private 10.0.0.0/8")),
+    (
+        0x6440_0000,
+        10,
+        Class::Private("carrier-grade NAT 100.64.0.0/10"),
+    ),
+    (0x7F00_0000, 8, Class::Private("loopback 127.0.0.0/8")),
+    (
+        0xA9FE_0000,
+        16,
+        Class::Private("link-local (cloud metadata) 169.254.0.0/16"),
+    ),
+    (0xAC10_0000, 12, Class::Private("private 172.16.0.0/12")),
+    (
+        0xC000_0000,
+        24,
+        Class::Reserved("IETF protocol assignments 192.0.0.0/24"),
+    ),
+    (
+        0xC000_0200,
+        24,
+        Class::Reserved("documentation 192.0.2.0/24"),
+    ),
+    (
+        0xC058_6300,
+        24,
+        Class::Reserved("6to4 relay 192.88.99.0/24"),
+    ),
+    (0xC0A8_0000, 16, Class::Private("private 192.168.0.0/16")),
+    (
+        0xC612_0000,
+        15,
+        Class::Private("benchmarking 198.18.0.0/15"),
+    ),
+    (
+        0xC633_6400,
+        24,
+        Class::Reserved("documentation 198.51.100.0/24"),
+    ),
+    (
+        0xCB00_7100,
+        24,
+        Class::Reserved("documentation 203.0.113.0/24"),
+    ),
+    (0xE000_0000, 4, Class::Reserved("multicast 224.0.0.0/4")),
+    (
+        0xFFFF_FFFF,
+        32,
+        Class::Reserved("broadcast 255.255.255.255/32"),
+    ),
+    (0xF000_0000, 4, Class::Reserved("reserved 240.0.0.0/4")),
+];
+
+fn classify_v4(ip: Ipv4Addr) -> Option<Class> {
+    let n = u32::from(ip);
+    V4_RANGES
+        .iter()
+        .find(|(net, len, _)| {
+            n.checked_shr(32 - u32::from(*len)).unwrap_or(0)
+                == net.checked_shr(32 - u32::from(*len)).unwrap_or(0)
+        })
+        .map(|(_, _, c)| *c)
+}
+
+const V6_RANGES: &[(u128, u8, Class)] = &[
+    (0, 128, Class::Reserved("unspecified ::/128")),
+    (1, 128, Class::Private("loopback ::1/128")),
+    (0xfe80 << 112, 10, Class::Private("link-local fe80::/10")),
+    (0xfec0 << 112, 10, Class::Private("site-local fec0::/10")),
+    (0xfc00 << 112, 7, Class::Private("unique local fc00::/7")),
+    (0xff00 << 112, 8, Class::Reserved("multicast ff00::/8")),
+    (
+        0x2001_0db8 << 96,
+        32,
+        Class::Reserved("documentation 2001:db8::/32"),
+    ),
+    (
+        0x3fff << 112,
+        20,
+        Class::Reserved("documentation 3fff::/20"),
+    ),
+    (0x0100 << 112, 64, Class::Reserved("discard-only 100::/64")),
+    (
+        0x2001_0010 << 96,
+        28,
+        Class::Reserved("ORCHID 2001:10::/28"),
+    ),
+    (
+        0x0064_ff9b_0001 << 80,
+        48,
+        Class::Private("local NAT64 64:ff9b:1::/48"),
+    ),
+];
+
+fn classify_v6(ip: Ipv6Addr) -> Option<Class> {
+    if let Some(v4) = embedded_v4(ip) {
+        if let Some(c) = classify_v4(v4) {
+            return Some(c);
+        }
+    }
+    let n = u128::from(ip);
+    V6_RANGES
+        .iter()
+        .find(|(net, len, _)| {
+            let shift = 128 - u32::from(*len);
+            n.checked_shr(shift).unwrap_or(0) == net.checked_shr(shift).unwrap_or(0)
+        })
+        .map(|(_, _, c)| *c)
+}
+
+/// The IPv4 address an IPv6 address carries: mapped, compatible, translated, NAT64, 6to4, Teredo.
+fn embedded_v4(ip: Ipv6Addr) -> Option<Ipv4Addr> {
+    let n = u128::from(ip);
+    let low32 = Ipv4Addr::from((n & 0xffff_ffff) as u32);
+    let top96 = n >> 32;
+    if n <= 1 {
+        return None; // `::` and `::1` are v6 unspecified and loopback
+    }
+    match top96 {
+        0xffff => return Some(low32),      // ::ffff:a.b.c.d (mapped)
+        0 => return Some(low32),           // ::a.b.c.d (compatible)
+        0xffff_0000 => return Some(low32), // ::ffff:0:a.b.c.d (translated)
+        0x0064_ff9b_0000_0000_0000_0000 => return Some(low32), // 64:ff9b::/96 (NAT64)
+        _ => {}
+    }
+    let segs = ip.segments();
+    if segs[0] == 0x2002 {
+        let v = (u32::from(segs[1]) << 16) | u32::from(segs[2]);
+        return Some(Ipv4Addr::from(v)); // 6to4
+    }
+    if segs[0] == 0x2001 && segs[1] == 0 {
+        return Some(Ipv4Addr::from(!((n & 0xffff_ffff) as u32))); // Teredo client
+    }
+    None
+}
+
+/// Names that only resolve inside a machine or a private network.
+fn internal_name(host: &str) -> Option<&'static str> {
+    const SUFFIXES: &[(&str, &str)] = &[
+        ("localhost", "a loopback name"),
+        ("local", "an mDNS (.local) name"),
+        ("internal", "an internal (.internal) name"),
+        ("home.arpa", "a home network (.home.arpa) name"),
+        ("localdomain", "a local domain name"),
+        ("lan", "a LAN (.lan) name"),
+        ("intranet", "an intranet name"),
+        ("corp", "a corporate network (.corp) name"),
+    ];
+    if !host.contains('.') {
+        return Some("a single-label name, which only resolves on a local network");
+    }
+    SUFFIXES
+        .iter()
+        .find(|(s, _)| host == *s || host.strip_suffix(s).is_some_and(|p| p.ends_with('.')))
+        .map(|(_, kind)| *kind)
+}
+
+fn check_endpoints(
+    method: &str,
+    url: &Url,
+    host: &str,
+    port: u16,
+    ip: Option<IpAddr>,
+    grant: &NetworkGrant,
+    shown: &str,
+) -> Result<(), Decision> {
+    if grant.endpoints.is_empty() {
+        return Ok(());
+    }
+    let hosts: Vec<&Endpoint> = grant
+        .endpoints
+        .iter()
+        .filter(|e| host_matches(&e.host, host, port, ip))
+        .collect();
+    if hosts.is_empty() {
+        let list: Vec<&str> = grant.endpoints.iter().map(|e| e.host.as_str()).collect();
+        return Err(Decision::deny(
+            RULE_ENDPOINTS,
+            format!(
+                "`{shown}` is denied: the host `{host}` matches no allowed endpoint ({})",
+                list.join(", ")
+            ),
+        ));
+    }
+    let segments = path_segments(url.path());
+    let on_path: Vec<&&Endpoint> = hosts
+        .iter()
+        .filter(|e| path_matches(e.path_prefix.as_deref(), segments.as_deref()))
+        .collect();
+    if on_path.is_empty() {
+        return Err(Decision::deny(
+            RULE_ENDPOINTS,
+            format!("`{shown}` is denied: the path `{}` is outside the allowed path prefixes for `{host}`", url.path()),
+        ));
+    }
+    let method_ok = on_path.iter().any(|e| match &e.methods {
+        None => true,
+        Some(ms) => ms.iter().any(|m| m.eq_ignore_ascii_case(method.trim())),
+    });
+    if !method_ok {
+        return Err(Decision::deny(
+            RULE_ENDPOINTS,
+            format!("`{shown}` is denied: the method `{method}` is not allowed for this endpoint"),
+        ));
+    }
+    Ok(())
+}
+
+/// `api.github.com` exactly, `*.example.com` for sub-domains only, `*` for any host; an
+/// optional `:PORT` pins the port. Unicode names compare in their ASCII (punycode) form.
+fn host_matches(pattern: &str, host: &str, port: u16, ip: Option<IpAddr>) -> bool {
+    let pattern = pattern.trim().trim_end_matches('.');
+    if pattern == "*" {
+        return true;
+    }
+    let (pattern, want_port) = split_port(pattern);
+    if want_port.is_some_and(|p| p != port) {
+        return false;
+    }
+    if let Some(suffix) = pattern.strip_prefix("*.") {
+        let Some(suffix) = normalize_domain(suffix) else {
+            return false;
+        };
+        return ip.is_none()
+            && host
+                .strip_suffix(suffix.as_str())
+                .is_some_and(|sub| sub.len() > 1 && sub.ends_with('.'));
+    }
+    match (
+        Host::parse(pattern.trim_start_matches('[').trim_end_matches(']')),
+        ip,
+    ) {
+        (Ok(Host::Ipv4(a)), Some(b)) => IpAddr::V4(a) == b,
+        (Ok(Host::Ipv6(a)), Some(b)) => IpAddr::V6(a) == b,
+        (Ok(Host::Domain(d)), None) => d.trim_end_matches('.').eq_ignore_ascii_case(host),
+        _ => false,
+    }
+}
+
+fn split_port(pattern: &str) -> (&str, Option<u16>) {
+    if let Some((h, p)) = pattern.rsplit_once(':') {
+        if !h.is_empty() && !h.ends_with(':') && (h.starts_with('[') || !h.contains(':')) {
+            if let Ok(p) = p.parse() {
+                return (h, Some(p));
+            }
+        }
+    }
+    (pattern, None)
+}
+
+fn normalize_domain(d: &str) -> Option<String> {
+    match Host::parse(d) {
+        Ok(Host::Domain(d)) => Some(d.trim_end_matches('.').to_ascii_lowercase()),
+        _ => None,
+    }
+}
+
+/// Percent-decoded path segments, or `None` when a segment hides a separator or a dot
+/// segment (`%2F`, `%5C`, `..;`) that a server might resolve differently.
+fn path_segments(path: &str) -> Option<Vec<String>> {
+    let mut out = Vec::new();
+    for raw in path.strip_prefix('/').unwrap_or(path).split('/') {
+        let seg = percent_decode_str(raw).decode_utf8_lossy().into_owned();
+        let bare = seg.split(';').next().unwrap_or("");
+        if seg.contains(['/', '\\'])
+            || bare == "."
+            || bare == ".."
+            || seg.contains('%') && raw != seg
+        {
+            return None;
+        }
+        out.push(seg);
+    }
+    Some(out)
+}
+
+/// Whole-segment prefix match: `/v1` covers `/v1` and `/v1/x`, not `/v10` or `/v1/../admin`.
+fn path_matches(prefix: Option<&str>, segments: Option<&[String]>) -> bool {
+    let Some(prefix) = prefix else { return true };
+    let Some(segments) = segments else {
+        return false;
+    };
+    let want: Vec<String> = prefix
+        .split('/')
+        .filter(|s| !s.is_empty())
+        .map(|s| percent_decode_str(s).decode_utf8_lossy().into_owned())
+        .collect();
+    want.len() <= segments.len() && want.iter().zip(segments).all(|(a, b)| a == b)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn embedded_ipv4_in_every_ipv6_form_is_found() {
+        for s in [
+            "::ffff:127.0.0.1",
+            "::127.0.0.1",
+            "64:ff9b::7f00:1",
+            "2002:7f00:1::",
+            "::ffff:0:7f00:1",
+        ] {
+            let ip: Ipv6Addr = s.parse().unwrap_or(Ipv6Addr::UNSPECIFIED);
+            assert_eq!(embedded_v4(ip), Some(Ipv4Addr::new(127, 0, 0, 1)), "{s}");
+        }
+    }
+
+    #[test]
+    fn blocked_range_names_the_range() {
+        assert_eq!(
+            blocked_range(
+                "127.0.0.1"
+                    .parse()
+                    .unwrap_or(IpAddr::V4(Ipv4Addr::UNSPECIFIED))
+            ),
+            Some("loopback 127.0.0.0/8")
+        );
+        assert_eq!(
+            blocked_range(IpAddr::V4(Ipv4Addr::new(93, 184, 216, 34))),
+            None
+        );
+    }
+
+    #[test]
+    fn private_ranges_open_with_allow_private_but_reserved_ones_never_do() {
+        let lo = IpAddr::V4(Ipv4Addr::LOCALHOST);
+        assert!(check_ip(lo, true).is_allowed());
+        assert!(check_ip(lo, false).is_denied());
+        assert!(check_ip(IpAddr::V4(Ipv4Addr::UNSPECIFIED), true).is_denied());
+    }
 }

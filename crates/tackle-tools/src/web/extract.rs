@@ -36,9 +36,23 @@ impl Format {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Page {
     pub(crate) title: Option<String>,
+    /// The author line Readability found (it is taken out of the content).
+    pub(crate) byline: Option<String>,
     pub(crate) content: String,
     /// `true` when Readability found an article; `false` when the whole body was converted.
     pub(crate) article: bool,
+}
+
+impl Page {
+    /// Content shown as is: no title, not an article.
+    pub(crate) fn plain(content: String) -> Self {
+        Self {
+            title: None,
+            byline: None,
+            content,
+            article: false,
+        }
+    }
 }
 
 /// Elements that are page furniture rather than content, dropped when Readability finds no
@@ -73,6 +87,7 @@ fn article(mut reader: Readability) -> Option<Page> {
     let content = tidy(&article.text_content);
     (!content.is_empty()).then(|| Page {
         title: non_empty(article.title.trim()),
+        byline: article.byline.as_deref().and_then(|b| non_empty(b.trim())),
         content,
         article: true,
     })
@@ -97,6 +112,7 @@ fn whole_body(html: &str, format: Format) -> Page {
     };
     Page {
         title,
+        byline: None,
         content: tidy(&content),
         article: false,
     }

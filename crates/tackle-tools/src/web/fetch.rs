@@ -171,20 +171,22 @@ fn render(
         return Err(binary_refusal(resp, &media));
     }
     let (text, encoding) = net::decode(&resp.body, content_type, kind);
-    let (title, content, article) = match (kind, fetch.format) {
+    let page = match (kind, fetch.format) {
         (BodyKind::Html, Format::Markdown | Format::Text) => {
-            let page = extract::page(&text, &resp.final_url, fetch.format);
-            (page.title, page.content, page.article)
+            extract::page(&text, &resp.final_url, fetch.format)
         }
         (BodyKind::Json, Format::Markdown | Format::Text) => {
-            (None, extract::pretty_json(&text).unwrap_or(text), false)
+            extract::Page::plain(extract::pretty_json(&text).unwrap_or(text))
         }
-        _ => (None, text, false),
+        _ => extract::Page::plain(text),
     };
 
     let mut head = Vec::new();
-    if let Some(t) = &title {
+    if let Some(t) = &page.title {
         head.push(format!("Title: {t}"));
+    }
+    if let Some(b) = &page.byline {
+        head.push(format!("Byline: {b}"));
     }
     head.push(format!("URL: {}", resp.final_url));
     if !resp.redirects.is_empty() {
@@ -203,7 +205,7 @@ fn render(
             net::human_size(fetch.max_bytes)
         ));
     }
-    let text = secrets.scrub(&format!("{}\n\n{}", head.join("\n"), content));
+    let text = secrets.scrub(&format!("{}\n\n{}", head.join("\n"), page.content));
     let structured = json!({
         "url": fetch.url,
         "final_url": resp.final_url,
@@ -213,8 +215,9 @@ fn render(
         "encoding": encoding,
         "kind": kind.to_string(),
         "format": fetch.format.as_str(),
-        "title": title,
-        "article": article,
+        "title": page.title,
+        "byline": page.byline,
+        "article": page.article,
         "bytes": resp.body.len(),
         "truncated": resp.truncated,
     });
