@@ -11,6 +11,7 @@ use std::time::Duration;
 use tackle_agent::{Dispatcher, DispatcherConfig, Registry, Sanitizer};
 use tackle_protocol::config::{AgentConfig, Config};
 use tackle_protocol::{AgentServices, Extension, HostProvider};
+use tackle_store::Store;
 
 pub struct App {
     pub config_source: Option<PathBuf>,
@@ -20,6 +21,8 @@ pub struct App {
     /// The configured MCP servers, starting in the background.
     pub mcp: Option<Arc<tackle_mcp::McpManager>>,
     pub mcp_bearer_token: Option<String>,
+    /// Sessions, memory and the audit log.
+    pub store: Store,
 }
 
 /// Options that change which tools are registered.
@@ -46,7 +49,9 @@ pub fn load_config(global: &Global) -> Result<Loaded> {
 
 impl App {
     pub fn build(global: &Global, selection: &Selection) -> Result<Self> {
-        Self::from_loaded(global, selection, load_config(global)?, None)
+        let loaded = load_config(global)?;
+        let store = open_store(&Self::state_dir_for(&loaded.config))?;
+        Self::from_loaded(global, selection, loaded, None, store)
     }
 
     /// Build from an already loaded config; `agents` serves the agent tools (`compact`, …).
@@ -55,6 +60,7 @@ impl App {
         selection: &Selection,
         loaded: Loaded,
         agents: Option<Arc<dyn AgentServices>>,
+        store: Store,
     ) -> Result<Self> {
         let Loaded { config, source, .. } = loaded;
         let workspace =
@@ -102,6 +108,7 @@ impl App {
                 sanitizer,
             },
         );
+        dispatcher = dispatcher.with_audit(Arc::new(store.clone()));
         if let Some(agents) = agents {
             dispatcher = dispatcher.with_agents(agents);
         }
@@ -112,6 +119,7 @@ impl App {
             dispatcher: Arc::new(dispatcher),
             mcp,
             mcp_bearer_token: config.mcp.bearer_token.clone().filter(|t| !t.is_empty()),
+            store,
         })
     }
 }
@@ -162,6 +170,11 @@ fn extensions(
     all.into_iter()
         .filter(|ext| agent.is_none_or(|a| a.extensions.is_enabled(ext.name())))
         .collect()
+}
+
+/// The state store; without it no decision could be audited, so it is required.
+pub fn open_store(state_dir: &Path) -> Result<Store> {
+    Store::open(state_dir).map_err(|e| anyhow::anyhow!("cannot open the state store: {e}"))
 }
 
 fn start_mcp(config: &Config, state_dir: &Path) -> Option<Arc<tackle_mcp::McpManager>> {

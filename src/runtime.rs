@@ -3,7 +3,7 @@
 use crate::app::{load_config, App, Selection};
 use crate::cli::Global;
 use crate::exit::usage;
-use anyhow::{Context, Result};
+use anyhow::Result;
 use std::sync::Arc;
 use tackle_agent::{AgentLoop, Compactor, LoopConfig, Session};
 use tackle_llm::{provider_from_config, EnvSnapshot, LlmError, Provider};
@@ -31,7 +31,7 @@ impl Runtime {
         };
         let (provider, model, stream) = select_provider(&loaded.config, agent.as_ref()).await?;
         let state_dir_probe = App::state_dir_for(&loaded.config);
-        let store = Store::open(&state_dir_probe).context("opening the state store")?;
+        let store = crate::app::open_store(&state_dir_probe)?;
         let compactor = Arc::new(Compactor::new(
             Arc::clone(&provider),
             model.clone(),
@@ -42,6 +42,7 @@ impl Runtime {
             selection,
             loaded,
             Some(compactor.clone() as Arc<dyn tackle_protocol::AgentServices>),
+            store.clone(),
         )?;
         app.settle_mcp().await;
         let mut config = LoopConfig::new(model);

@@ -21,6 +21,13 @@ pub async fn run(global: &Global) -> Result<i32> {
     println!("config: ok ({source})");
     println!("workspace: {}", app.workspace.display());
     println!("state dir: {}", app.state_dir.display());
+    match app.store.audit_tail(1).await {
+        Ok(_) => println!(
+            "audit log: ok ({})",
+            app.store.path().map(|p| p.display().to_string()).unwrap_or_default()
+        ),
+        Err(e) => println!("audit log: ERROR: {e}"),
+    }
     println!(
         "tools: {} registered",
         app.dispatcher.registry().specs().len()

@@ -2,6 +2,7 @@
 //! connects it to the SQLite audit log in `tackle-store`).
 
 use serde::Serialize;
+use tackle_protocol::Verdict;
 
 /// One decision about one call.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -20,7 +21,37 @@ pub struct AuditEvent {
     pub duration_ms: u64,
 }
 
+#[async_trait::async_trait]
 pub trait AuditSink: Send + Sync {
-    /// Must not block for long: implementations queue or write quickly.
-    fn record(&self, event: AuditEvent);
+    /// Append one event. Awaited by the dispatcher before the call's result is returned, so an
+    /// outcome is never reported without its record.
+    async fn record(&self, event: AuditEvent);
+}
+
+/// The SQLite audit log in the state store.
+#[async_trait::async_trait]
+impl AuditSink for tackle_store::Store {
+    async fn record(&self, event: AuditEvent) {
+        let verdict = match event.verdict.as_str() {
+            "denied" => Verdict::Deny,
+            "needs_approval" => Verdict::Ask,
+            _ => Verdict::Allow,
+        };
+        let record = tackle_store::AuditRecord {
+            ts: String::new(),
+            session_id: (!event.session_id.is_empty()).then_some(event.session_id),
+            agent: event.agent,
+            tool: event.tool,
+            args_summary: event.args_summary,
+            verdict,
+            rule: event.rule,
+            why: event.why,
+            approver: (!event.approver.is_empty()).then_some(event.approver),
+            outcome: event.verdict,
+            duration_ms: Some(event.duration_ms),
+        };
+        if let Err(e) = self.append_audit(record).await {
+            tracing::error!("could not append to the audit log: {e}");
+        }
+    }
 }

@@ -160,7 +160,8 @@ impl Dispatcher {
                 e.message = self.config.sanitizer.sanitize(&e.message);
                 e
             });
-        self.record(&req, args_summary, &outcome, approver, started.elapsed());
+        self.record(&req, args_summary, &outcome, approver, started.elapsed())
+            .await;
         outcome
     }
 
@@ -406,7 +407,7 @@ impl Dispatcher {
         preview(&text, 200)
     }
 
-    fn record(
+    async fn record(
         &self,
         req: &CallRequest,
         args_summary: String,
@@ -427,17 +428,19 @@ impl Dispatcher {
                 (e.kind.as_str().to_string(), rule, e.message.clone())
             }
         };
-        audit.record(AuditEvent {
-            session_id: req.session_id.clone(),
-            agent: self.config.agent.clone(),
-            tool: req.call.name.clone(),
-            args_summary,
-            verdict,
-            rule,
-            why,
-            approver,
-            duration_ms: u64::try_from(elapsed.as_millis()).unwrap_or(u64::MAX),
-        });
+        audit
+            .record(AuditEvent {
+                session_id: req.session_id.clone(),
+                agent: self.config.agent.clone(),
+                tool: req.call.name.clone(),
+                args_summary,
+                verdict,
+                rule,
+                why,
+                approver,
+                duration_ms: u64::try_from(elapsed.as_millis()).unwrap_or(u64::MAX),
+            })
+            .await;
     }
 }
 

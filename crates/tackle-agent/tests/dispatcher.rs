@@ -130,8 +130,9 @@ impl Extension for Ext {
 #[derive(Default)]
 struct Audit(Mutex<Vec<AuditEvent>>);
 
+#[async_trait]
 impl AuditSink for Audit {
-    fn record(&self, event: AuditEvent) {
+    async fn record(&self, event: AuditEvent) {
         self.0.lock().unwrap().push(event);
     }
 }

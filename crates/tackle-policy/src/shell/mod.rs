@@ -12,6 +12,7 @@ mod walk;
 mod words;
 mod wrappers;
 
+pub(crate) use rules::rule_words;
 use rules::{allow_matches, deny_matches, Rule};
 use tackle_protocol::{Decision, ShellGrant};
 use walk::{Analysis, Cmd, Walker};

@@ -31,6 +31,11 @@ impl Rule {
     }
 }
 
+/// A rule's words as the matcher sees them, for comparing rules with each other.
+pub(crate) fn rule_words(raw: &str) -> Option<Vec<String>> {
+    Rule::parse(raw).map(|r| r.words)
+}
+
 /// Directories whose programs are the ones a bare name finds.
 const SYSTEM_DIRS: &[&str] = &[
     "/bin",

@@ -3,8 +3,10 @@
 //!
 //! Every request goes through `cx.host().http(..)`: the host checks the network grant, pins
 //! DNS, re-checks each redirect, caps the body and times out. These tools only shape requests
-//! and read answers; they never open a socket. Search backends are destinations the operator
-//! wrote in config, so their requests are marked `operator_configured` and need no grant.
+//! and read answers; they never open a socket. A search backend's `url` is a destination the
+//! operator wrote in config, so its requests are marked `operator_configured` (trusted as
+//! written, e.g. a SearxNG on 127.0.0.1); providers' built-in public API bases are checked
+//! like any other URL.
 //!
 //! Not here: SSRF rules (`tackle-policy`), the HTTP client (`tackle-host`), result sanitizing
 //! (the dispatcher).

@@ -167,7 +167,10 @@ pub(crate) fn request(
         max_bytes: 2 * 1024 * 1024,
         timeout,
         follow_redirects: true,
-        operator_configured: true,
+        // Only a `url` the operator wrote is trusted as written (and the host trusts only
+        // URLs it finds in the config). A provider's built-in public API base is checked like
+        // any URL under this tool's network grant, which allows public hosts by default.
+        operator_configured: cfg.url.is_some(),
     })
 }
 
@@ -507,9 +510,10 @@ mod tests {
             ddg.url,
             "https://html.duckduckgo.com/html/?q=rust+%26+tokio"
         );
-        assert!([kagi, brave, serper, searx, ddg]
+        assert!(searx.operator_configured);
+        assert!([kagi, brave, serper, ddg]
             .iter()
-            .all(|r| r.operator_configured));
+            .all(|r| !r.operator_configured));
     }
 
     #[test]

@@ -72,8 +72,9 @@ impl Tool for WebSearch {
         .approval(ApprovalMode::Never)
     }
 
-    // No planned capabilities: every destination is one the operator wrote in config
-    // (`operator_configured`), so the model's network grant does not govern them.
+    // No planned capabilities: the model chooses only the query, never the destination.
+    // Backends' `url`s are operator-configured; built-in API bases are public hosts that the
+    // host still checks against this tool's grant on every request.
 
     fn timeout(&self) -> Option<Duration> {
         let backends = self.settings.search_backends.len().max(1) as u32;
