@@ -15,6 +15,9 @@ const FORMATS: [(&str, bool); 4] = [
 ];
 /// The streaming ones, for the longer scenarios.
 const STREAMING: [(&str, bool); 2] = [("openai", true), ("anthropic", true)];
+/// fakellm answers streamed requests with 200 whatever the rule's status, so HTTP errors are
+/// driven through plain requests here (the providers' own tests cover errors on streams).
+const PLAIN: [(&str, bool); 2] = [("openai", false), ("anthropic", false)];
 
 fn tag(kind: &str, stream: bool) -> String {
     format!("{kind}-{}", if stream { "stream" } else { "plain" })
@@ -328,7 +331,7 @@ fn a_rejected_api_key_is_a_clear_error() {
     ) else {
         return;
     };
-    for (kind, stream) in STREAMING {
+    for (kind, stream) in PLAIN {
         let sb = Sandbox::new();
         let r = tackle_run(
             &sb,
@@ -354,7 +357,7 @@ fn a_rate_limit_is_retried_and_then_succeeds() {
     )) else {
         return;
     };
-    for (kind, stream) in STREAMING {
+    for (kind, stream) in PLAIN {
         let sb = Sandbox::new();
         let r = tackle_run(
             &sb,

@@ -24,7 +24,10 @@ pub async fn run(global: &Global) -> Result<i32> {
     match app.store.audit_tail(1).await {
         Ok(_) => println!(
             "audit log: ok ({})",
-            app.store.path().map(|p| p.display().to_string()).unwrap_or_default()
+            app.store
+                .path()
+                .map(|p| p.display().to_string())
+                .unwrap_or_default()
         ),
         Err(e) => println!("audit log: ERROR: {e}"),
     }

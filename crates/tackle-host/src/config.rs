@@ -82,3 +82,32 @@ pub fn operator_urls(config: &Config) -> Vec<String> {
     let mcp = config.mcp_servers.values().filter_map(|m| m.url.clone());
     backends.chain(search).chain(mcp).collect()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn operator_urls_come_from_backends_search_and_mcp_only() {
+        // Built from data, not struct literals, so new optional config fields do not break it.
+        let config: Config = serde_json::from_value(serde_json::json!({
+            "backends": [{"name": "local", "type": "openai", "api_base": "http://127.0.0.1:11434/v1"},
+                         {"name": "claude", "type": "anthropic"}],
+            "web_search": {"backends": [{"type": "searxng", "url": "http://127.0.0.1:8888"}]},
+            "mcp_servers": {"remote": {"url": "https://mcp.example.com/mcp"},
+                            "local": {"command": "npx"}},
+            "security": {"env_passthrough": ["CARGO_*"]}
+        }))
+        .unwrap();
+        let host = HostConfig::new("/state").with_config(&config);
+        assert_eq!(
+            host.operator_hosts,
+            vec![
+                "http://127.0.0.1:11434/v1",
+                "http://127.0.0.1:8888",
+                "https://mcp.example.com/mcp"
+            ]
+        );
+        assert_eq!(host.env_passthrough, vec!["CARGO_*"]);
+    }
+}

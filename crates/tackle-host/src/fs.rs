@@ -3,9 +3,11 @@
 //! Everything here is blocking `std::fs`; the host runs it on the blocking pool.
 
 use crate::paths::PathGuard;
-use std::fs::{self, File, OpenOptions};
+use crate::safe_open::{open_no_links, Dir};
+use std::ffi::{OsStr, OsString};
+use std::fs::{self, File};
 use std::io::{self, Read, Seek, SeekFrom, Write};
-use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use tackle_policy::path::Access;
@@ -17,7 +19,7 @@ fn io_err(path: &Path, e: io::Error) -> HostError {
             path: path.to_path_buf(),
         }
     } else if e.raw_os_error() == Some(libc::ELOOP) {
-        // O_NOFOLLOW met a link that appeared after the path was resolved.
+        // A link appeared on the way after the path was resolved (openat2 / O_NOFOLLOW).
         HostError::Io(format!(
             "{}: refusing to follow a symbolic link",
             path.display()
@@ -54,11 +56,9 @@ pub(crate) fn read(
             path.display()
         )));
     }
-    let mut file = OpenOptions::new()
-        .read(true)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK)
-        .open(&path)
-        .map_err(|e| io_err(&path, e))?;
+    let fd =
+        open_no_links(&path, libc::O_RDONLY | libc::O_NONBLOCK).map_err(|e| io_err(&path, e))?;
+    let mut file = File::from(fd);
     let total_size = file.metadata().map_err(|e| io_err(&path, e))?.len();
     let cap = req.max_bytes.unwrap_or(ceiling).min(ceiling);
     file.seek(SeekFrom::Start(req.offset))
@@ -151,38 +151,39 @@ fn create_dirs_inside_grant(guard: &PathGuard, dir: &Path) -> Result<(), HostErr
 static TEMP_COUNTER: AtomicU64 = AtomicU64::new(0);
 
 /// Temp file in the same directory, fsync, rename over the target, fsync the directory, so a
-/// reader sees the old file or the new one and never half of one. The rename replaces a
-/// final-component link rather than writing through it.
+/// reader sees the old file or the new one and never half of one. The directory is held open
+/// (reached without links) and the temp file and rename are relative to it; the rename
+/// replaces a final-component link rather than writing through it.
 fn write_atomic(
     target: &Path,
     data: &[u8],
     perms: Option<fs::Permissions>,
 ) -> Result<(), HostError> {
-    let dir = target.parent().unwrap_or(Path::new("/"));
-    let base = target
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
+    let dir_path = target.parent().unwrap_or(Path::new("/"));
+    let name = target.file_name().unwrap_or_default();
+    let dir = Dir::open(dir_path).map_err(|e| io_err(dir_path, e))?;
     let n = TEMP_COUNTER.fetch_add(1, Ordering::Relaxed);
-    let tmp = dir.join(format!(".{base}.tackle-{}-{n}.tmp", std::process::id()));
-    let result = write_temp(&tmp, data, perms).and_then(|()| fs::rename(&tmp, target));
+    let tmp = OsString::from(format!(
+        ".{}.tackle-{}-{n}.tmp",
+        name.to_string_lossy(),
+        std::process::id()
+    ));
+    let result = write_temp(&dir, &tmp, data, perms).and_then(|()| dir.rename(&tmp, name));
     if let Err(e) = result {
-        let _ = fs::remove_file(&tmp);
+        let _ = dir.remove(&tmp);
         return Err(io_err(target, e));
     }
-    if let Ok(d) = File::open(dir) {
-        let _ = d.sync_all();
-    }
+    let _ = dir.sync();
     Ok(())
 }
 
-fn write_temp(tmp: &Path, data: &[u8], perms: Option<fs::Permissions>) -> io::Result<()> {
-    let mut file = OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .mode(0o644)
-        .custom_flags(libc::O_NOFOLLOW)
-        .open(tmp)?;
+fn write_temp(
+    dir: &Dir,
+    tmp: &OsStr,
+    data: &[u8],
+    perms: Option<fs::Permissions>,
+) -> io::Result<()> {
+    let mut file = dir.create_new(tmp, 0o644)?;
     file.write_all(data)?;
     if let Some(p) = perms {
         file.set_permissions(fs::Permissions::from_mode(p.mode() & 0o7777))?;

@@ -44,6 +44,7 @@ mod host;
 mod net;
 mod paths;
 mod report;
+mod safe_open;
 mod sandbox;
 mod walk;
 

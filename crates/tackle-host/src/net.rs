@@ -154,17 +154,27 @@ pub(crate) struct Http<'a> {
     pub cancel: &'a CancellationToken,
 }
 
+/// The URL guard plus a check of a literal IP host, which reqwest never sends to the
+/// resolver. `Ok` is the URL as the guard parsed it: the one that is then fetched.
+fn checked(method: &str, url: &str, grant: &NetworkGrant) -> Result<Url, Decision> {
+    let c = check_url(method, url, grant)?;
+    if let Some(ip) = literal_ip(&c.url) {
+        let d = check_ip(ip, grant.allow_private);
+        if !d.is_allowed() {
+            return Err(d);
+        }
+    }
+    Ok(c.url)
+}
+
 /// The network decision for `--explain` (no DNS).
 pub(crate) fn decide(method: &str, url: &str, grant: &NetworkGrant) -> Decision {
-    match check_url(method, url, grant) {
+    match checked(method, url, grant) {
         Err(d) => d,
-        Ok(checked) => match literal_ip(&checked.url).map(|ip| check_ip(ip, grant.allow_private)) {
-            Some(d) if !d.is_allowed() => d,
-            _ => Decision::allow(
-                "grants.network",
-                format!("{method} {} is allowed by the network grant", checked.url),
-            ),
-        },
+        Ok(url) => Decision::allow(
+            "grants.network",
+            format!("{method} {url} is allowed by the network grant"),
+        ),
     }
 }
 
@@ -224,7 +234,7 @@ impl Http<'_> {
         };
         let mut redirects = Vec::new();
         for n in 0..=MAX_REDIRECTS {
-            let reach = self.admit(&hop, n, n == 0 && trusted_first)?;
+            let reach = self.admit(&mut hop, n, n == 0 && trusted_first)?;
             let resp = self.send(&hop, reach).await?;
             let next = match redirect_target(&resp, &hop.url) {
                 Some(next) if req.follow_redirects => next?,
@@ -240,7 +250,7 @@ impl Http<'_> {
     }
 
     /// Check one hop; the answer is which resolver may carry it.
-    fn admit(&self, hop: &Hop, n: usize, trusted: bool) -> Result<Reach, HostError> {
+    fn admit(&self, hop: &mut Hop, n: usize, trusted: bool) -> Result<Reach, HostError> {
         if !matches!(hop.url.scheme(), "http" | "https") {
             return Err(HostError::Invalid(format!(
                 "{}: only http and https URLs are fetched",
@@ -250,9 +260,9 @@ impl Http<'_> {
         if trusted {
             return Ok(Reach::Operator);
         }
-        let decision = decide(hop.method.as_str(), hop.url.as_str(), self.grant);
-        if !decision.is_allowed() {
-            return Err(HostError::Denied(at_hop(decision, n, &hop.url)));
+        match checked(hop.method.as_str(), hop.url.as_str(), self.grant) {
+            Ok(url) => hop.url = url,
+            Err(d) => return Err(HostError::Denied(at_hop(d, n, &hop.url))),
         }
         Ok(if self.grant.allow_private {
             Reach::Private

@@ -27,7 +27,7 @@ pub fn enforcement_report() -> Vec<Enforcement> {
         Enforcement {
             protection: "fs_grants",
             enforced: true,
-            detail: "paths are canonicalised (symlinks resolved) before the fs grant is checked; writes are atomic".into(),
+            detail: "paths are canonicalised (symlinks resolved) before the fs grant is checked, then opened refusing links (openat2 RESOLVE_NO_SYMLINKS where the kernel has it); writes are atomic".into(),
         },
         Enforcement {
             protection: "dns_pinning",

@@ -65,8 +65,8 @@ pub fn merge_over(base: &Grants, overlay: &Grants) -> Grants {
 }
 
 /// A child's grants, narrowed so they never allow more than the parent's. A kind the child
-/// does not set inherits the parent's; a kind the parent does not set is the default (shell and
-/// network permissive, fs the workspace only).
+/// does not set inherits the parent's; a kind the parent does not set is that kind's default
+/// (shell and network permissive, fs the workspace only), which the child's setting narrows.
 pub fn attenuate(parent: &Grants, child: &Grants) -> Grants {
     Grants {
         shell: both(&parent.shell, &child.shell, shell_meet),
@@ -75,11 +75,11 @@ pub fn attenuate(parent: &Grants, child: &Grants) -> Grants {
     }
 }
 
-fn both<T: Clone>(p: &Option<T>, c: &Option<T>, meet: fn(&T, &T) -> T) -> Option<T> {
+fn both<T: Clone + Default>(p: &Option<T>, c: &Option<T>, meet: fn(&T, &T) -> T) -> Option<T> {
     match (p, c) {
         (Some(p), Some(c)) => Some(meet(p, c)),
-        (Some(x), None) | (None, Some(x)) => Some(x.clone()),
-        (None, None) => None,
+        (None, Some(c)) => Some(meet(&T::default(), c)),
+        (p, None) => p.clone(),
     }
 }
 
@@ -192,9 +192,10 @@ fn segments(p: &str) -> Vec<&str> {
 /// fs lists default to the workspace (`.`), so a missing or empty list is `["."]`, and two
 /// entries meet at the deeper one when one contains the other, compared by component.
 fn fs_meet(p: Option<&FsGrant>, c: Option<&FsGrant>) -> Option<FsGrant> {
-    if p.is_none() && c.is_none() {
-        return None;
-    }
+    let Some(c) = c else {
+        return p.cloned();
+    };
+    let c = Some(c);
     let list = |g: Option<&FsGrant>, read: bool| -> Vec<String> {
         let l = g.map(|g| if read { &g.allow_read } else { &g.allow_write });
         match l {
