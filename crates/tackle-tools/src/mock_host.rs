@@ -119,15 +119,24 @@ impl MockHost {
 
     /// Record the capability and decide it; every host method goes through here first.
     fn gate(&self, cap: Capability) -> Result<(), HostError> {
-        let mut st = lock(&self.state);
+        let decision = self.decide(&cap);
+        lock(&self.state).capabilities.push(cap);
+        match decision.is_denied() {
+            true => Err(HostError::Denied(decision)),
+            false => Ok(()),
+        }
+    }
+
+    /// Denied when a `deny_matching` needle occurs in the capability's summary.
+    fn decide(&self, cap: &Capability) -> Decision {
         let summary = cap.summary();
-        st.capabilities.push(cap);
+        let st = lock(&self.state);
         match st.deny.iter().find(|d| summary.contains(d.as_str())) {
-            Some(d) => Err(HostError::Denied(Decision::deny(
+            Some(d) => Decision::deny(
                 format!("mock.deny = {d:?}"),
                 format!("`{summary}` is denied by the test's rule {d:?}"),
-            ))),
-            None => Ok(()),
+            ),
+            None => Decision::allow("mock", "allowed by the mock host"),
         }
     }
 }
@@ -175,12 +184,7 @@ impl ToolHost for MockHost {
     }
 
     async fn check(&self, capability: &Capability) -> Decision {
-        let summary = capability.summary();
-        let st = lock(&self.state);
-        match st.deny.iter().find(|d| summary.contains(d.as_str())) {
-            Some(d) => Decision::deny(format!("mock.deny = {d:?}"), "denied by test rule"),
-            None => Decision::allow("mock", "allowed by the mock host"),
-        }
+        self.decide(capability)
     }
 
     async fn read(&self, req: ReadRequest) -> Result<FileContent, HostError> {

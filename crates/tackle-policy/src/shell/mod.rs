@@ -6,6 +6,18 @@
 //! targets), process substitution, and what wrappers run (`env`, `sudo`, `xargs`,
 //! `find -exec`, `sh -c`, `eval`, …). Code that cannot be seen (a command name computed at run
 //! time, `sh` reading its input, arithmetic on variables) is denied whenever any rule exists.
+//!
+//! Matching, on words after quote removal (`\rm`, `"rm"`, `$'\x72m'` and `/bin/rm` are all
+//! `rm`; `.` is `source`):
+//! - `deny` wins and errs wide: `git push` also matches `git -C . push`, `rm -rf` matches
+//!   `rm -r -f`, a word computed at run time may be anything, and the program name compares
+//!   without case.
+//! - `allow` errs narrow: every rule word must literally be there (`git status` covers
+//!   `git status -s`), and a path-qualified program only counts from a system directory
+//!   (`/usr/bin/git` is `git`, `./git` is not). Empty `allow` allows every command.
+//! - A wrapper is a command too: `sudo rm` needs both `sudo` and `rm` allowed.
+//! - A line that cannot be parsed is denied even without rules. A script run by path
+//!   (`bash build.sh`, `source env.sh`) is checked as that command only.
 
 mod rules;
 mod walk;

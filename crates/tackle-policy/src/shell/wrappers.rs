@@ -302,6 +302,36 @@ const FLOCK: Opts = opts(
     ],
     &["timeout", "conflict-exit-code", "command"],
 );
+const PKEXEC: Opts = opts(
+    "",
+    "",
+    &["disable-internal-agent", "keep-cwd", "help", "version"],
+    &["user"],
+);
+const STRACE: Opts = opts(
+    "cCdDfFhiqrtTvVwxyzkn",
+    "abeEIoOpPsSuUX",
+    &[
+        "summary-only",
+        "summary",
+        "follow-forks",
+        "output-separately",
+        "debug",
+        "no-abbrev",
+        "verbose",
+        "quiet",
+    ],
+    &[
+        "expr",
+        "output",
+        "signal",
+        "env",
+        "user",
+        "trace",
+        "trace-path",
+        "string-limit",
+    ],
+);
 const TRAP: Opts = opts("lpP", "", &[], &[]);
 const NONE: Opts = opts("", "", &[], &[]);
 
@@ -376,14 +406,31 @@ impl Walker {
             "gosu" | "su-exec" => self.prefix(name, args, &NONE, tail, |_| true, 1),
             "busybox" => self.prefix(name, args, &NONE, tail, |_| true, 0),
             "xargs" => self.xargs(args),
+            "pkexec" => self.prefix(name, args, &PKEXEC, tail, |_| true, 0),
+            "strace" | "ltrace" => self.prefix(name, args, &STRACE, tail, |p| !p.has(&["-p"]), 0),
+            "parallel" => {
+                self.opaque("`parallel`, which builds the commands it runs from its input")
+            }
+            "compgen" | "complete" | "mapfile" | "readarray" => self.callback(name, args),
+            "let" => self.let_(args),
             "find" => self.find(args),
             "eval" => self.eval(args),
             "trap" => self.trap(args),
             "alias" => self.alias(args),
             "watch" => self.watch(args),
             "flock" => self.flock(args, tail),
-            "su" | "runuser" | "script" => self.dash_c(name, args),
-            "export" | "declare" | "typeset" | "local" | "readonly" => self.declare(args),
+            "su" | "script" => self.dash_c(name, args),
+            "runuser" => {
+                self.dash_c(name, args);
+                self.runuser(args, tail);
+            }
+            "export" | "declare" | "typeset" | "local" | "readonly" => {
+                self.declare(args);
+                self.subscripts(name, args);
+            }
+            "printf" | "read" | "unset" | "getopts" | "wait" | "test" | "[" => {
+                self.subscripts(name, args)
+            }
             "hash" | "enable" => self.rebinding(name, args),
             _ if SHELLS.contains(&name) => self.shell(name, args),
             _ => {}
@@ -497,10 +544,24 @@ impl Walker {
             Err(issue) => return self.opt_issue("xargs", issue),
         };
         let rest = args.get(parsed.operands..).unwrap_or(&[]);
-        if rest.is_empty() {
+        // With -I R (or -i / --replace, R = `{}`), words containing R are filled from input.
+        let replace = parsed
+            .value(&["-I"])
+            .map(|w| w.text.clone())
+            .or_else(|| parsed.has(&["-i", "--replace"]).then(|| "{}".to_string()));
+        let words: Vec<Word> = rest
+            .iter()
+            .map(|w| match &replace {
+                Some(r) if !r.is_empty() && w.text.contains(r.as_str()) => {
+                    Word::unknown(w.text.clone())
+                }
+                _ => w.clone(),
+            })
+            .collect();
+        if words.is_empty() {
             self.inner(&[Word::literal("echo")], true);
         } else {
-            self.inner(rest, true);
+            self.inner(&words, true);
         }
     }
 
@@ -595,7 +656,7 @@ impl Walker {
             if w.dynamic {
                 continue;
             }
-            if matches!(w.text.as_str(), "-c" | "--command" | "--session-command") {
+            if is_dash_c(&w.text) || matches!(w.text.as_str(), "--command" | "--session-command") {
                 if let Some(s) = args.get(i).cloned() {
                     self.script(name, &s);
                 }
@@ -607,6 +668,55 @@ impl Walker {
                 let s = Word::literal(s);
                 self.script(name, &s);
             }
+        }
+    }
+
+    /// `runuser -u USER -- CMD…` runs a command without a shell.
+    fn runuser(&mut self, args: &[Word], tail: bool) {
+        if let Some(i) = args.iter().position(|w| !w.dynamic && w.text == "--") {
+            self.inner(args.get(i + 1..).unwrap_or(&[]), tail);
+        }
+    }
+
+    /// `compgen -C CMD`, `complete -C CMD`, `mapfile -C CALLBACK`: strings run as commands.
+    fn callback(&mut self, name: &str, args: &[Word]) {
+        let mut i = 0;
+        while let Some(w) = args.get(i) {
+            i += 1;
+            if w.dynamic && w.text.starts_with('-') {
+                self.opaque(format!(
+                    "`{name}` with the option `{}`, computed at run time",
+                    w.text
+                ));
+            } else if w.text.starts_with('-') && !w.text.starts_with("--") && w.text.ends_with('C')
+            {
+                if let Some(s) = args.get(i).cloned() {
+                    self.script(name, &s);
+                }
+            }
+        }
+    }
+
+    /// `let` evaluates each argument as arithmetic, which runs code hidden in variables.
+    fn let_(&mut self, args: &[Word]) {
+        if args
+            .iter()
+            .any(|w| w.dynamic || super::words::arithmetic_reads_variables(&w.text))
+        {
+            self.opaque("`let` arithmetic, which evaluates variables' values as code");
+        }
+    }
+
+    /// Builtins that take variable names evaluate subscripts: `printf -v 'a[$(cmd)]'` runs cmd.
+    fn subscripts(&mut self, name: &str, args: &[Word]) {
+        if let Some(w) = args
+            .iter()
+            .find(|w| w.text.contains('[') && w.text.contains(['$', '`']))
+        {
+            self.opaque(format!(
+                "`{name}` with `{}`, whose subscript bash evaluates as code",
+                w.text
+            ));
         }
     }
 
@@ -662,6 +772,13 @@ impl Walker {
             self.opaque(format!("`{name} -{risky}`, which rebinds a command name"));
         }
     }
+}
+
+/// `-c`, or a cluster of flags ending in `c` (`-lc`, `-qc`), whose value is the next word.
+fn is_dash_c(t: &str) -> bool {
+    t.strip_prefix('-').is_some_and(|f| {
+        !f.starts_with('-') && f.ends_with('c') && f.chars().all(|c| c.is_ascii_alphabetic())
+    })
 }
 
 fn is_name(n: &str) -> bool {

@@ -24,6 +24,11 @@ struct Hunk<'a> {
 /// Apply `diff` (one file, unified format) to `text` (LF line endings).
 pub(crate) fn apply_unified(text: &str, diff: &str) -> Result<Patched, ToolError> {
     let diff = normalized_diff(diff);
+    if diff.lines().filter(|l| l.starts_with("+++ ")).count() > 1 {
+        return Err(ToolError::invalid_arguments(
+            "the diff touches more than one file; edit_file applies one file's diff per call",
+        ));
+    }
     let patch = diffy::Patch::from_str(&diff)
         .map_err(|e| ToolError::invalid_arguments(format!("the diff could not be parsed: {e}")))?;
     let hunks: Vec<Hunk<'_>> = patch.hunks().iter().map(to_hunk).collect();
@@ -216,6 +221,16 @@ mod tests {
             .err()
             .map(|e| e.kind);
         assert_eq!(err, Some(tackle_protocol::ErrorKind::InvalidArguments));
+    }
+
+    #[test]
+    fn a_diff_for_several_files_is_refused() {
+        let diff = "--- a/x\n+++ b/x\n@@ -1 +1 @@\n-a\n+b\n--- a/y\n+++ b/y\n@@ -1 +1 @@\n-a\n+b\n";
+        let err = apply_unified("a\n", diff)
+            .err()
+            .map(|e| e.message)
+            .unwrap_or_default();
+        assert!(err.contains("more than one file"), "{err}");
     }
 
     #[test]
