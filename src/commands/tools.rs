@@ -21,7 +21,7 @@ pub async fn run(global: &Global, cmd: ToolsCommand) -> Result<i32> {
             name,
             agent,
             template,
-        } => describe(global, &Selection { agent, template }, &name),
+        } => describe(global, &Selection { agent, template }, &name).await,
         ToolsCommand::Call {
             name,
             arguments,
@@ -79,8 +79,9 @@ async fn list(global: &Global, selection: &Selection, as_json: bool) -> Result<i
     Ok(exit::OK)
 }
 
-fn describe(global: &Global, selection: &Selection, name: &str) -> Result<i32> {
+async fn describe(global: &Global, selection: &Selection, name: &str) -> Result<i32> {
     let app = App::build(global, selection)?;
+    app.settle_mcp().await;
     let registry = app.dispatcher.registry();
     let Some(entry) = registry.get(name) else {
         let suggestions = registry.suggestions(name);
@@ -104,6 +105,8 @@ fn describe(global: &Global, selection: &Selection, name: &str) -> Result<i32> {
         "Parameters (JSON Schema):\n{}",
         serde_json::to_string_pretty(&s.parameters)?
     )?;
+    drop(out);
+    app.shutdown().await;
     Ok(exit::OK)
 }
 

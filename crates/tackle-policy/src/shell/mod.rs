@@ -155,3 +155,79 @@ fn cmd_text(cmd: &Cmd) -> String {
     let words: Vec<&str> = cmd.words.iter().map(|w| w.text.as_str()).collect();
     tackle_protocol::text::preview(&words.join(" "), 80)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn grant(allow: &[&str], deny: &[&str]) -> ShellGrant {
+        ShellGrant {
+            allow: allow.iter().map(|s| s.to_string()).collect(),
+            deny: deny.iter().map(|s| s.to_string()).collect(),
+        }
+    }
+
+    fn words(line: &str) -> Vec<Vec<String>> {
+        commands(line).unwrap_or_else(|e| panic!("{line}: {e}"))
+    }
+
+    #[test]
+    fn commands_lists_nested_and_wrapped_commands_in_order() {
+        assert_eq!(
+            words("sudo -u root bash -c 'ls; rm x' && echo $(date)"),
+            vec![
+                vec!["sudo", "-u", "root", "bash", "-c", "ls; rm x"],
+                vec!["bash", "-c", "ls; rm x"],
+                vec!["ls"],
+                vec!["rm", "x"],
+                vec!["date"],
+                vec!["echo", "$(date)"],
+            ]
+        );
+    }
+
+    #[test]
+    fn deny_wins_inside_command_substitution() {
+        let d = check_shell("git log $(rm -rf x)", &grant(&["git", "rm"], &["rm"]));
+        assert!(d.is_denied());
+        assert_eq!(d.rule, "grants.shell.deny \"rm\"");
+        assert!(d.why.contains("`rm -rf x` matches shell deny rule \"rm\""), "{}", d.why);
+    }
+
+    #[test]
+    fn command_outside_the_allow_list_is_named() {
+        let d = check_shell("ls && curl x", &grant(&["ls"], &[]));
+        assert_eq!(d.rule, "grants.shell.allow");
+        assert!(d.why.contains("`curl x` does not match the shell allow list (ls)"), "{}", d.why);
+    }
+
+    #[test]
+    fn rule_words_do_not_match_longer_names() {
+        assert!(check_shell("rmdir x", &grant(&[], &["rm"])).is_allowed());
+        assert!(check_shell("git pushx", &grant(&[], &["git push"])).is_allowed());
+    }
+
+    #[test]
+    fn computed_names_are_allowed_only_when_no_rule_exists() {
+        assert!(check_shell("$CMD x", &grant(&[], &[])).is_allowed());
+        let d = check_shell("$CMD x", &grant(&[], &["rm"]));
+        assert!(d.is_denied());
+        assert!(d.why.contains("computed at run time"), "{}", d.why);
+    }
+
+    #[test]
+    fn parse_errors_deny_with_the_reason() {
+        let d = check_shell("echo 'open", &grant(&[], &[]));
+        assert!(d.is_denied());
+        assert!(d.why.contains("cannot be parsed"), "{}", d.why);
+    }
+
+    #[test]
+    fn argv_is_checked_through_wrappers_without_unquoting() {
+        let g = grant(&[], &["rm"]);
+        let argv = |a: &[&str]| a.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        assert!(check_argv(&argv(&["timeout", "5", "rm", "x"]), &g).is_denied());
+        assert!(check_argv(&argv(&["echo", "$(rm x)"]), &g).is_allowed());
+        assert!(check_argv(&argv(&["bash", "-c", "rm x"]), &g).is_denied());
+    }
+}
