@@ -191,14 +191,23 @@ mod tests {
         let d = check_shell("git log $(rm -rf x)", &grant(&["git", "rm"], &["rm"]));
         assert!(d.is_denied());
         assert_eq!(d.rule, "grants.shell.deny \"rm\"");
-        assert!(d.why.contains("`rm -rf x` matches shell deny rule \"rm\""), "{}", d.why);
+        assert!(
+            d.why.contains("`rm -rf x` matches shell deny rule \"rm\""),
+            "{}",
+            d.why
+        );
     }
 
     #[test]
     fn command_outside_the_allow_list_is_named() {
         let d = check_shell("ls && curl x", &grant(&["ls"], &[]));
         assert_eq!(d.rule, "grants.shell.allow");
-        assert!(d.why.contains("`curl x` does not match the shell allow list (ls)"), "{}", d.why);
+        assert!(
+            d.why
+                .contains("`curl x` does not match the shell allow list (ls)"),
+            "{}",
+            d.why
+        );
     }
 
     #[test]

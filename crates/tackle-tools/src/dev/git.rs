@@ -157,19 +157,53 @@ fn argv(args: &Args) -> Vec<String> {
         .collect()
 }
 
-/// No editor, pager or credential prompt can block the call waiting for a person.
+/// No editor, pager or credential prompt can block the call waiting for a person, and the
+/// repository's own config cannot make git run a program: a model that can write
+/// `.git/config` or a hook file must not turn a `git status` into code execution. Config given
+/// through `GIT_CONFIG_COUNT` has command-line precedence, above the repository's.
 fn quiet_env() -> Vec<(String, String)> {
-    [
+    let mut env: Vec<(String, String)> = [
         ("GIT_EDITOR", "true"),
         ("GIT_SEQUENCE_EDITOR", "true"),
         ("GIT_PAGER", "cat"),
         ("PAGER", "cat"),
         ("GIT_TERMINAL_PROMPT", "0"),
+        ("GIT_ASKPASS", "true"),
+        ("GIT_CONFIG_NOSYSTEM", "1"),
+        ("GIT_EXTERNAL_DIFF", ""),
     ]
     .into_iter()
     .map(|(k, v)| (k.to_string(), v.to_string()))
-    .collect()
+    .collect();
+    let forced = SAFE_CONFIG;
+    env.push(("GIT_CONFIG_COUNT".to_string(), forced.len().to_string()));
+    for (i, (key, value)) in forced.iter().enumerate() {
+        env.push((format!("GIT_CONFIG_KEY_{i}"), (*key).to_string()));
+        env.push((format!("GIT_CONFIG_VALUE_{i}"), (*value).to_string()));
+    }
+    env
 }
+
+/// Settings that would otherwise let repository config run programs. Filter and textconv
+/// drivers are named by the repository and cannot be listed here; they still run inside the
+/// host's sandbox (writes confined to the workspace).
+const SAFE_CONFIG: &[(&str, &str)] = &[
+    ("core.hooksPath", "/dev/null"),
+    ("core.fsmonitor", "false"),
+    ("core.pager", "cat"),
+    ("core.editor", "true"),
+    ("core.sshCommand", "ssh"),
+    ("core.gitProxy", ""),
+    ("core.askPass", "true"),
+    ("diff.external", ""),
+    ("sequence.editor", "true"),
+    ("credential.helper", ""),
+    ("protocol.ext.allow", "never"),
+    ("protocol.fd.allow", "never"),
+    ("gpg.program", "gpg"),
+    ("commit.gpgSign", "false"),
+    ("tag.gpgSign", "false"),
+];
 
 /// Refuse unknown actions and arguments that inject config or run programs.
 pub(crate) fn validate(action: &str, args: &[String]) -> Result<(), ToolError> {
