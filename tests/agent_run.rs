@@ -401,3 +401,18 @@ fn a_session_can_be_resumed() {
         "the resumed history reached the model\n{second}"
     );
 }
+
+#[test]
+fn no_backend_anywhere_is_exit_2_saying_what_to_set() {
+    let sb = Sandbox::new();
+    let cfg = sb.config("");
+    let r = run(sb.tackle(&cfg, &["run", "-m", "hello"]));
+    if r.stderr.contains("127.0.0.1:11434") && r.code == 0 {
+        eprintln!("SKIP: a local model server is running on this machine");
+        return;
+    }
+    assert_eq!(r.code, 2, "{r}");
+    for hint in ["OPENAI_API_KEY", "ANTHROPIC_API_KEY", "OPENROUTER_API_KEY", "backends"] {
+        assert!(r.stderr.contains(hint), "{hint}\n{r}");
+    }
+}
