@@ -32,6 +32,15 @@ const RULE_URL: &str = "grants.network";
 /// Checks a URL (and method) against a network grant.
 pub fn check_url(method: &str, url: &str, grant: &NetworkGrant) -> Result<CheckedUrl, Decision> {
     let shown = tackle_protocol::text::preview(url, 200);
+    if !is_token(method) {
+        return Err(Decision::deny(
+            RULE_URL,
+            format!(
+                "`{shown}` is denied: `{}` is not an HTTP method",
+                tackle_protocol::text::preview(method, 40)
+            ),
+        ));
+    }
     let parsed = Url::parse(url).map_err(|e| {
         Decision::deny(
             RULE_URL,
@@ -93,6 +102,14 @@ pub fn check_url(method: &str, url: &str, grant: &NetworkGrant) -> Result<Checke
         port,
         ip,
     })
+}
+
+/// An HTTP method is a non-empty token (RFC 9110): no spaces, no line breaks.
+fn is_token(m: &str) -> bool {
+    !m.is_empty()
+        && m.len() <= 32
+        && m.bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+.^_`|~-".contains(&b))
 }
 
 /// Checks one address (a URL's literal IP, or each address a name resolved to).

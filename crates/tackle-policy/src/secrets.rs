@@ -72,7 +72,7 @@ const PATTERNS: &[(&str, Scope)] = &[
         Scope::Group,
     ),
     (
-        r#"(?i)[A-Z0-9_.\-]*(?:KEY|TOKEN|SECRET|PASSWORD|PASSWD|PWD|CREDENTIALS?)[A-Z0-9_.\-]*["']?\s*[:=]\s*["']?([^\s"',;]{8,})"#,
+        r#"(?i)[A-Z0-9_.\-]*(?:KEY|TOKEN|SECRET|PASSWORD|PASSWD|PWD|CREDENTIALS?)[A-Z0-9_.\-]*["']?\s*[:=]\s*["']?([^\s"',;]{6,})"#,
         Scope::RandomGroup,
     ),
 ];
@@ -147,7 +147,7 @@ fn replace(c: &Captures<'_>, scope: Scope) -> String {
     let Some(g) = group else {
         return REDACTED.to_string();
     };
-    if scope == Scope::RandomGroup && !looks_random(g.as_str()) {
+    if scope == Scope::RandomGroup && !is_credential(whole.as_str(), g.as_str()) {
         return whole.as_str().to_string();
     }
     let text = whole.as_str();
@@ -159,14 +159,50 @@ fn replace(c: &Captures<'_>, scope: Scope) -> String {
     )
 }
 
-/// A value that looks like a credential rather than a word or a placeholder: long enough,
-/// mixing character classes, and with enough distinct characters.
-fn looks_random(v: &str) -> bool {
-    if v.starts_with(['$', '<', '{', '*', '%'])
-        || v.chars().all(|c| c == v.chars().next().unwrap_or(c))
-    {
+/// Whether a `NAME=value` assignment holds a credential. Passwords and secrets count whatever
+/// they look like (6+ characters, not a placeholder); keys and tokens must look random (12+
+/// characters, mixed classes), so `MAX_TOKENS=4096` or `key: string` stay.
+fn is_credential(assignment: &str, value: &str) -> bool {
+    const PLACEHOLDERS: &[&str] = &[
+        "string",
+        "null",
+        "none",
+        "undefined",
+        "required",
+        "optional",
+        "true",
+        "false",
+        "password",
+        "secret",
+        "redacted",
+        "example",
+        "changeit",
+        "xxxxxx",
+        "hidden",
+    ];
+    let lower = value.to_ascii_lowercase();
+    if is_placeholder(value) || PLACEHOLDERS.contains(&lower.as_str()) {
         return false;
     }
+    let name_len = assignment.len().saturating_sub(value.len());
+    let name = assignment
+        .get(..name_len)
+        .unwrap_or("")
+        .to_ascii_uppercase();
+    let password = ["PASSWORD", "PASSWD", "PWD", "SECRET"]
+        .iter()
+        .any(|n| name.contains(n));
+    (password && value.chars().count() >= 6) || (value.chars().count() >= 12 && looks_random(value))
+}
+
+fn is_placeholder(v: &str) -> bool {
+    v.starts_with(['$', '<', '{', '*', '%', '(', '['])
+        || v.chars().all(|c| c == v.chars().next().unwrap_or(c))
+}
+
+/// A value that looks like a credential rather than a word: mixing character classes, and
+/// with enough distinct characters.
+fn looks_random(v: &str) -> bool {
     let classes = [
         v.chars().any(|c| c.is_ascii_lowercase()),
         v.chars().any(|c| c.is_ascii_uppercase()),
@@ -250,7 +286,14 @@ mod tests {
 
     #[test]
     fn ordinary_settings_and_short_config_values_are_left_alone() {
+        assert_eq!(r("PASSWORD=hunter2!"), format!("PASSWORD={REDACTED}"));
+        assert_eq!(
+            r("db_password: \"correcthorse\""),
+            format!("db_password: \"{REDACTED}\"")
+        );
         for text in [
+            "password: string",
+            "keyboard=qwerty12",
             "MAX_TOKENS=4096",
             "password: ********",
             "token: undefined",

@@ -19,6 +19,7 @@
 //! - A line that cannot be parsed is denied even without rules. A script run by path
 //!   (`bash build.sh`, `source env.sh`) is checked as that command only.
 
+mod programs;
 mod rules;
 mod walk;
 mod words;
@@ -105,7 +106,9 @@ fn decide(line: &str, found: Analysis, grant: &ShellGrant) -> Decision {
             return d;
         }
     }
-    if !allow.is_empty() {
+    // Decided on the configured list, not the parsed one: an allow list whose entries are all
+    // blank still restricts (to nothing) rather than allowing everything.
+    if !grant.allow.is_empty() {
         for cmd in &found.cmds {
             if !allow.iter().any(|r| allow_matches(r, cmd)) {
                 return not_allowed(line, cmd, grant);
@@ -211,6 +214,12 @@ mod tests {
     }
 
     #[test]
+    fn an_allow_list_of_blank_rules_allows_nothing() {
+        assert!(check_shell("ls", &grant(&[" "], &[])).is_denied());
+        assert!(check_shell("ls", &grant(&["\"\""], &[])).is_denied());
+    }
+
+    #[test]
     fn rule_words_do_not_match_longer_names() {
         assert!(check_shell("rmdir x", &grant(&[], &["rm"])).is_allowed());
         assert!(check_shell("git pushx", &grant(&[], &["git push"])).is_allowed());
@@ -229,6 +238,33 @@ mod tests {
         let d = check_shell("echo 'open", &grant(&[], &[]));
         assert!(d.is_denied());
         assert!(d.why.contains("cannot be parsed"), "{}", d.why);
+    }
+
+    #[test]
+    fn deep_nesting_is_denied_without_exhausting_a_small_stack() {
+        let deep = [
+            format!("{}ls{}", "if true; then ".repeat(5000), "; fi".repeat(5000)),
+            format!(
+                "{}ls{}",
+                "if true; then case x in a) ;; b) ;; c) ".repeat(3000),
+                ";; esac; fi".repeat(3000)
+            ),
+            format!("{}ls{}", "$(".repeat(5000), ")".repeat(5000)),
+            format!("echo {}x{}", "${a:-".repeat(5000), "}".repeat(5000)),
+            format!("{}rm x", "env ".repeat(5000)),
+            format!("{}'rm x'{}", "sh -c \"".repeat(100), "\"".repeat(100)),
+        ];
+        let python = "if x:\n    for y in z:\n        pass\n".repeat(300);
+        let heredoc = format!("cat > a.py <<'EOF'\n{python}EOF");
+        let run = std::thread::Builder::new()
+            .stack_size(2 << 20)
+            .spawn(move || {
+                let g = grant(&[], &["rm"]);
+                let denied = deep.iter().all(|l| check_shell(l, &g).is_denied());
+                (denied, check_shell(&heredoc, &g).is_allowed())
+            });
+        let joined = run.map(|h| h.join());
+        assert!(matches!(joined, Ok(Ok((true, true)))), "{joined:?}");
     }
 
     #[test]

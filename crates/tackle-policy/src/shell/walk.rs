@@ -7,7 +7,7 @@ use brush_parser::ast;
 /// Nested programs (substitutions, `sh -c`, `eval`) and wrappers, together.
 pub(crate) const MAX_DEPTH: usize = 24;
 /// The longest line the analyser reads.
-pub(crate) const MAX_LINE_BYTES: usize = 64 * 1024;
+pub(crate) const MAX_LINE_BYTES: usize = 256 * 1024;
 /// Brackets nested deeper than this would exhaust the parser's stack.
 const MAX_NESTING: usize = 48;
 
@@ -407,30 +407,30 @@ fn is_arithmetic_test(p: &ast::BinaryPredicate) -> bool {
     )
 }
 
-/// Parses a whole program, refusing input that would exhaust the parser.
+/// Parses a whole program, refusing input that would exhaust the parser's stack.
 pub(crate) fn parse(text: &str) -> Result<ast::Program, ShellError> {
     if text.len() > MAX_LINE_BYTES {
         return Err(ShellError::TooLong(MAX_LINE_BYTES));
     }
-    if nesting(text) > MAX_NESTING {
+    if bracket_nesting(text) > MAX_NESTING {
         return Err(ShellError::TooDeep(MAX_NESTING));
     }
     let opts = words::options();
     let parsed = std::panic::catch_unwind(|| {
-        let mut p = brush_parser::Parser::new(std::io::Cursor::new(text.as_bytes()), &opts);
-        p.parse_program()
+        let tokens = brush_parser::uncached_tokenize_str(text, &opts.tokenizer_options())
+            .map_err(|e| ShellError::Parse(e.to_string()))?;
+        if keyword_nesting(&tokens) > MAX_NESTING {
+            return Err(ShellError::TooDeep(MAX_NESTING));
+        }
+        brush_parser::parse_tokens(&tokens, &opts).map_err(|e| ShellError::Parse(e.to_string()))
     });
-    match parsed {
-        Ok(Ok(program)) => Ok(program),
-        Ok(Err(e)) => Err(ShellError::Parse(e.to_string())),
-        Err(_) => Err(ShellError::Parse("the parser failed on this input".into())),
-    }
+    parsed.unwrap_or_else(|_| Err(ShellError::Parse("the parser failed on this input".into())))
 }
 
-/// The deepest bracket nesting, counted over-generously (quotes are ignored).
-fn nesting(text: &str) -> usize {
+/// The deepest bracket nesting in the raw text, counted over-generously (quotes are ignored).
+/// Brackets nest inside words too (`$(…)`, `${…}`), where tokens cannot see them.
+fn bracket_nesting(text: &str) -> usize {
     let (mut depth, mut max) = (0usize, 0usize);
-    let mut keywords = 0usize;
     for c in text.chars() {
         match c {
             '(' | '{' | '[' | '`' => {
@@ -441,10 +441,37 @@ fn nesting(text: &str) -> usize {
             _ => {}
         }
     }
-    for w in text.split(|c: char| c.is_whitespace() || c == ';') {
-        if matches!(w, "if" | "while" | "until" | "for" | "case" | "select") {
-            keywords += 1;
+    max
+}
+
+/// The deepest nesting of compound commands, from tokens (so here-document bodies and quoted
+/// text do not count). A closer only closes its own opener: the `)` ending a `case` pattern
+/// cannot hide an open `if`.
+fn keyword_nesting(tokens: &[brush_parser::Token]) -> usize {
+    let mut open: Vec<&'static str> = Vec::new();
+    let mut max = 0;
+    for t in tokens {
+        let closer = match t.to_str() {
+            "if" => Some("fi"),
+            "while" | "until" | "for" | "select" => Some("done"),
+            "case" => Some("esac"),
+            "{" => Some("}"),
+            "[[" => Some("]]"),
+            "(" | "((" | "$(" => Some(")"),
+            other => {
+                if open
+                    .last()
+                    .is_some_and(|c| *c == other || (*c == ")" && other == "))"))
+                {
+                    open.pop();
+                }
+                None
+            }
+        };
+        if let Some(c) = closer {
+            open.push(c);
+            max = max.max(open.len());
         }
     }
-    max.max(keywords)
+    max
 }

@@ -141,9 +141,18 @@ fn unescape(e: &str) -> &str {
     }
 }
 
-/// Unquoted text the shell would expand into other words: globs, extglobs, braces.
+/// Unquoted text the shell would expand into other words: globs (`*`, `?`, `[…]`), extglobs
+/// (`@(…)`), braces (`{a,b}`, `{1..3}`). A lone `[` (the test command) is not a pattern.
 fn is_pattern(t: &str) -> bool {
-    t.contains(['*', '?', '[', '(']) || (t.contains('{') && (t.contains(',') || t.contains("..")))
+    let bracket = t
+        .find('[')
+        .is_some_and(|i| t.get(i + 1..).is_some_and(|r| r.contains(']')));
+    let extglob = ["?(", "*(", "+(", "@(", "!("].iter().any(|p| t.contains(p));
+    let brace = t.find('{').is_some_and(|i| {
+        t.get(i + 1..)
+            .is_some_and(|r| r.contains('}') && (r.contains(',') || r.contains("..")))
+    });
+    t.contains(['*', '?']) || bracket || extglob || brace
 }
 
 /// Parameter expansions can hide code: substitutions in defaults and subscripts, prompt
@@ -189,8 +198,16 @@ fn scan_parameter(expr: &ParameterExpr, raw: &str, scan: &mut WordScan) {
     }
 }
 
-/// Decodes the body of `$'…'` the way bash does.
+/// Decodes the body of `$'…'` the way bash does, which ends the string at a NUL.
 pub(crate) fn decode_ansi_c(s: &str) -> String {
+    let mut out = decode_escapes(s);
+    if let Some(nul) = out.find('\0') {
+        out.truncate(nul);
+    }
+    out
+}
+
+fn decode_escapes(s: &str) -> String {
     let mut out = String::with_capacity(s.len());
     let mut chars = s.chars().peekable();
     while let Some(c) = chars.next() {
@@ -297,6 +314,7 @@ mod tests {
         assert_eq!(decode_ansi_c("\\162\\155"), "rm");
         assert_eq!(decode_ansi_c("\\u0072m"), "rm");
         assert_eq!(decode_ansi_c("a\\'b"), "a'b");
+        assert_eq!(decode_ansi_c("rm\\0x"), "rm");
     }
 
     #[test]

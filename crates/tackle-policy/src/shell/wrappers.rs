@@ -417,6 +417,11 @@ impl Walker {
             "eval" => self.eval(args),
             "trap" => self.trap(args),
             "alias" => self.alias(args),
+            "source" => {
+                if let Some(file) = args.iter().find(|w| w.dynamic || !w.text.starts_with('-')) {
+                    self.script_file("source", file);
+                }
+            }
             "watch" => self.watch(args),
             "flock" => self.flock(args, tail),
             "su" | "script" => self.dash_c(name, args),
@@ -433,15 +438,15 @@ impl Walker {
             }
             "hash" | "enable" => self.rebinding(name, args),
             _ if SHELLS.contains(&name) => self.shell(name, args),
-            _ => {}
+            _ => {
+                self.program(name, args);
+            }
         }
     }
 
     fn opt_issue(&mut self, name: &str, issue: OptIssue) {
         match issue {
-            OptIssue::Unknown(o) => self.opaque(format!(
-                "`{name}` with the option `{o}`, so what it runs cannot be determined"
-            )),
+            OptIssue::Unknown(o) => self.opaque(format!("`{name}` with the unknown option `{o}`")),
             OptIssue::Dynamic(w) => self.opaque(format!(
                 "`{name}` with the argument `{w}`, which is computed at run time"
             )),
@@ -745,8 +750,19 @@ impl Walker {
             }
         } else if parsed.has(&["--help", "--version"]) {
         } else if rest.is_empty() || parsed.has(&["-s"]) {
+            self.opaque(format!("`{name}` reading commands from its input"));
+        } else if let Some(file) = rest.first() {
+            self.script_file(name, file);
+        }
+    }
+
+    /// A script named by a plain path is the command itself; one whose content is produced
+    /// on the fly (`<(…)`, `$(…)`, `/dev/stdin`, `/dev/fd/N`) hides its commands.
+    fn script_file(&mut self, name: &str, file: &Word) {
+        let t = file.text.as_str();
+        if file.dynamic || t.starts_with("/dev/") || t.starts_with("/proc/") || t == "-" {
             self.opaque(format!(
-                "`{name}` reading commands from its input, which cannot be checked"
+                "`{name} {t}`, whose commands are produced at run time"
             ));
         }
     }
