@@ -412,7 +412,12 @@ fn no_backend_anywhere_is_exit_2_saying_what_to_set() {
         return;
     }
     assert_eq!(r.code, 2, "{r}");
-    for hint in ["OPENAI_API_KEY", "ANTHROPIC_API_KEY", "OPENROUTER_API_KEY", "backends"] {
+    for hint in [
+        "OPENAI_API_KEY",
+        "ANTHROPIC_API_KEY",
+        "OPENROUTER_API_KEY",
+        "backends",
+    ] {
         assert!(r.stderr.contains(hint), "{hint}\n{r}");
     }
 }
