@@ -91,8 +91,7 @@ impl App {
         let host = host_provider(&config, &state_dir, home);
         let sanitizer =
             Sanitizer::new(config.tools.output_limit_bytes).with_redactor(redactor(&config));
-        let mut security = config.security.clone();
-        apply_legacy_grants(&mut security);
+        let security = config.security.clone();
         let mut dispatcher = Dispatcher::new(
             registry,
             host,
@@ -228,29 +227,6 @@ fn redactor(config: &Config) -> tackle_agent::sanitizer::Redact {
     secrets.retain(|s| !s.trim().is_empty());
     let redactor = Arc::new(tackle_policy::secrets::SecretRedactor::new(secrets));
     Arc::new(move |text: &str| redactor.redact(text))
-}
-
-/// The deprecated `shell_allowlist` / `shell_denylist` / `allowed_endpoints` become grants of the
-/// tools they governed, unless those tools' policies already set that kind.
-fn apply_legacy_grants(security: &mut tackle_protocol::config::SecurityConfig) {
-    let Some(legacy) = tackle_policy::resolve::legacy_grants(security) else {
-        return;
-    };
-    if let Some(shell) = legacy.shell {
-        let policy = security
-            .tool_policies
-            .entry("shell".to_string())
-            .or_default();
-        let grants = policy.grants.get_or_insert_with(Default::default);
-        grants.shell.get_or_insert(shell);
-    }
-    if let Some(network) = legacy.network {
-        for tool in ["web_fetch", "http_request"] {
-            let policy = security.tool_policies.entry(tool.to_string()).or_default();
-            let grants = policy.grants.get_or_insert_with(Default::default);
-            grants.network.get_or_insert(network.clone());
-        }
-    }
 }
 
 fn resolve_workspace(flag: Option<&Path>, configured: Option<&str>) -> Result<PathBuf> {

@@ -1,7 +1,8 @@
 //! Policy resolution: which approval mode and grants a tool call runs under, and why.
 //!
-//! Layers, lowest first: the tool's `default_policy()`, the deprecated `security.shell_*` /
-//! `allowed_endpoints` keys (synthesised into grants), `security.tool_policies.TOOL` (merged
+//! Layers, lowest first: the tool's `default_policy()`, the deprecated `security.shell_*` keys
+//! (for `shell`) and `allowed_endpoints` (for `web_fetch` and `http_request`), synthesised into
+//! grants, `security.tool_policies.TOOL` (merged
 //! field by field: setting only `grants` keeps the default approval, and its grants replace
 //! kind by kind), then the agent's `grants` overlay, kind by kind.
 
@@ -28,6 +29,11 @@ pub struct LegacyGrants {
     pub warning: String,
 }
 
+/// Tools the deprecated `shell_allowlist` / `shell_denylist` keys apply to.
+const LEGACY_SHELL_TOOLS: &[&str] = &["shell"];
+/// Tools the deprecated `allowed_endpoints` key applies to: those that fetch a model's URL.
+const LEGACY_NETWORK_TOOLS: &[&str] = &["web_fetch", "http_request"];
+
 /// Resolves `tool`'s policy from its default, the security config and the agent's overlay.
 pub fn resolve(
     tool: &str,
@@ -39,14 +45,22 @@ pub fn resolve(
     let mut grants = default.grants.clone();
     let mut sources = vec![format!("{tool} default policy")];
     if let Some(legacy) = legacy_grants(security) {
+        // The deprecated keys governed the shell tool and the URL-fetching tools, as in the
+        // seed; applying them to every tool would, say, deny `web_search`'s configured
+        // backends or `git` under a shell allowlist written for `shell`.
         let layer = Grants {
-            shell: legacy.shell,
-            network: legacy.network,
+            shell: legacy.shell.filter(|_| LEGACY_SHELL_TOOLS.contains(&tool)),
+            network: legacy
+                .network
+                .filter(|_| LEGACY_NETWORK_TOOLS.contains(&tool)),
             fs: None,
         };
-        grants = merge_over(&grants, &layer);
-        sources
-            .push("security.shell_allowlist/shell_denylist/allowed_endpoints (deprecated)".into());
+        if layer != Grants::default() {
+            grants = merge_over(&grants, &layer);
+            sources.push(
+                "security.shell_allowlist/shell_denylist/allowed_endpoints (deprecated)".into(),
+            );
+        }
     }
     if let Some(policy) = security.tool_policies.get(tool) {
         if let Some(a) = policy.approval {
@@ -240,6 +254,23 @@ mod tests {
         assert_eq!(ep[0].path_prefix.as_deref(), Some("/v1"));
         assert!(l.warning.contains("security.shell_denylist"));
         assert!(legacy_grants(&SecurityConfig::default()).is_none());
+    }
+
+    #[test]
+    fn legacy_keys_apply_only_to_the_tools_they_governed() {
+        let sec = SecurityConfig {
+            shell_denylist: Some(vec!["rm".into()]),
+            allowed_endpoints: Some(vec!["api.github.com".into()]),
+            ..SecurityConfig::default()
+        };
+        let default = ToolPolicy::new(ApprovalMode::Never);
+        let shell = resolve("shell", &default, &sec, None);
+        assert!(shell.grants.shell.is_some() && shell.grants.network.is_none());
+        let fetch = resolve("web_fetch", &default, &sec, None);
+        assert!(fetch.grants.network.is_some() && fetch.grants.shell.is_none());
+        let search = resolve("web_search", &default, &sec, None);
+        assert_eq!(search.grants, Grants::default());
+        assert_eq!(search.sources.len(), 1);
     }
 
     #[test]
