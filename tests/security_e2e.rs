@@ -123,12 +123,10 @@ fn a_redirect_out_of_the_granted_path_is_refused_at_the_hop() {
         paths
     });
     let sb = Sandbox::new();
-    let policy = format!(
-        "security:\n  tool_policies:\n    web_fetch:\n      grants:\n        network:\n          allow_private: true\n          endpoints:\n            - host: 127.0.0.1\n              path_prefix: /ok\n"
-    );
+    let policy = "security:\n  tool_policies:\n    web_fetch:\n      grants:\n        network:\n          allow_private: true\n          endpoints:\n            - host: 127.0.0.1\n              path_prefix: /ok\n";
     let url = format!("http://127.0.0.1:{port}/ok/start");
     let args = serde_json::json!({ "url": url }).to_string();
-    let (r, v) = call(&sb, &policy, "web_fetch", &args, &["--yes"]);
+    let (r, v) = call(&sb, policy, "web_fetch", &args, &["--yes"]);
     assert_eq!(v["ok"], false, "{r}");
     assert_eq!(v["error"]["kind"], "denied", "{r}");
     assert!(
