@@ -2,16 +2,15 @@
 //! call, then a final answer), so what is measured is the loop, the dispatcher and the event
 //! stream. Run: `cargo bench --bench agent_loop`.
 
+mod common;
+
 use async_trait::async_trait;
 use criterion::{criterion_group, criterion_main, Criterion};
 use futures::stream;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
-use std::time::Duration;
 use tackle_agent::approvers::NonInteractiveApprover;
-use tackle_agent::{
-    AgentLoop, Dispatcher, DispatcherConfig, LoopConfig, Registry, Sanitizer, Session,
-};
+use tackle_agent::{AgentLoop, LoopConfig, Session};
 use tackle_llm::{ChatRequest, EventStream, LlmError, Provider, StopReason, StreamEvent};
 
 /// Odd requests get a tool call, even ones a final answer.
@@ -51,20 +50,7 @@ impl Provider for InstantModel {
 
 fn bench(c: &mut Criterion) {
     let state = tempfile::tempdir().expect("tempdir");
-    let registry = Registry::new(vec![tackle_tools::system::extension()]).expect("registry");
-    let host = tackle_host::NativeHostProvider::new(tackle_host::HostConfig::new(state.path()));
-    let dispatcher = Arc::new(Dispatcher::new(
-        Arc::new(registry),
-        Arc::new(host),
-        DispatcherConfig {
-            workspace: std::env::temp_dir(),
-            security: Default::default(),
-            agent: "bench".into(),
-            agent_grants: None,
-            default_timeout: Duration::from_secs(10),
-            sanitizer: Sanitizer::default(),
-        },
-    ));
+    let dispatcher = Arc::new(common::dispatcher(state.path()));
     let agent = AgentLoop::new(
         Arc::new(InstantModel(AtomicUsize::new(0))),
         dispatcher,

@@ -1,31 +1,16 @@
 //! Dispatch overhead: lookup + validation + policy + sanitize around `calculate`, and the bare
 //! evaluation for comparison. Run: `cargo bench --bench dispatch`.
 
+mod common;
+
+use common::dispatcher;
 use criterion::{criterion_group, criterion_main, Criterion};
 use serde_json::json;
 use std::hint::black_box;
 use std::sync::Arc;
-use std::time::Duration;
 use tackle_agent::approvers::NonInteractiveApprover;
-use tackle_agent::{CallRequest, Dispatcher, DispatcherConfig, Registry, Sanitizer};
+use tackle_agent::CallRequest;
 use tackle_protocol::ToolCall;
-
-fn dispatcher(state: &std::path::Path) -> Dispatcher {
-    let registry = Registry::new(vec![tackle_tools::system::extension()]).expect("registry");
-    let host = tackle_host::NativeHostProvider::new(tackle_host::HostConfig::new(state));
-    Dispatcher::new(
-        Arc::new(registry),
-        Arc::new(host),
-        DispatcherConfig {
-            workspace: std::env::temp_dir(),
-            security: Default::default(),
-            agent: "bench".into(),
-            agent_grants: None,
-            default_timeout: Duration::from_secs(10),
-            sanitizer: Sanitizer::default(),
-        },
-    )
-}
 
 fn bench(c: &mut Criterion) {
     let state = tempfile::tempdir().expect("tempdir");

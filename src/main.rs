@@ -10,6 +10,7 @@ mod exit;
 mod render;
 mod runtime;
 mod spill;
+mod turn;
 
 use clap::Parser;
 use std::process::ExitCode;

@@ -4,13 +4,12 @@ use crate::app::Selection;
 use crate::approval::approver_for_cli;
 use crate::cli::{ChatArgs, Global};
 use crate::exit;
-use crate::render::render;
 use crate::runtime::Runtime;
+use crate::turn::run_rendered;
 use anyhow::Result;
 use rustyline::error::ReadlineError;
 use rustyline::DefaultEditor;
 use tackle_agent::Session;
-use tokio_util::sync::CancellationToken;
 
 const HELP: &str = "Commands: /help  /tools  /session  /compact  /quit   (Ctrl-C stops the current turn, Ctrl-D quits)";
 
@@ -74,22 +73,7 @@ async fn turn(
     input: &str,
     approver: std::sync::Arc<dyn tackle_protocol::Approver>,
 ) {
-    let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
-    let renderer = tokio::spawn(render(rx, false));
-    let cancel = CancellationToken::new();
-    let on_ctrl_c = cancel.clone();
-    let ctrl_c = tokio::spawn(async move {
-        if tokio::signal::ctrl_c().await.is_ok() {
-            on_ctrl_c.cancel();
-        }
-    });
-    let outcome = rt
-        .agent_loop
-        .run_turn(session, input, approver, &tx, &cancel)
-        .await;
-    drop(tx);
-    let _ = renderer.await;
-    ctrl_c.abort();
+    let outcome = run_rendered(rt, session, input, approver, false).await;
     match outcome {
         Ok(o) if o.reason == tackle_agent::DoneReason::Cancelled => eprintln!("(turn cancelled)"),
         Ok(_) => {}

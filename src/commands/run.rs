@@ -4,11 +4,10 @@ use crate::app::Selection;
 use crate::approval::approver_for_cli;
 use crate::cli::{Global, RunArgs};
 use crate::exit;
-use crate::render::render;
 use crate::runtime::Runtime;
+use crate::turn::run_rendered;
 use anyhow::Result;
 use tackle_agent::DoneReason;
-use tokio_util::sync::CancellationToken;
 
 pub async fn run(global: &Global, args: RunArgs) -> Result<i32> {
     let selection = Selection {
@@ -17,28 +16,14 @@ pub async fn run(global: &Global, args: RunArgs) -> Result<i32> {
     };
     let rt = Runtime::build(global, &selection).await?;
     let mut session = rt.session(args.session.as_deref()).await?;
-    let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
-    let renderer = tokio::spawn(render(rx, args.json));
-    let cancel = CancellationToken::new();
-    let on_ctrl_c = cancel.clone();
-    let ctrl_c = tokio::spawn(async move {
-        if tokio::signal::ctrl_c().await.is_ok() {
-            on_ctrl_c.cancel();
-        }
-    });
-    let outcome = rt
-        .agent_loop
-        .run_turn(
-            &mut session,
-            &args.message,
-            approver_for_cli(args.yes),
-            &tx,
-            &cancel,
-        )
-        .await;
-    drop(tx);
-    let _ = renderer.await;
-    ctrl_c.abort();
+    let outcome = run_rendered(
+        &rt,
+        &mut session,
+        &args.message,
+        approver_for_cli(args.yes),
+        args.json,
+    )
+    .await;
     if !args.json {
         eprintln!(
             "session: {} (resume with --session {})",

@@ -252,20 +252,12 @@ impl Dispatcher {
         req: &CallRequest,
     ) -> Result<String, ToolError> {
         let name = entry.spec.name.as_str();
-        let escalated = entry.tool.approval_for(&req.call.arguments);
-        let decision = match escalated {
-            // A per-call escalation (e.g. `git push`) asks whatever the auto list or an earlier `a` says.
-            Some(mode) if mode > policy.approval => Decision::ask(
-                format!("{name}: approval {mode} for these arguments"),
-                format!("`{name}` with these arguments always needs approval"),
-            ),
-            _ => approval_decision(
-                name,
-                policy.approval,
-                &self.config.security.auto_approved_tools,
-                self.allowed_for_session(name),
-            ),
-        };
+        let (decision, escalated) = self.approval_for_call(
+            entry,
+            policy,
+            &req.call.arguments,
+            self.allowed_for_session(name),
+        );
         if decision.verdict == Verdict::Allow {
             return Ok("policy".to_string());
         }
@@ -279,7 +271,7 @@ impl Dispatcher {
         match req.approver.ask(&ask).await {
             Ok(ApprovalAnswer::Once) => Ok(req.approver.name().to_string()),
             Ok(ApprovalAnswer::ForSession) => {
-                if escalated.is_none() {
+                if !escalated {
                     if let Ok(mut set) = self.session_allowed.lock() {
                         set.insert(name.to_string());
                     }
@@ -291,6 +283,36 @@ impl Dispatcher {
                 format!("`{name}` was not approved by the user"),
             ))),
             Err(unavailable) => Err(ToolError::needs_approval(unavailable.0)),
+        }
+    }
+
+    /// The approval decision for these arguments, and whether the tool escalated it. A per-call
+    /// escalation (e.g. `git push`) asks whatever the auto list or an earlier `a` says.
+    fn approval_for_call(
+        &self,
+        entry: &Entry,
+        policy: &ResolvedPolicy,
+        args: &Value,
+        allowed_for_session: bool,
+    ) -> (Decision, bool) {
+        let name = entry.spec.name.as_str();
+        match entry.tool.approval_for(args) {
+            Some(mode) if mode > policy.approval => (
+                Decision::ask(
+                    format!("{name}: approval {mode} for these arguments"),
+                    format!("`{name}` with these arguments always needs approval"),
+                ),
+                true,
+            ),
+            _ => (
+                approval_decision(
+                    name,
+                    policy.approval,
+                    &self.config.security.auto_approved_tools,
+                    allowed_for_session,
+                ),
+                false,
+            ),
         }
     }
 
@@ -374,18 +396,7 @@ impl Dispatcher {
             let decision = host.check(&cap).await;
             capabilities.push((cap, decision));
         }
-        let approval = match entry.tool.approval_for(arguments) {
-            Some(mode) if mode > policy.approval => Decision::ask(
-                format!("{name}: approval {mode} for these arguments"),
-                format!("`{name}` with these arguments always needs approval"),
-            ),
-            _ => approval_decision(
-                name,
-                policy.approval,
-                &self.config.security.auto_approved_tools,
-                false,
-            ),
-        };
+        let (approval, _) = self.approval_for_call(&entry, &policy, arguments, false);
         let decision = capabilities
             .iter()
             .find(|(_, d)| d.verdict == Verdict::Deny)

@@ -1,0 +1,36 @@
+//! One user turn with its renderer and Ctrl-C handling, shared by `run` and `chat`.
+
+use crate::render::render;
+use crate::runtime::Runtime;
+use std::sync::Arc;
+use tackle_agent::{LoopError, Session, TurnOutcome};
+use tackle_protocol::Approver;
+use tokio_util::sync::CancellationToken;
+
+/// Run `input` to the end of the turn, rendering events as they come; Ctrl-C cancels the turn
+/// (in-flight tools included) instead of killing the process.
+pub async fn run_rendered(
+    rt: &Runtime,
+    session: &mut Session,
+    input: &str,
+    approver: Arc<dyn Approver>,
+    json: bool,
+) -> Result<TurnOutcome, LoopError> {
+    let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+    let renderer = tokio::spawn(render(rx, json));
+    let cancel = CancellationToken::new();
+    let on_ctrl_c = cancel.clone();
+    let ctrl_c = tokio::spawn(async move {
+        if tokio::signal::ctrl_c().await.is_ok() {
+            on_ctrl_c.cancel();
+        }
+    });
+    let outcome = rt
+        .agent_loop
+        .run_turn(session, input, approver, &tx, &cancel)
+        .await;
+    drop(tx);
+    let _ = renderer.await;
+    ctrl_c.abort();
+    outcome
+}
