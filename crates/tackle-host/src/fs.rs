@@ -59,7 +59,15 @@ pub(crate) fn read(
     let fd =
         open_no_links(&path, libc::O_RDONLY | libc::O_NONBLOCK).map_err(|e| io_err(&path, e))?;
     let mut file = File::from(fd);
-    let total_size = file.metadata().map_err(|e| io_err(&path, e))?.len();
+    let meta = file.metadata().map_err(|e| io_err(&path, e))?;
+    if !meta.is_file() {
+        // Swapped for a FIFO or device since the check above.
+        return Err(HostError::Invalid(format!(
+            "{} is not a regular file",
+            path.display()
+        )));
+    }
+    let total_size = meta.len();
     let cap = req.max_bytes.unwrap_or(ceiling).min(ceiling);
     file.seek(SeekFrom::Start(req.offset))
         .map_err(|e| io_err(&path, e))?;
@@ -133,17 +141,28 @@ fn ensure_parent(guard: &PathGuard, parent: &Path, create: bool) -> Result<PathB
     Ok(now.path)
 }
 
-/// `mkdir` each missing ancestor of `dir`, checking each against the write grant first.
+/// `mkdir` each missing ancestor of `dir`, all checked against the write grant first. Each
+/// is created and opened relative to its parent's descriptor (no links followed), so a
+/// directory swapped for a link meanwhile cannot carry the creation outside the grant.
 fn create_dirs_inside_grant(guard: &PathGuard, dir: &Path) -> Result<(), HostError> {
-    let mut missing: Vec<&Path> = dir.ancestors().take_while(|p| !p.exists()).collect();
+    let mut missing: Vec<&Path> = dir
+        .ancestors()
+        .take_while(|p| fs::symlink_metadata(p).is_err())
+        .collect();
     missing.reverse();
-    for d in missing {
+    for d in &missing {
         guard.require(d, Access::Write)?;
-        match fs::create_dir(d) {
-            Ok(()) => {}
-            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
-            Err(e) => return Err(io_err(d, e)),
-        }
+    }
+    let Some(first) = missing.first() else {
+        return Ok(());
+    };
+    let base = first.parent().unwrap_or(Path::new("/"));
+    let mut at = Dir::open(base).map_err(|e| io_err(base, e))?;
+    for d in missing {
+        let name = d
+            .file_name()
+            .ok_or_else(|| HostError::Invalid(format!("{} names no directory", d.display())))?;
+        at = at.mkdir_open(name).map_err(|e| io_err(d, e))?;
     }
     Ok(())
 }

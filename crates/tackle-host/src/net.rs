@@ -226,6 +226,11 @@ impl Http<'_> {
         if req.operator_configured && !trusted_first {
             tracing::warn!(url = %first, "operator_configured request to a URL not in the operator's config; checking it like a model URL");
         }
+        if !trusted_first {
+            // The text as the model wrote it: parsing drops tabs and turns `\` into `/`,
+            // which would hide an ambiguous URL from the raw-text checks.
+            checked(method.as_str(), &req.url, self.grant).map_err(HostError::Denied)?;
+        }
         let mut hop = Hop {
             url: first,
             method,
@@ -299,12 +304,30 @@ const HOST_MANAGED_HEADERS: &[&str] = &[
     "proxy-connection",
 ];
 
+/// Headers some servers and frameworks obey *instead of* the request line: they would send
+/// a `GET /v1/x` that the grant allowed to `/admin`, or as a `DELETE`.
+const OVERRIDE_HEADERS: &[&str] = &[
+    "x-http-method-override",
+    "x-http-method",
+    "x-method-override",
+    "x-original-url",
+    "x-rewrite-url",
+    "x-original-uri",
+    "x-forwarded-prefix",
+    "x-forwarded-path",
+];
+
 fn header_pair(k: &str, v: &str) -> Result<(HeaderName, HeaderValue), HostError> {
     let name = HeaderName::from_bytes(k.as_bytes())
         .map_err(|_| HostError::Invalid(format!("{k:?} is not a valid header name")))?;
     if HOST_MANAGED_HEADERS.contains(&name.as_str()) {
         return Err(HostError::Invalid(format!(
             "header {k} is set by the host, not by tools"
+        )));
+    }
+    if OVERRIDE_HEADERS.contains(&name.as_str()) {
+        return Err(HostError::Invalid(format!(
+            "header {k} would override the method or path the network grant checked; send the request to that method and path instead"
         )));
     }
     let value = HeaderValue::from_str(v)
@@ -352,11 +375,27 @@ fn redirect(hop: &mut Hop, status: StatusCode, next: Url) {
         hop.body = None;
     }
     if next.origin() != hop.url.origin() {
-        const SECRET: &[&str] = &["authorization", "cookie", "proxy-authorization"];
-        hop.headers
-            .retain(|(k, _)| !SECRET.contains(&k.to_ascii_lowercase().as_str()));
+        hop.headers.retain(|(k, _)| !is_credential_header(k));
     }
     hop.url = next;
+}
+
+/// Headers that carry credentials: `Authorization` and `Cookie`, and the API-key headers
+/// services invent (`X-Api-Key`, `X-Auth-Token`, `api-key`, `X-Goog-Api-Key`).
+fn is_credential_header(name: &str) -> bool {
+    const MARKS: &[&str] = &[
+        "auth",
+        "cookie",
+        "key",
+        "token",
+        "secret",
+        "session",
+        "password",
+        "credential",
+        "signature",
+    ];
+    let name = name.to_ascii_lowercase();
+    MARKS.iter().any(|m| name.contains(m))
 }
 
 /// Map reqwest's error, surfacing a resolver denial as a policy denial.

@@ -26,7 +26,13 @@ pub(crate) enum PathError {
     DanglingSymlink(PathBuf),
     #[error("{path}: {source}")]
     Io { path: PathBuf, source: io::Error },
+    #[error("the path is {0} bytes long, over the system limit of {PATH_LIMIT} bytes")]
+    TooLong(usize),
 }
+
+/// `PATH_MAX`: longer paths cannot be opened by name anyway, and creating directories
+/// relative to descriptors would otherwise build trees deeper than other tools can handle.
+pub(crate) const PATH_LIMIT: usize = 4096;
 
 impl PathError {
     /// A denial for `--explain` and for refusals: an unresolvable link is a policy matter.
@@ -38,6 +44,7 @@ impl PathError {
         match self {
             PathError::DanglingSymlink(_) => HostError::Denied(self.into_decision()),
             PathError::Io { .. } => HostError::Io(self.to_string()),
+            PathError::TooLong(_) => HostError::Invalid(self.to_string()),
         }
     }
 }
@@ -66,6 +73,17 @@ pub(crate) fn absolutize(path: &Path, base: &Path, home: Option<&Path>) -> PathB
 
 /// Canonicalise `path` (absolute) component by component; see the module doc.
 pub(crate) fn canonicalize_lenient(path: &Path) -> Result<Canonical, PathError> {
+    if !path.is_absolute() {
+        // Rooting it at `/` would turn a relative workspace `.` into the whole file system.
+        return Err(PathError::Io {
+            path: path.to_path_buf(),
+            source: io::Error::new(io::ErrorKind::InvalidInput, "the path is not absolute"),
+        });
+    }
+    let len = path.as_os_str().len();
+    if len >= PATH_LIMIT {
+        return Err(PathError::TooLong(len));
+    }
     let mut base = PathBuf::from("/");
     let mut tail: Vec<OsString> = Vec::new();
     for comp in path.components() {
@@ -85,6 +103,10 @@ pub(crate) fn canonicalize_lenient(path: &Path) -> Result<Canonical, PathError> 
     let exists = tail.is_empty();
     let mut out = base;
     out.extend(tail);
+    // Links can lengthen the path: `short/link/x` may resolve past the limit.
+    if out.as_os_str().len() >= PATH_LIMIT {
+        return Err(PathError::TooLong(out.as_os_str().len()));
+    }
     Ok(Canonical { path: out, exists })
 }
 
@@ -198,6 +220,13 @@ mod tests {
         std::os::unix::fs::symlink("/nonexistent-tackle-target", real.join("dangle")).unwrap();
         let err = canonicalize_lenient(&real.join("dangle/file")).unwrap_err();
         assert!(matches!(err, PathError::DanglingSymlink(_)));
+    }
+
+    #[test]
+    fn a_relative_path_is_refused_rather_than_rooted_at_slash() {
+        for p in [".", "ws", "./x", ""] {
+            assert!(canonicalize_lenient(Path::new(p)).is_err(), "{p:?}");
+        }
     }
 
     #[test]

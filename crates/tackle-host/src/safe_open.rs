@@ -2,16 +2,17 @@
 //! the open (a concurrent command could replace a checked directory with a link out).
 //!
 //! On Linux 5.6+ `openat2(RESOLVE_NO_SYMLINKS)` refuses a link in *any* component; elsewhere
-//! (or where a seccomp filter hides it) the fallback is `O_NOFOLLOW`, which covers only the
-//! last component. Files in a directory are then created and renamed relative to the
-//! directory's descriptor, so the directory cannot move under the write.
+//! (or where a seccomp filter hides it) the fallback walks from `/` one component at a time
+//! with `openat(O_NOFOLLOW)`, which refuses links just the same. Files in a directory are
+//! then created and renamed relative to the directory's descriptor, so the directory cannot
+//! move under the write.
 
 use std::ffi::{CString, OsStr};
 use std::fs::File;
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
-use std::path::Path;
+use std::path::{Component, Path};
 
 fn cstr(bytes: &[u8]) -> io::Result<CString> {
     CString::new(bytes)
@@ -29,6 +30,12 @@ struct OpenHow {
 
 /// Open `path` (absolute, canonical) refusing symlinks on the way.
 pub(crate) fn open_no_links(path: &Path, flags: libc::c_int) -> io::Result<OwnedFd> {
+    if !path.is_absolute() || path.components().any(|c| c == Component::ParentDir) {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            "only absolute paths without `..` are opened",
+        ));
+    }
     let c = cstr(path.as_os_str().as_bytes())?;
     let flags = flags | libc::O_CLOEXEC;
     #[cfg(target_os = "linux")]
@@ -58,8 +65,39 @@ pub(crate) fn open_no_links(path: &Path, flags: libc::c_int) -> io::Result<Owned
             return Err(err);
         }
     }
-    // SAFETY: as above; O_NOFOLLOW guards the last component only.
-    let fd = unsafe { libc::open(c.as_ptr(), flags | libc::O_NOFOLLOW) };
+    open_walk(path, flags)
+}
+
+/// The fallback: from `/`, open each directory with `O_NOFOLLOW | O_DIRECTORY` relative to
+/// the previous one, so a link in any component fails (`ELOOP` / `ENOTDIR`) as under openat2.
+pub(crate) fn open_walk(path: &Path, flags: libc::c_int) -> io::Result<OwnedFd> {
+    let names: Vec<&OsStr> = path
+        .components()
+        .filter_map(|c| match c {
+            Component::Normal(n) => Some(n),
+            _ => None,
+        })
+        .collect();
+    let dir_flags = libc::O_DIRECTORY | libc::O_RDONLY | libc::O_NOFOLLOW | libc::O_CLOEXEC;
+    let mut dir = open_at(libc::AT_FDCWD, OsStr::new("/"), dir_flags)?;
+    let Some((last, parents)) = names.split_last() else {
+        return open_at(libc::AT_FDCWD, OsStr::new("/"), flags | libc::O_NOFOLLOW);
+    };
+    for name in parents {
+        dir = open_at(dir.as_raw_fd(), name, dir_flags)?;
+    }
+    open_at(
+        dir.as_raw_fd(),
+        last,
+        flags | libc::O_NOFOLLOW | libc::O_CLOEXEC,
+    )
+}
+
+/// `openat` without creating anything.
+fn open_at(dirfd: libc::c_int, name: &OsStr, flags: libc::c_int) -> io::Result<OwnedFd> {
+    let c = cstr(name.as_bytes())?;
+    // SAFETY: `c` is a valid C string; `dirfd` is AT_FDCWD or a descriptor we hold.
+    let fd = unsafe { libc::openat(dirfd, c.as_ptr(), flags & !libc::O_CREAT) };
     if fd < 0 {
         return Err(io::Error::last_os_error());
     }
@@ -76,6 +114,23 @@ impl Dir {
     pub fn open(path: &Path) -> io::Result<Self> {
         Ok(Self {
             fd: open_no_links(path, libc::O_DIRECTORY | libc::O_RDONLY)?,
+        })
+    }
+
+    /// Create the directory `name` here (an existing one is fine) and open it, refusing a
+    /// link put in its place.
+    pub fn mkdir_open(&self, name: &OsStr) -> io::Result<Dir> {
+        let c = cstr(name.as_bytes())?;
+        // SAFETY: valid fd and C string.
+        if unsafe { libc::mkdirat(self.fd.as_raw_fd(), c.as_ptr(), 0o777) } != 0 {
+            let err = io::Error::last_os_error();
+            if err.kind() != io::ErrorKind::AlreadyExists {
+                return Err(err);
+            }
+        }
+        let flags = libc::O_DIRECTORY | libc::O_RDONLY | libc::O_NOFOLLOW | libc::O_CLOEXEC;
+        Ok(Dir {
+            fd: open_at(self.fd.as_raw_fd(), name, flags)?,
         })
     }
 
@@ -144,5 +199,41 @@ mod tests {
         }
         let last = open_no_links(&real.join("link"), libc::O_RDONLY | libc::O_DIRECTORY);
         assert!(last.is_err());
+    }
+
+    #[test]
+    fn the_fallback_walk_refuses_a_link_in_any_component_too() {
+        let dir = tempfile::tempdir().unwrap();
+        let real = std::fs::canonicalize(dir.path()).unwrap();
+        std::fs::create_dir_all(real.join("d/e")).unwrap();
+        std::fs::write(real.join("d/e/f"), "x").unwrap();
+        std::os::unix::fs::symlink(real.join("d"), real.join("link")).unwrap();
+        std::os::unix::fs::symlink(real.join("d/e/f"), real.join("d/flink")).unwrap();
+        assert!(open_walk(&real.join("d/e/f"), libc::O_RDONLY).is_ok());
+        for bad in ["link/e/f", "d/flink", "link"] {
+            let err = open_walk(&real.join(bad), libc::O_RDONLY).unwrap_err();
+            assert!(
+                matches!(err.raw_os_error(), Some(libc::ELOOP) | Some(libc::ENOTDIR)),
+                "{bad}: {err}"
+            );
+        }
+    }
+
+    #[test]
+    fn relative_paths_and_dot_dot_are_never_opened() {
+        assert!(open_no_links(Path::new("etc/passwd"), libc::O_RDONLY).is_err());
+        assert!(open_no_links(Path::new("/tmp/../etc/passwd"), libc::O_RDONLY).is_err());
+    }
+
+    #[test]
+    fn mkdir_open_refuses_a_link_in_place_of_the_new_directory() {
+        let dir = tempfile::tempdir().unwrap();
+        let real = std::fs::canonicalize(dir.path()).unwrap();
+        let out = tempfile::tempdir().unwrap();
+        std::os::unix::fs::symlink(out.path(), real.join("sub")).unwrap();
+        let d = Dir::open(&real).unwrap();
+        assert!(d.mkdir_open(OsStr::new("fresh")).is_ok());
+        assert!(d.mkdir_open(OsStr::new("fresh")).is_ok());
+        assert!(d.mkdir_open(OsStr::new("sub")).is_err());
     }
 }

@@ -5,6 +5,7 @@
 //! glob nor a link can surface anything outside.
 
 use crate::paths::{canonicalize_lenient, PathGuard};
+use crate::safe_open::open_no_links;
 use globset::{GlobBuilder, GlobMatcher};
 use grep_regex::RegexMatcherBuilder;
 use grep_searcher::sinks::Lossy;
@@ -184,6 +185,15 @@ pub(crate) fn search(
         if glob.as_ref().is_some_and(|g| !g.matches(&rel, rel_ws)) {
             continue;
         }
+        // Opened without following links, so a file swapped for a link (or its directory
+        // for a linked one) after the walk saw it is skipped rather than read.
+        let Ok(fd) = open_no_links(entry.path(), libc::O_RDONLY | libc::O_NONBLOCK) else {
+            continue;
+        };
+        let file = std::fs::File::from(fd);
+        if !file.metadata().is_ok_and(|m| m.is_file()) {
+            continue;
+        }
         let sink = Lossy(|line_number, line: &str| {
             let line = line.trim_end_matches(['\n', '\r']);
             hits.push(SearchHit {
@@ -194,7 +204,7 @@ pub(crate) fn search(
             Ok(hits.len() < cap)
         });
         // An unreadable file is skipped like ripgrep does; it is not the caller's error.
-        let _ = searcher.search_path(&matcher, entry.path(), sink);
+        let _ = searcher.search_file(&matcher, &file, sink);
     }
     Ok(hits)
 }

@@ -8,6 +8,20 @@
 //!
 //! URLs with user info (`http://user:pass@host/`) are always refused: they hide the real host
 //! from a reader (`http://good.com@127.0.0.1/` goes to 127.0.0.1) and put credentials in logs.
+//! So is any `@` before the first `/` (`http://a.com\@127.0.0.1/`, `http://a.com?@b/`),
+//! which other parsers read as user info. Also refused before any lookup: control characters
+//! (the parser drops tabs and newlines silently), empty labels, port 0, names known to resolve
+//! to loopback, and names that spell a blocked address (`127.0.0.1.nip.io`,
+//! `app-10-0-0-1.sslip.io`), which wildcard DNS services resolve to that address.
+//!
+//! ```
+//! use tackle_policy::net::check_url;
+//! use tackle_protocol::NetworkGrant;
+//! let open = NetworkGrant::default();
+//! assert!(check_url("GET", "https://example.com/", &open).is_ok());
+//! assert!(check_url("GET", "http://0x7f000001/", &open).is_err());
+//! assert!(check_url("GET", "http://127.0.0.1.nip.io/", &open).is_err());
+//! ```
 
 use percent_encoding::percent_decode_str;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
@@ -41,6 +55,7 @@ pub fn check_url(method: &str, url: &str, grant: &NetworkGrant) -> Result<Checke
             ),
         ));
     }
+    check_raw(url, &shown)?;
     let parsed = Url::parse(url).map_err(|e| {
         Decision::deny(
             RULE_URL,
@@ -57,23 +72,16 @@ pub fn check_url(method: &str, url: &str, grant: &NetworkGrant) -> Result<Checke
         ));
     }
     if !parsed.username().is_empty() || parsed.password().is_some() {
+        return Err(user_info_denial(&shown));
+    }
+    let (host, ip) = host_of(&parsed, &shown)?;
+    let port = parsed.port_or_known_default().unwrap_or(80);
+    if port == 0 {
         return Err(Decision::deny(
             RULE_URL,
-            format!("`{shown}` is denied: URLs with user info (`user@host`) are refused because they hide the real host; send credentials in a header instead"),
+            format!("`{shown}` is denied: port 0 is never a valid destination"),
         ));
     }
-    let (host, ip) = match parsed.host() {
-        Some(Host::Domain(d)) => (d.trim_end_matches('.').to_ascii_lowercase(), None),
-        Some(Host::Ipv4(v4)) => (v4.to_string(), Some(IpAddr::V4(v4))),
-        Some(Host::Ipv6(v6)) => (v6.to_string(), Some(IpAddr::V6(v6))),
-        None => {
-            return Err(Decision::deny(
-                RULE_URL,
-                format!("`{shown}` is denied: it names no host"),
-            ))
-        }
-    };
-    let port = parsed.port_or_known_default().unwrap_or(80);
     match ip {
         Some(ip) => {
             let d = check_ip(ip, grant.allow_private);
@@ -84,16 +92,7 @@ pub fn check_url(method: &str, url: &str, grant: &NetworkGrant) -> Result<Checke
                 ));
             }
         }
-        None => {
-            if let Some(kind) = internal_name(&host) {
-                if !grant.allow_private {
-                    return Err(Decision::deny(
-                        RULE_PRIVATE,
-                        format!("`{shown}` is denied: `{host}` is {kind}, a private destination; set allow_private: true in the network grant to reach it"),
-                    ));
-                }
-            }
-        }
+        None => check_name(&host, grant.allow_private, &shown)?,
     }
     check_endpoints(method, &parsed, &host, port, ip, grant, &shown)?;
     Ok(CheckedUrl {
@@ -110,6 +109,130 @@ fn is_token(m: &str) -> bool {
         && m.len() <= 32
         && m.bytes()
             .all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+.^_`|~-".contains(&b))
+}
+
+/// Refusals on the raw text, before parsing: URL parsers disagree about these, and the
+/// WHATWG parser the guard uses silently drops tabs and line breaks.
+fn check_raw(url: &str, shown: &str) -> Result<(), Decision> {
+    if url.chars().any(|c| c.is_ascii_control()) {
+        return Err(Decision::deny(
+            RULE_URL,
+            format!("`{shown}` is denied: it contains control characters (tabs, line breaks), which URL parsers silently drop"),
+        ));
+    }
+    // `http://evil.com\@127.0.0.1/` or `http://a.com?@b/`: an `@` before the first `/` is
+    // user info to some parsers and part of the path or query to others.
+    let after_scheme = url.split_once(':').map(|(_, rest)| rest).unwrap_or("");
+    let authority = after_scheme.trim_start_matches(['/', '\\']);
+    let authority = authority.split('/').next().unwrap_or("");
+    if authority.contains('@') {
+        return Err(user_info_denial(shown));
+    }
+    Ok(())
+}
+
+fn user_info_denial(shown: &str) -> Decision {
+    Decision::deny(
+        RULE_URL,
+        format!("`{shown}` is denied: URLs with user info (`user@host`, or an `@` before the first `/`) are refused because they hide the real host; send credentials in a header instead"),
+    )
+}
+
+/// The host to resolve (lowercase, one trailing dot dropped) and its IP when it is literal.
+fn host_of(parsed: &Url, shown: &str) -> Result<(String, Option<IpAddr>), Decision> {
+    match parsed.host() {
+        Some(Host::Domain(d)) => {
+            let name = d.strip_suffix('.').unwrap_or(d).to_ascii_lowercase();
+            if name.is_empty() || name.split('.').any(str::is_empty) {
+                return Err(Decision::deny(
+                    RULE_URL,
+                    format!("`{shown}` is denied: the host `{d}` has an empty label"),
+                ));
+            }
+            Ok((name, None))
+        }
+        Some(Host::Ipv4(v4)) => Ok((v4.to_string(), Some(IpAddr::V4(v4)))),
+        Some(Host::Ipv6(v6)) => Ok((v6.to_string(), Some(IpAddr::V6(v6)))),
+        None => Err(Decision::deny(
+            RULE_URL,
+            format!("`{shown}` is denied: it names no host"),
+        )),
+    }
+}
+
+/// Names refused before any lookup: internal names, and names that spell a blocked address
+/// (`127.0.0.1.nip.io`), which wildcard DNS services resolve to that address.
+fn check_name(host: &str, allow_private: bool, shown: &str) -> Result<(), Decision> {
+    if let Some(kind) = internal_name(host) {
+        if !allow_private {
+            return Err(Decision::deny(
+                RULE_PRIVATE,
+                format!("`{shown}` is denied: `{host}` is {kind}, a private destination; set allow_private: true in the network grant to reach it"),
+            ));
+        }
+    }
+    for ip in ips_spelled_in(host) {
+        let d = check_ip(ip, allow_private);
+        if !d.is_allowed() {
+            return Err(Decision::deny(
+                d.rule,
+                format!("`{shown}` is denied: the name `{host}` spells the address {ip}, where wildcard DNS (nip.io, sslip.io) sends it: {}", d.why),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Wildcard DNS services that also accept hex (`7f000001`) and IPv6 (`--1`) spellings.
+const WILDCARD_DNS: &[&str] = &[
+    "nip.io",
+    "sslip.io",
+    "xip.io",
+    "traefik.me",
+    "ip.addr.tools",
+];
+
+/// IPv4 addresses spelled in a name as four dotted labels (`10.0.0.1.x.io`) or four dashed
+/// numbers in a label (`app-10-0-0-1.x.io`); on wildcard services also hex and IPv6 labels.
+fn ips_spelled_in(host: &str) -> Vec<IpAddr> {
+    let labels: Vec<&str> = host.split('.').collect();
+    let mut out: Vec<IpAddr> = labels.windows(4).filter_map(quad).collect();
+    for label in &labels {
+        let parts: Vec<&str> = label.split('-').collect();
+        out.extend(parts.windows(4).filter_map(quad));
+    }
+    let wildcard = WILDCARD_DNS
+        .iter()
+        .any(|s| host == *s || host.strip_suffix(s).is_some_and(|p| p.ends_with('.')));
+    if wildcard {
+        for label in &labels {
+            if label.contains("--") {
+                if let Ok(v6) = label.replace('-', ":").parse::<Ipv6Addr>() {
+                    out.push(IpAddr::V6(v6));
+                }
+            }
+            for part in label.split('-') {
+                if part.len() == 8 {
+                    if let Ok(n) = u32::from_str_radix(part, 16) {
+                        out.push(IpAddr::V4(Ipv4Addr::from(n)));
+                    }
+                }
+            }
+        }
+    }
+    out
+}
+
+/// Four decimal octets (`127`, `0`, `0`, `1`) as an address.
+fn quad(parts: &[&str]) -> Option<IpAddr> {
+    let mut octets = [0u8; 4];
+    for (slot, p) in octets.iter_mut().zip(parts) {
+        if p.is_empty() || p.len() > 3 || !p.bytes().all(|b| b.is_ascii_digit()) {
+            return None;
+        }
+        *slot = p.parse().ok()?;
+    }
+    (parts.len() == 4).then_some(IpAddr::V4(Ipv4Addr::from(octets)))
 }
 
 /// Checks one address (a URL's literal IP, or each address a name resolved to).
@@ -201,6 +324,11 @@ const V4_RANGES: &[(u32, u8, Class)] = &[
         0xCB00_7100,
         24,
         Class::Reserved("documentation 203.0.113.0/24"),
+    ),
+    (
+        0xA83F_8110,
+        32,
+        Class::Private("Azure platform (WireServer) 168.63.129.16/32"),
     ),
     (0xE000_0000, 4, Class::Reserved("multicast 224.0.0.0/4")),
     (
@@ -305,6 +433,11 @@ fn internal_name(host: &str) -> Option<&'static str> {
         ("lan", "a LAN (.lan) name"),
         ("intranet", "an intranet name"),
         ("corp", "a corporate network (.corp) name"),
+        ("localtest.me", "a public name that resolves to loopback"),
+        ("lvh.me", "a public name that resolves to loopback"),
+        ("vcap.me", "a public name that resolves to loopback"),
+        ("lacolhost.com", "a public name that resolves to loopback"),
+        ("localho.st", "a public name that resolves to loopback"),
     ];
     if !host.contains('.') {
         return Some("a single-label name, which only resolves on a local network");
@@ -386,10 +519,11 @@ fn host_matches(pattern: &str, host: &str, port: u16, ip: Option<IpAddr>) -> boo
                 .strip_suffix(suffix.as_str())
                 .is_some_and(|sub| sub.len() > 1 && sub.ends_with('.'));
     }
-    match (
-        Host::parse(pattern.trim_start_matches('[').trim_end_matches(']')),
-        ip,
-    ) {
+    let bare = pattern.trim_start_matches('[').trim_end_matches(']');
+    if let Ok(v6) = bare.parse::<Ipv6Addr>() {
+        return ip == Some(IpAddr::V6(v6));
+    }
+    match (Host::parse(pattern), ip) {
         (Ok(Host::Ipv4(a)), Some(b)) => IpAddr::V4(a) == b,
         (Ok(Host::Ipv6(a)), Some(b)) => IpAddr::V6(a) == b,
         (Ok(Host::Domain(d)), None) => d.trim_end_matches('.').eq_ignore_ascii_case(host),
@@ -420,18 +554,24 @@ fn normalize_domain(d: &str) -> Option<String> {
 fn path_segments(path: &str) -> Option<Vec<String>> {
     let mut out = Vec::new();
     for raw in path.strip_prefix('/').unwrap_or(path).split('/') {
-        let seg = percent_decode_str(raw).decode_utf8_lossy().into_owned();
+        // Bytes that are not UTF-8 (`%c0%ae`, an overlong `.`) are refused outright.
+        let seg = percent_decode_str(raw).decode_utf8().ok()?.into_owned();
         let bare = seg.split(';').next().unwrap_or("");
-        if seg.contains(['/', '\\'])
-            || bare == "."
-            || bare == ".."
-            || seg.contains('%') && raw != seg
-        {
+        if seg.contains(['/', '\\']) || is_dot_segment(bare) || seg.contains('%') && raw != seg {
             return None;
         }
         out.push(seg);
     }
     Some(out)
+}
+
+/// `.` and `..`, and look-alikes (`．．` fullwidth, `‥`) that Unicode-normalising servers
+/// turn into them.
+fn is_dot_segment(seg: &str) -> bool {
+    const DOTS: &[char] = &[
+        '.', '\u{FF0E}', '\u{3002}', '\u{FE52}', '\u{2024}', '\u{2025}', '\u{FF61}',
+    ];
+    (1..=2).contains(&seg.chars().count()) && seg.chars().all(|c| DOTS.contains(&c))
 }
 
 /// Whole-segment prefix match: `/v1` covers `/v1` and `/v1/x`, not `/v10` or `/v1/../admin`.

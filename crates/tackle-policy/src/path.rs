@@ -25,12 +25,18 @@ pub struct FsRoots {
 }
 
 /// Resolves a grant's entries into absolute roots. Entries that cannot be expanded (`~` with no
-/// home, `~user`) are dropped, which only ever narrows the grant.
+/// home, `~user`, anything relative to a relative workspace) are dropped, which only ever
+/// narrows the grant.
 pub fn roots(grant: Option<&FsGrant>, workspace: &Path, home: Option<&Path>) -> FsRoots {
     let workspace = normalize(workspace);
     let expand = |list: &[String]| -> Vec<PathBuf> {
         if list.is_empty() {
-            return vec![workspace.clone()];
+            // A relative workspace (`.` normalises to an empty path, which every path
+            // "starts with") cannot be compared with canonical paths: it opens nothing.
+            return Some(workspace.clone())
+                .filter(|w| w.is_absolute())
+                .into_iter()
+                .collect();
         }
         list.iter()
             .filter_map(|e| expand_entry(e, &workspace, home))
@@ -81,7 +87,10 @@ pub fn check_path(path: &Path, access: Access, roots: &FsRoots) -> Decision {
             format!("`{shown}` is denied: only absolute paths without `.` or `..` can be checked"),
         );
     }
-    match list.iter().find(|root| path.starts_with(root)) {
+    match list
+        .iter()
+        .find(|root| root.is_absolute() && path.starts_with(root))
+    {
         Some(root) => Decision::allow(
             format!("{rule} {:?}", root.display().to_string()),
             format!(

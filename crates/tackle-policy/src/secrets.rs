@@ -27,16 +27,46 @@ const MIN_EXACT_LEN: usize = 8;
 enum Scope {
     /// The whole match.
     Whole,
-    /// Capture group 1 only (the value after a name such as `aws_secret_access_key=`).
+    /// The first capture group that matched (the value after a name such as
+    /// `aws_secret_access_key=`).
     Group,
-    /// Group 1, and only when it looks random (generic `TOKEN=…` assignments).
+    /// That group, and only when it looks random (generic `TOKEN=…` assignments).
     RandomGroup,
+    /// That group, when it mixes upper case, lower case and digits (a key glued to a word).
+    MixedGroup,
+    /// The whole match, when it is base64 whose decoded start names a private key.
+    Base64Pem,
 }
+
+/// The end of a PEM private key block: `-----END … PRIVATE KEY-----` or `… KEY BLOCK-----`.
+const PEM: &str = r"-----BEGIN[ A-Z0-9]*PRIVATE KEY(?: BLOCK)?-----(?s:.*?)(?:-----END[ A-Z0-9]*PRIVATE KEY(?: BLOCK)?-----|\z)";
 
 const PATTERNS: &[(&str, Scope)] = &[
     // Whole PEM private keys, or to the end of the text when the end marker was cut off.
+    (PEM, Scope::Whole),
+    // The same, URL- or form-encoded (`-----BEGIN%20PRIVATE%20KEY-----%0AMII…`).
     (
-        r"-----BEGIN[ A-Z0-9]*PRIVATE KEY-----(?s:.*?)(?:-----END[ A-Z0-9]*PRIVATE KEY-----|\z)",
+        r"-----BEGIN(?:[A-Z0-9+]|%20)*PRIVATE(?:\+|%20)KEY(?:(?:\+|%20)BLOCK)?-----[A-Za-z0-9%+/=]*(?:-----END(?:[A-Z0-9+]|%20)*KEY(?:(?:\+|%20)BLOCK)?-----)?",
+        Scope::Whole,
+    ),
+    // A PEM block encoded as base64 (Kubernetes secrets, `base64 key.pem`).
+    (
+        r"LS0tLS1CRUdJTi[A-Za-z0-9+/=]*(?:\r?\n[ \t]*[A-Za-z0-9+/=]{4,})*",
+        Scope::Base64Pem,
+    ),
+    // The body of a PEM key whose BEGIN line was cut off (a read from an offset), up to its
+    // END line, and OpenSSH key bodies by their `openssh-key-v1` magic.
+    (
+        r"(?:[A-Za-z0-9+/=]{16,}\r?\n)+-----END[ A-Z0-9]*PRIVATE KEY(?: BLOCK)?-----",
+        Scope::Whole,
+    ),
+    (
+        r"b3BlbnNzaC1rZXktdjE[A-Za-z0-9+/=]*(?:\r?\n[A-Za-z0-9+/=]{4,})*",
+        Scope::Whole,
+    ),
+    // PuTTY private keys.
+    (
+        r"Private-Lines: *\d+\r?\n(?:[A-Za-z0-9+/=]+\r?\n?)+",
         Scope::Whole,
     ),
     (r"sk-ant-[A-Za-z0-9_\-]{20,}", Scope::Whole),
@@ -44,17 +74,47 @@ const PATTERNS: &[(&str, Scope)] = &[
         r"\bsk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_\-]{20,}",
         Scope::Whole,
     ),
+    // `sk-…` glued to a word (`OPENAI_sk-…`, `%3Dsk-…`); mixed classes keep slugs such as
+    // `risk-assessment-…` out.
+    (
+        r"[A-Za-z0-9_](sk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_\-]{20,})",
+        Scope::MixedGroup,
+    ),
     (r"(?:ghp|gho|ghu|ghs|ghr)_[A-Za-z0-9]{30,}", Scope::Whole),
     (r"github_pat_[A-Za-z0-9_]{20,}", Scope::Whole),
-    (r"\b(?:AKIA|ASIA|ABIA|ACCA)[A-Z0-9]{16}\b", Scope::Whole),
+    (r"glpat-[A-Za-z0-9_\-]{20,}", Scope::Whole),
+    (r"npm_[A-Za-z0-9]{36}", Scope::Whole),
+    (r"hf_[A-Za-z0-9]{30,}", Scope::Whole),
+    (r"pypi-AgEIcHlwaS5vcmc[A-Za-z0-9_\-]{20,}", Scope::Whole),
+    (r"ya29\.[0-9A-Za-z_\-]{20,}", Scope::Whole),
     (
-        r#"(?i)aws_secret_access_key["']?\s*[:=]\s*["']?([A-Za-z0-9/+=]{40})"#,
+        r"SG\.[A-Za-z0-9_\-]{16,}\.[A-Za-z0-9_\-]{16,}",
+        Scope::Whole,
+    ),
+    (r"whsec_[A-Za-z0-9+/=]{24,}", Scope::Whole),
+    (r"dop_v1_[a-f0-9]{64}", Scope::Whole),
+    (r"shp(?:at|ss|ca|pa)_[a-fA-F0-9]{32}", Scope::Whole),
+    // No word boundary: URL-encoded text glues the key to `%22`.
+    (r"(?:AKIA|ASIA|ABIA|ACCA)[A-Z0-9]{16}", Scope::Whole),
+    (
+        r#"(?i)aws_secret_access_key["']?\s*[:=]\s*["']?((?:[A-Za-z0-9/+=]|\\/){40,})"#,
         Scope::Group,
     ),
     (r"xox[abprs]-[A-Za-z0-9\-]{10,}", Scope::Whole),
+    (r"xapp-\d-[A-Za-z0-9\-]{10,}", Scope::Whole),
     (
         r"https://hooks\.slack\.com/services/[A-Za-z0-9/_\-]+",
         Scope::Whole,
+    ),
+    (
+        r"https://(?:ptb\.|canary\.)?discord(?:app)?\.com/api/webhooks/\d+/[A-Za-z0-9_\-]+",
+        Scope::Whole,
+    ),
+    (r"\b\d{8,10}:AA[A-Za-z0-9_\-]{33}", Scope::Whole),
+    // Signed URLs: Azure SAS `sig=`, S3 and GCS `X-Amz-Signature=` / `X-Goog-Signature=`.
+    (
+        r"(?i)[?&](?:sig|x-amz-signature|x-goog-signature)=([A-Za-z0-9%+/=]{20,})",
+        Scope::Group,
     ),
     (r"AIza[0-9A-Za-z_\-]{35}", Scope::Whole),
     (r"(?:sk|rk)_(?:live|test)_[0-9A-Za-z]{10,}", Scope::Whole),
@@ -62,17 +122,29 @@ const PATTERNS: &[(&str, Scope)] = &[
         r"eyJ[A-Za-z0-9_\-]{5,}\.eyJ[A-Za-z0-9_\-]{5,}\.[A-Za-z0-9_\-]*",
         Scope::Whole,
     ),
+    // Header lines and their JSON / dict forms (`"Authorization": "Basic …"`).
     (
-        r"(?i)\b(?:proxy-)?authorization\s*:\s*(?:bearer|basic|token)\s+([A-Za-z0-9._~+/=\-]{8,})",
+        r#"(?i)\b(?:proxy-)?authorization["']?\s*[:=]\s*["']?(?:(?:bearer|basic|token|digest|negotiate|apikey|key)\s+)?([A-Za-z0-9._~+/=\-]{8,})"#,
+        Scope::Group,
+    ),
+    (
+        r#"(?i)\b(?:set-)?cookie["']?\s*:\s*["']?([^\r\n"']{8,})"#,
         Scope::Group,
     ),
     (r"(?i)\bbearer\s+([A-Za-z0-9._~+/=\-]{20,})", Scope::Group),
+    // `scheme://user:password@host`; the password runs to the last `@` of the authority.
     (
-        r"\b[a-zA-Z][a-zA-Z0-9+.\-]*://[^/\s:@]+:([^/\s@]{3,})@",
+        r"\b[a-zA-Z][a-zA-Z0-9+.\-]*://[^/\s:@]+:([^/\s?#]+)@",
         Scope::Group,
     ),
+    // `curl -u user:password`.
     (
-        r#"(?i)[A-Z0-9_.\-]*(?:KEY|TOKEN|SECRET|PASSWORD|PASSWD|PWD|CREDENTIALS?)[A-Z0-9_.\-]*["']?\s*[:=]\s*["']?([^\s"',;]{6,})"#,
+        r#"(?:^|\s)(?:-u|--user)\s*["']?[^\s:"']+:([^\s"']+)"#,
+        Scope::Group,
+    ),
+    // `NAME=value`, `"name": "value"`: a quoted value runs to its closing quote.
+    (
+        r#"(?i)[A-Z0-9_.\-]*(?:KEY|TOKEN|SECRET|PASSWORD|PASSWD|PWD|CREDENTIALS?)[A-Z0-9_.\-]*["']?\s*[:=]\s*(?:"((?:[^"\\\r\n]|\\.){6,})"|'([^'\r\n]{6,})'|["']?([^\s"',;]{6,}))"#,
         Scope::RandomGroup,
     ),
 ];
@@ -80,14 +152,15 @@ const PATTERNS: &[(&str, Scope)] = &[
 /// Finds and replaces secrets in text. Build once, use for every tool result.
 #[derive(Debug, Clone)]
 pub struct SecretRedactor {
-    set: RegexSet,
+    /// `None` when the patterns are too many to combine; each then runs on its own.
+    set: Option<RegexSet>,
     patterns: Vec<(Regex, Scope)>,
 }
 
 impl SecretRedactor {
     /// A redactor for the built-in patterns plus the exact strings in `extra_exact`.
     pub fn new(extra_exact: Vec<String>) -> Self {
-        let mut sources: Vec<(String, Scope)> = PATTERNS
+        let sources: Vec<(String, Scope)> = PATTERNS
             .iter()
             .map(|(p, s)| ((*p).to_string(), *s))
             .collect();
@@ -98,32 +171,34 @@ impl SecretRedactor {
         // Longest first, so a secret that contains another is replaced whole.
         exact.sort_by_key(|s| std::cmp::Reverse(s.len()));
         exact.dedup();
-        if !exact.is_empty() {
-            let alternation: Vec<String> = exact.iter().map(|s| regex::escape(s)).collect();
-            sources.push((alternation.join("|"), Scope::Whole));
-        }
-        let mut patterns = Vec::new();
+        let mut patterns: Vec<(Regex, Scope)> = Vec::new();
         let mut kept = Vec::new();
         for (src, scope) in sources {
-            // The built-in patterns are fixed and tested; a config string that still fails to
-            // compile (e.g. too large) is skipped rather than disabling every other pattern.
+            // The built-in patterns are fixed and tested; this never skips one.
             if let Ok(re) = Regex::new(&src) {
                 patterns.push((re, scope));
                 kept.push(src);
             }
         }
-        let set = RegexSet::new(&kept).unwrap_or_else(|_| RegexSet::empty());
+        for chunk in exact.chunks(EXACT_CHUNK) {
+            for (src, re) in exact_regexes(chunk) {
+                patterns.push((re, Scope::Whole));
+                kept.push(src);
+            }
+        }
+        // Too large a set would otherwise turn redaction off: then every pattern runs alone.
+        let set = RegexSet::new(&kept).ok();
         Self { set, patterns }
     }
 
     /// `text` with every secret replaced by `[redacted secret]`; borrowed when nothing matched.
     pub fn redact<'a>(&self, text: &'a str) -> Cow<'a, str> {
-        let hits = self.set.matches(text);
-        if !hits.matched_any() {
-            return Cow::Borrowed(text);
-        }
+        let hits: Vec<usize> = match &self.set {
+            Some(set) => set.matches(text).into_iter().collect(),
+            None => (0..self.patterns.len()).collect(),
+        };
         let mut out: Cow<'a, str> = Cow::Borrowed(text);
-        for i in hits.iter() {
+        for i in hits {
             let Some((re, scope)) = self.patterns.get(i) else {
                 continue;
             };
@@ -140,23 +215,127 @@ fn replace(c: &Captures<'_>, scope: Scope) -> String {
     let Some(whole) = c.get(0) else {
         return String::new();
     };
+    let text = whole.as_str();
     let group = match scope {
         Scope::Whole => return REDACTED.to_string(),
-        Scope::Group | Scope::RandomGroup => c.get(1),
+        Scope::Base64Pem if names_private_key(text) => return REDACTED.to_string(),
+        Scope::Base64Pem => return text.to_string(),
+        Scope::Group | Scope::RandomGroup | Scope::MixedGroup => c.iter().skip(1).flatten().next(),
     };
     let Some(g) = group else {
         return REDACTED.to_string();
     };
-    if scope == Scope::RandomGroup && !is_credential(whole.as_str(), g.as_str()) {
-        return whole.as_str().to_string();
+    let keep = match scope {
+        Scope::RandomGroup => !is_credential(text, g.as_str()),
+        Scope::MixedGroup => !is_mixed(g.as_str()),
+        _ => false,
+    };
+    if keep {
+        return text.to_string();
     }
-    let text = whole.as_str();
     let (start, end) = (g.start() - whole.start(), g.end() - whole.start());
     format!(
         "{}{REDACTED}{}",
         text.get(..start).unwrap_or(""),
         text.get(end..).unwrap_or("")
     )
+}
+
+/// Config secrets are compiled this many to a regex, so one too large to compile costs
+/// only its own chunk the encoded forms.
+const EXACT_CHUNK: usize = 32;
+
+/// Regexes for a chunk of config secrets: with their encoded forms when that compiles, else
+/// as written, else one by one. A secret is never dropped for the others' sake.
+fn exact_regexes(chunk: &[String]) -> Vec<(String, Regex)> {
+    let join = |f: &dyn Fn(&str) -> String| -> String {
+        chunk.iter().map(|s| f(s)).collect::<Vec<_>>().join("|")
+    };
+    for src in [join(&exact_pattern), join(&|s| regex::escape(s))] {
+        if let Ok(re) = Regex::new(&src) {
+            return vec![(src, re)];
+        }
+    }
+    chunk
+        .iter()
+        .filter_map(|s| {
+            let src = regex::escape(s);
+            Regex::new(&src).ok().map(|re| (src, re))
+        })
+        .collect()
+}
+
+/// A regex for a config secret as written, URL-encoded (`%2F`, `+` for space) or
+/// JSON-escaped (`\\/`, `\\"`, `\\u002f`), in any mix.
+fn exact_pattern(secret: &str) -> String {
+    let mut out = String::new();
+    for ch in secret.chars() {
+        if ch.is_ascii_alphanumeric() {
+            out.push(ch);
+            continue;
+        }
+        let mut forms = vec![regex::escape(ch.encode_utf8(&mut [0u8; 4]))];
+        let mut buf = [0u8; 4];
+        let pct: String = ch
+            .encode_utf8(&mut buf)
+            .bytes()
+            .map(|b| format!("%{b:02X}"))
+            .collect();
+        forms.push(format!("(?i:{pct})"));
+        if let Ok(unit) = u16::try_from(u32::from(ch)) {
+            forms.push(format!(r"\\(?i:u{unit:04X})"));
+        }
+        match ch {
+            ' ' => forms.push(r"\+".into()),
+            '"' | '\\' | '/' => forms.push(format!(r"\\{}", regex::escape(&ch.to_string()))),
+            _ => {}
+        }
+        out.push_str(&format!("(?:{})", forms.join("|")));
+    }
+    out
+}
+
+/// Whether base64 text (its first line) decodes to the start of a PEM private key.
+fn names_private_key(b64: &str) -> bool {
+    let first = b64.lines().next().unwrap_or("").trim_end_matches('=');
+    let take = first.len().min(96) / 4 * 4;
+    let decoded = decode_base64(first.get(..take).unwrap_or(""));
+    String::from_utf8_lossy(&decoded).contains("PRIVATE KEY")
+}
+
+/// Standard base64 without padding; stops at the first byte outside the alphabet.
+fn decode_base64(text: &str) -> Vec<u8> {
+    let value = |b: u8| -> Option<u32> {
+        match b {
+            b'A'..=b'Z' => Some(u32::from(b - b'A')),
+            b'a'..=b'z' => Some(u32::from(b - b'a') + 26),
+            b'0'..=b'9' => Some(u32::from(b - b'0') + 52),
+            b'+' => Some(62),
+            b'/' => Some(63),
+            _ => None,
+        }
+    };
+    let mut out = Vec::new();
+    for chunk in text.as_bytes().chunks(4) {
+        let Some(vals) = chunk
+            .iter()
+            .map(|b| value(*b))
+            .collect::<Option<Vec<u32>>>()
+        else {
+            break;
+        };
+        let n = vals.iter().fold(0u32, |acc, v| (acc << 6) | v) << (6 * (4 - vals.len()));
+        let bytes = n.to_be_bytes();
+        out.extend_from_slice(bytes.get(1..vals.len()).unwrap_or(&[]));
+    }
+    out
+}
+
+/// Upper case, lower case and digits all present: how generated keys look, not words.
+fn is_mixed(v: &str) -> bool {
+    v.chars().any(|c| c.is_ascii_uppercase())
+        && v.chars().any(|c| c.is_ascii_lowercase())
+        && v.chars().any(|c| c.is_ascii_digit())
 }
 
 /// Whether a `NAME=value` assignment holds a credential. Passwords and secrets count whatever
@@ -181,7 +360,11 @@ fn is_credential(assignment: &str, value: &str) -> bool {
         "hidden",
     ];
     let lower = value.to_ascii_lowercase();
-    if is_placeholder(value) || PLACEHOLDERS.contains(&lower.as_str()) {
+    // `[redacted` is an earlier pattern's replacement, cut at its space.
+    if is_placeholder(value)
+        || PLACEHOLDERS.contains(&lower.as_str())
+        || value.starts_with("[redacted")
+    {
         return false;
     }
     let name_len = assignment.len().saturating_sub(value.len());
@@ -192,11 +375,30 @@ fn is_credential(assignment: &str, value: &str) -> bool {
     let password = ["PASSWORD", "PASSWD", "PWD", "SECRET"]
         .iter()
         .any(|n| name.contains(n));
-    (password && value.chars().count() >= 6) || (value.chars().count() >= 12 && looks_random(value))
+    // Keys and tokens hold no spaces; a quoted sentence under a `*_key` name is a message.
+    let spaced = value.chars().any(char::is_whitespace);
+    (password && value.chars().count() >= 6)
+        || (!spaced && value.chars().count() >= 12 && looks_random(value))
 }
 
+/// References and stand-ins rather than values: `${VAR}`, `$VAR`, `<your-key>`,
+/// `{{ var }}`, `%VAR%`, `[redacted]`, `********`. A value that merely *starts* with `$` or
+/// `%` is not one (`$ecretP4ss!` is a password).
 fn is_placeholder(v: &str) -> bool {
-    v.starts_with(['$', '<', '{', '*', '%', '(', '['])
+    let wrapped =
+        |open: char, close: char| v.starts_with(open) && v.ends_with(close) && v.len() > 1;
+    let is_name =
+        |s: &str| !s.is_empty() && s.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+    let var = v.strip_prefix('$').is_some_and(is_name);
+    let percent_var = v
+        .strip_prefix('%')
+        .and_then(|s| s.strip_suffix('%'))
+        .is_some_and(is_name);
+    var || percent_var
+        || (v.starts_with("${") && v.ends_with('}'))
+        || wrapped('<', '>')
+        || wrapped('{', '}')
+        || wrapped('[', ']')
         || v.chars().all(|c| c == v.chars().next().unwrap_or(c))
 }
 

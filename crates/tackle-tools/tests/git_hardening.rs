@@ -58,7 +58,7 @@ async fn hooks_and_fsmonitor_from_the_repository_do_not_run() {
     .await;
     sh(
         host.as_ref(),
-        "printf '#!/bin/sh\\ntouch hook-ran\\n' > .git/hooks/pre-commit && chmod +x .git/hooks/pre-commit && git config core.fsmonitor 'touch fsmonitor-ran; false' && echo b > f",
+        "printf '#!/bin/sh\\ntouch hook-ran\\n' > .git/hooks/pre-commit && chmod +x .git/hooks/pre-commit && git config core.fsmonitor 'touch fsmonitor-ran; false' && git config diff.external ./ext.sh && printf '#!/bin/sh\\ntouch extdiff-ran\\n' > ext.sh && chmod +x ext.sh && echo b > f",
     )
     .await;
     let cx = ToolContext::new(&scope, "test", host.clone());

@@ -10,17 +10,30 @@
 //! Matching, on words after quote removal (`\rm`, `"rm"`, `$'\x72m'` and `/bin/rm` are all
 //! `rm`; `.` is `source`):
 //! - `deny` wins and errs wide: `git push` also matches `git -C . push`, `rm -rf` matches
-//!   `rm -r -f`, a word computed at run time may be anything, and the program name compares
-//!   without case.
+//!   `rm -r -f`, `rm -R --force` and `rm --rec --for`, a word computed at run time may be
+//!   anything, and the program name (and a wrapper's) compares without case.
 //! - `allow` errs narrow: every rule word must literally be there (`git status` covers
 //!   `git status -s`), and a path-qualified program only counts from a system directory
 //!   (`/usr/bin/git` is `git`, `./git` is not). Empty `allow` allows every command.
 //! - A wrapper is a command too: `sudo rm` needs both `sudo` and `rm` allowed.
-//! - A line that cannot be parsed is denied even without rules. A script run by path
-//!   (`bash build.sh`, `source env.sh`) is checked as that command only.
+//! - A line that cannot be parsed, or that holds a NUL byte, is denied even without rules. A
+//!   script run by path (`bash build.sh`, `source env.sh`, `python3 x.py`, `awk -f x.awk`) is
+//!   checked as that command only; one produced on the fly (`/dev/stdin`, `<(…)`) or written
+//!   by the same line (`echo … > s.sh; bash s.sh`) is opaque.
+//! - Text that a program *may* run as a command is a candidate: checked against `deny` rules
+//!   but not required by `allow` rules. Candidates are assignment values (`PAGER=…`,
+//!   `RUSTC_WRAPPER=…`, `make CC=…`), values of command-like `git -c` keys, and later words
+//!   of launchers whose options are not modelled (`numactl -N 0 rm` checks `0 rm` and `rm`).
+//! - Some programs delete or change files themselves: `find -delete` is `find`, not `rm`
+//!   (write `deny=find -delete` to forbid it). `ssh HOST CMD` checks CMD as a shell line.
+//! - With rules, a command name holding control or invisible characters (zero-width,
+//!   bidirectional overrides) is denied; lookalike letters (`ｒｍ`) name a different program.
 
+mod git;
+mod launchers;
 mod programs;
 mod rules;
+mod tools;
 mod walk;
 mod words;
 mod wrappers;
@@ -56,6 +69,7 @@ pub fn check_argv(argv: &[String], grant: &ShellGrant) -> Decision {
         walker.command(Cmd {
             words: argv.iter().map(|a| Word::literal(a.clone())).collect(),
             open_tail: false,
+            maybe: false,
         });
     }
     decide(&shown(&argv.join(" ")), walker.out, grant)
@@ -73,6 +87,7 @@ pub fn commands(line: &str) -> Result<Vec<Vec<String>>, ShellError> {
         .out
         .cmds
         .into_iter()
+        .filter(|c| !c.maybe)
         .map(|c| c.words.into_iter().map(|w| w.text).collect())
         .collect())
 }
@@ -109,7 +124,7 @@ fn decide(line: &str, found: Analysis, grant: &ShellGrant) -> Decision {
     // Decided on the configured list, not the parsed one: an allow list whose entries are all
     // blank still restricts (to nothing) rather than allowing everything.
     if !grant.allow.is_empty() {
-        for cmd in &found.cmds {
+        for cmd in found.cmds.iter().filter(|c| !c.maybe) {
             if !allow.iter().any(|r| allow_matches(r, cmd)) {
                 return not_allowed(line, cmd, grant);
             }
@@ -125,17 +140,53 @@ fn decide(line: &str, found: Analysis, grant: &ShellGrant) -> Decision {
 
 /// Code that runs but cannot be checked, including command names computed at run time.
 fn unknowable(line: &str, found: &Analysis) -> Option<Decision> {
-    let dynamic_name = found
+    let names = found
         .cmds
         .iter()
-        .filter_map(|c| c.words.first())
-        .find(|w| w.dynamic)
-        .map(|w| format!("the command name `{}` is computed at run time", w.text));
-    let what = dynamic_name.or_else(|| found.opaque.first().map(|o| format!("it contains {o}")))?;
+        .filter(|c| !c.maybe)
+        .filter_map(|c| c.words.first());
+    let mut what = None;
+    for w in names {
+        if w.dynamic {
+            what = Some(format!(
+                "the command name `{}` is computed at run time",
+                w.text
+            ));
+            break;
+        }
+        if w.text.chars().any(invisible) {
+            what = Some(format!(
+                "the command name {:?} holds invisible or control characters",
+                w.text
+            ));
+            break;
+        }
+    }
+    // A script written and run by the same line hides its commands from the rules.
+    let written_then_run = found
+        .run_files
+        .iter()
+        .find(|f| found.written.contains(f))
+        .map(|f| format!("it writes `{f}` and runs it"));
+    let what = what
+        .or(written_then_run)
+        .or_else(|| found.opaque.first().map(|o| format!("it contains {o}")))?;
     Some(Decision::deny(
         "grants.shell",
         format!("`{line}` is denied: {what}, so it cannot be checked against the shell rules"),
     ))
+}
+
+/// Characters that make a name look like another one to a reader: controls, format characters
+/// (zero-width, bidirectional overrides), and spaces other than the plain one.
+fn invisible(c: char) -> bool {
+    c.is_control()
+        || (c.is_whitespace() && c != ' ')
+        || matches!(
+            c,
+            '\u{00ad}' | '\u{180e}' | '\u{200b}'..='\u{200f}' | '\u{202a}'..='\u{202e}'
+                | '\u{2060}'..='\u{206f}' | '\u{feff}'
+        )
 }
 
 fn not_allowed(line: &str, cmd: &Cmd, grant: &ShellGrant) -> Decision {

@@ -27,6 +27,13 @@ const COMMAND_OPTIONS: &[(&str, &[&str])] = &[
     ("vim", &["-c", "--cmd"]),
     ("nvim", &["-c", "--cmd"]),
     ("vi", &["-c"]),
+    ("ex", &["-c", "--cmd"]),
+    ("view", &["-c", "--cmd"]),
+    ("vimdiff", &["-c", "--cmd"]),
+    ("gvim", &["-c", "--cmd"]),
+    ("wget", &["--use-askpass"]),
+    ("sort", &["--compress-program"]),
+    ("nix-shell", &["--run", "--command"]),
 ];
 
 /// `ssh -o KEY=VALUE` keys whose value is a command.
@@ -37,34 +44,150 @@ const SSH_COMMAND_KEYS: &[&str] = &[
     "remotecommand",
 ];
 
-/// `git -c KEY=VALUE` keys whose value is a command (aliases starting with `!` too).
-const GIT_COMMAND_KEYS: &[&str] = &[
-    "core.sshcommand",
-    "core.pager",
-    "core.editor",
-    "core.fsmonitor",
-    "core.askpass",
-    "sequence.editor",
-    "diff.external",
-    "gpg.program",
-    "credential.helper",
-    "uploadpack.packobjectshook",
-    "pager.log",
-    "pager.diff",
-    "pager.show",
+/// Interpreters, the options that take inline code, and words in that code that (besides
+/// [`RUNS_PROGRAMS`]) reach a program-starting call indirectly: by a computed name
+/// (`getattr(os, 'sys'+'tem')`), a pipe `open`, or a module loaded by a computed name.
+type Interpreter = (
+    &'static str,
+    &'static [&'static str],
+    &'static [&'static str],
+);
+const INTERPRETERS: &[Interpreter] = &[
+    ("python", &["-c"], PYTHON),
+    ("pypy", &["-c"], PYTHON),
+    ("perl", &["-e", "-E"], PERL),
+    ("ruby", &["-e"], RUBY),
+    ("node", &["-e", "--eval", "-p", "--print"], JS),
+    ("nodejs", &["-e", "--eval", "-p", "--print"], JS),
+    ("deno", &["eval"], JS),
+    ("bun", &["-e", "--eval"], JS),
+    ("php", &["-r"], PHP),
+    ("lua", &["-e"], LUA),
+    ("luajit", &["-e"], LUA),
+    ("expect", &["-c"], TCL),
+    ("rscript", &["-e"], R),
+    ("julia", &["-e", "--eval", "-E", "--print"], JULIA),
+    ("emacs", &["--eval", "-eval"], LISP),
 ];
-
-/// Interpreters and the options that take inline code.
-const INTERPRETERS: &[(&str, &[&str])] = &[
-    ("python", &["-c"]),
-    ("perl", &["-e", "-E"]),
-    ("ruby", &["-e"]),
-    ("node", &["-e", "--eval", "-p", "--print"]),
-    ("nodejs", &["-e", "--eval", "-p", "--print"]),
-    ("deno", &["eval"]),
-    ("bun", &["-e", "--eval"]),
-    ("php", &["-r"]),
-    ("lua", &["-e"]),
+const PYTHON: &[&str] = &[
+    "getattr",
+    "setattr",
+    // Dunders that reach other objects (`().__class__.__base__.__subclasses__()`); plain
+    // `__version__` and `__name__` do not.
+    "__import__",
+    "__builtins__",
+    "__dict__",
+    "__class__",
+    "__subclasses__",
+    "__globals__",
+    "__getattr",
+    "__base",
+    "__mro__",
+    "__code__",
+    "__reduce",
+    "__loader__",
+    "__spec__",
+    "__self__",
+    "__func__",
+    "__init__",
+    "__call__",
+    "__closure__",
+    "sys.modules",
+    "breakpoint",
+    "pydoc",
+    "webbrowser",
+    "pdb",
+    "cffi",
+    "multiprocessing",
+    "platform",
+    "vars(",
+    "globals",
+    "locals(",
+    "importlib",
+    "builtins",
+    "ctypes",
+    "attrgetter",
+    "methodcaller",
+    "compile(",
+    "runpy",
+    "fork",
+    "pickle",
+    "marshal",
+];
+const PERL: &[&str] = &[
+    "open", "pipe", "fork", "readpipe", "syscall", "require", "do ", "&{",
+];
+const RUBY: &[&str] = &[
+    "open",
+    "fork",
+    "syscall",
+    "send",
+    "method(",
+    "instance_eval",
+    "class_eval",
+    "const_get",
+    "kernel",
+    "io.",
+    "process",
+    "%x",
+    "require",
+    "load",
+];
+// `require('fs')` is fine; a computed or dangerous module name is not (see `js_loads`).
+const JS: &[&str] = &[
+    "child",
+    "worker",
+    "process.binding",
+    "process.dlopen",
+    "mainmodule",
+    "_linkedbinding",
+    "module.",
+    "createrequire",
+    "constructor",
+    "globalthis",
+    "new function",
+    "reflect",
+    "deno.",
+    "bun.",
+    "wasi",
+    "vm.",
+    "inspector",
+    "process[",
+    "global",
+    "this[",
+];
+const PHP: &[&str] = &[
+    "assert",
+    "create_function",
+    "call_user_func",
+    "pcntl",
+    "mail(",
+    "include",
+    "require",
+    "$$",
+    "array_map",
+    "usort",
+    "ffi",
+];
+const LUA: &[&str] = &[
+    "os.", "io.", "load", "dofile", "require", "package", "_g", "_env",
+];
+const TCL: &[&str] = &["open", "spawn", "source", "interp", "uplevel", "subst"];
+const R: &[&str] = &[
+    "shell",
+    "pipe",
+    "process",
+    "do.call",
+    "get(",
+    "parse",
+    "match.fun",
+    "sys.",
+];
+const JULIA: &[&str] = &[
+    "run(", "pipeline", "ccall", "include", "getfield", "symbol", "meta", "@",
+];
+const LISP: &[&str] = &[
+    "process", "shell", "funcall", "apply", "intern", "load", "symbol",
 ];
 
 /// Calls that start other programs from inline code.
@@ -86,6 +209,14 @@ const RUNS_PROGRAMS: &[&str] = &[
     "|&",
     "os.run",
     "command(",
+    "@load",
+    "&$",
+    "->(",
+    "array_",
+    "_func",
+    "callback",
+    "register_shutdown",
+    "iterator_apply",
 ];
 
 impl Walker {
@@ -96,19 +227,28 @@ impl Walker {
             self.git(args);
         } else if name == "ssh" || name == "scp" || name == "sftp" {
             self.ssh_options(name, args);
+            if name == "ssh" {
+                self.ssh_remote(args);
+            }
             if name == "scp" {
                 self.command_options(name, args, &["-S"]);
             }
+            if name == "sftp" {
+                self.command_options(name, args, &["-S", "-D"]);
+            }
         } else if let Some((_, opts)) = COMMAND_OPTIONS.iter().find(|(p, _)| *p == name) {
             self.command_options(name, args, opts);
+            if is_editor(name) {
+                self.editor_plus(name, args);
+            }
             if name == "tar" {
                 self.tar_checkpoint(args);
             }
-        } else if let Some((_, opts)) = INTERPRETERS.iter().find(|(p, _)| *p == base) {
-            self.interpreter(name, args, opts);
-        } else if matches!(name, "awk" | "gawk" | "mawk" | "nawk") {
+        } else if let Some(interp) = INTERPRETERS.iter().find(|(p, _, _)| *p == base) {
+            self.interpreter(name, args, interp);
+        } else if matches!(name, "awk" | "gawk" | "mawk" | "nawk" | "busybox-awk") {
             self.awk(name, args);
-        } else {
+        } else if !self.data_program(name, args) {
             return false;
         }
         true
@@ -137,23 +277,43 @@ impl Walker {
                     None
                 };
                 let Some(v) = value else { continue };
-                // Editors take ex commands; only `:!cmd` runs a shell command.
-                let editor = matches!(name, "vim" | "nvim" | "vi");
-                let ex = v.text.trim_start_matches([':', ' ']);
-                if editor && !v.dynamic && !ex.starts_with('!') {
-                    continue;
-                }
-                let text = if editor {
-                    ex.trim_start_matches('!')
+                if is_editor(name) {
+                    self.ex_command(name, &v);
                 } else {
-                    v.text.as_str()
-                };
-                let line = Word {
-                    text: text.to_string(),
-                    dynamic: v.dynamic,
-                };
-                self.run_string(&format!("{name} {opt}"), &line);
+                    self.run_string(&format!("{name} {opt}"), &v);
+                }
             }
+        }
+    }
+
+    /// `vim +CMD` runs an ex command, and `:!cmd` in it a shell command.
+    fn editor_plus(&mut self, name: &str, args: &[Word]) {
+        for w in args.iter().filter(|w| w.text.starts_with('+')) {
+            let ex = Word {
+                text: w.text.trim_start_matches('+').to_string(),
+                dynamic: w.dynamic,
+            };
+            self.ex_command(name, &ex);
+        }
+    }
+
+    /// An editor's ex command: `:!cmd` runs a shell line; writing, quitting, settings and
+    /// plain substitutions run nothing; anything else (`call system()`, `r !cmd`, `py3 …`,
+    /// `\=` expressions) may run programs.
+    fn ex_command(&mut self, name: &str, v: &Word) {
+        let ex = v.text.trim_start_matches([':', ' ']);
+        if v.dynamic {
+            self.opaque(format!(
+                "`{name}` ex command `{}`, computed at run time",
+                v.text
+            ));
+        } else if let Some(cmd) = ex.strip_prefix('!') {
+            let cmd = cmd.to_string();
+            self.walk_line(&cmd);
+        } else if !ex_is_inert(ex) {
+            self.opaque(format!(
+                "`{name}` ex command `{ex}`, which may run programs"
+            ));
         }
     }
 
@@ -185,39 +345,6 @@ impl Walker {
         }
     }
 
-    fn git(&mut self, args: &[Word]) {
-        for (i, w) in args.iter().enumerate() {
-            let kv = match w.text.as_str() {
-                "-c" => args.get(i + 1).cloned(),
-                t => t
-                    .strip_prefix("-c")
-                    .filter(|v| !v.is_empty())
-                    .map(|v| Word {
-                        text: v.to_string(),
-                        dynamic: w.dynamic,
-                    }),
-            };
-            let Some(kv) = kv else { continue };
-            if kv.dynamic {
-                self.opaque(format!("`git -c {}`, computed at run time", kv.text));
-                continue;
-            }
-            let Some((key, value)) = kv.text.split_once('=') else {
-                continue;
-            };
-            let key = key.to_ascii_lowercase();
-            if key.starts_with("alias.") && value.starts_with('!') {
-                self.walk_line(value.trim_start_matches('!'));
-            } else if GIT_COMMAND_KEYS.contains(&key.as_str())
-                || key.starts_with("pager.")
-                || key.ends_with(".command")
-            {
-                let value = value.to_string();
-                self.walk_line(&value);
-            }
-        }
-    }
-
     /// `tar --checkpoint-action=exec=CMD`.
     fn tar_checkpoint(&mut self, args: &[Word]) {
         for w in args {
@@ -231,14 +358,45 @@ impl Walker {
         }
     }
 
-    fn interpreter(&mut self, name: &str, args: &[Word], code_opts: &[&str]) {
+    fn interpreter(&mut self, name: &str, args: &[Word], interp: &Interpreter) {
+        let (_, code_opts, indirect) = interp;
+        if let Some(what) = loads_code_from_options(args) {
+            return self.opaque(format!("`{name}` with `{what}`, which can run programs"));
+        }
         let code = args
             .iter()
             .enumerate()
             .find_map(|(i, w)| code_opts.iter().find_map(|o| code_value(args, i, w, o)));
         match code {
-            Some(code) => self.inline_code(name, &code),
+            Some(code) => {
+                // A backslash-newline joins identifiers (`sys\<newline>tem`) in most of these.
+                let lower = code.text.replace("\\\n", "").to_ascii_lowercase();
+                let mut hidden = hidden_spelling(&lower);
+                if indirect == &JS && hidden.is_none() {
+                    hidden = js_loads(&code.text);
+                }
+                match indirect
+                    .iter()
+                    .find(|m| lower.contains(*m))
+                    .or(hidden.as_ref())
+                {
+                    Some(m) if !code.dynamic => self.opaque(format!(
+                        "`{name}` code that may start programs indirectly (`{m}`)"
+                    )),
+                    _ => self.inline_code(
+                        name,
+                        &Word {
+                            text: lower,
+                            dynamic: code.dynamic,
+                        },
+                    ),
+                }
+            }
             None => {
+                // The first operand is the program file; one produced on the fly hides its code.
+                if let Some(file) = args.iter().find(|w| w.dynamic || !w.text.starts_with('-')) {
+                    self.script_file(name, file);
+                }
                 let reads_stdin = args.iter().all(|w| w.text.starts_with('-') && !w.dynamic)
                     || args.iter().any(|w| w.text == "-");
                 if reads_stdin
@@ -253,10 +411,19 @@ impl Walker {
     }
 
     fn awk(&mut self, name: &str, args: &[Word]) {
-        if args
-            .iter()
-            .any(|w| w.text == "-f" || w.text.starts_with("--file"))
-        {
+        // gawk's `-e`/`--source` give program text; `-f` a program file (checked as a script).
+        let sources = super::git::option_values(args, &["-e", "--source"]);
+        if !sources.is_empty() {
+            for code in &sources {
+                self.awk_code(name, code);
+            }
+            return;
+        }
+        let files = super::git::option_values(args, &["-f", "--file"]);
+        if !files.is_empty() {
+            for f in &files {
+                self.script_file(name, f);
+            }
             return;
         }
         // The program is the first operand that is not an option or an option's value.
@@ -270,14 +437,17 @@ impl Walker {
             ) {
                 skip_next = true;
             } else if !w.text.starts_with('-') || w.dynamic {
-                // `print | "cmd"` and `"cmd" | getline` run commands too.
-                let t = w.text.replace(' ', "");
-                if t.contains("|\"") || t.contains("\"|") {
-                    return self.opaque(format!("`{name}` code that pipes to or from a command"));
-                }
-                return self.inline_code(name, w);
+                return self.awk_code(name, w);
             }
         }
+    }
+
+    /// `print | cmd` and `cmd | getline` run commands, whether `cmd` is a string or a variable.
+    fn awk_code(&mut self, name: &str, code: &Word) {
+        if !code.dynamic && super::tools::awk_pipes(&code.text) {
+            return self.opaque(format!("`{name}` code that pipes to or from a command"));
+        }
+        self.inline_code(name, code);
     }
 
     fn inline_code(&mut self, name: &str, code: &Word) {
@@ -291,7 +461,7 @@ impl Walker {
         }
     }
 
-    fn run_string(&mut self, what: &str, line: &Word) {
+    pub(crate) fn run_string(&mut self, what: &str, line: &Word) {
         if line.dynamic {
             self.opaque(format!("`{what}` with a command computed at run time"));
         } else if !line.text.trim().is_empty() {
@@ -339,4 +509,181 @@ fn code_value(args: &[Word], i: usize, w: &Word, o: &str) -> Option<Word> {
             dynamic: w.dynamic,
         })
     }
+}
+
+/// Options that load code which runs programs, or run code given elsewhere on the line:
+/// `perl -MIPC::Run`, `python -m timeit 'code'`, `node --import data:…`.
+fn loads_code_from_options(args: &[Word]) -> Option<String> {
+    const MODULES: &[&str] = &[
+        "ipc", "system", "shell", "proc", "open", "exec", "spawn", "fork", "expect", "pty",
+    ];
+    const CODE_RUNNERS: &[&str] = &[
+        "timeit", "cprofile", "profile", "trace", "pdb", "code", "runpy", "asyncio", "idlelib",
+    ];
+    for (i, w) in args.iter().enumerate() {
+        let lower = w.text.to_ascii_lowercase();
+        if lower.contains("data:") {
+            return Some(w.text.clone());
+        }
+        let module = lower
+            .strip_prefix("-m")
+            .filter(|m| !m.is_empty())
+            .map(str::to_string)
+            .or_else(|| {
+                (lower == "-m")
+                    .then(|| args.get(i + 1).map(|n| n.text.to_ascii_lowercase()))
+                    .flatten()
+            });
+        let Some(module) = module else { continue };
+        let module = module.trim_start_matches('-');
+        // Perl's `open` pragma (`-Mopen=:std,:utf8`) only sets I/O layers.
+        if module == "open" || module.starts_with("open=") {
+            continue;
+        }
+        if MODULES.iter().any(|m| module.contains(m)) || CODE_RUNNERS.contains(&module) {
+            return Some(format!("-m {module}"));
+        }
+    }
+    None
+}
+
+/// Spellings that hide a name from a substring search: non-ASCII letters (Python folds
+/// `ｓｙｓｔｅｍ` to `system`), `\u` escapes in identifiers (JavaScript), and calls through a
+/// variable (`$f(…)` in PHP, `&$f` in Perl).
+fn hidden_spelling(code: &str) -> Option<&'static str> {
+    if !code.is_ascii() {
+        return Some("non-ASCII text");
+    }
+    if code.contains("\\u") {
+        return Some("\\u");
+    }
+    let b = code.as_bytes();
+    for (i, c) in b.iter().enumerate() {
+        if *c != b'$' {
+            continue;
+        }
+        let mut j = i + 1;
+        while b
+            .get(j)
+            .is_some_and(|c| c.is_ascii_alphanumeric() || *c == b'_')
+        {
+            j += 1;
+        }
+        while b.get(j) == Some(&b' ') {
+            j += 1;
+        }
+        if j > i + 1 && b.get(j) == Some(&b'(') {
+            return Some("$name(");
+        }
+    }
+    None
+}
+
+/// A `require(…)` or `import(…)` whose module is computed, or is one that runs programs or
+/// code (`child_process`, `vm`, `worker_threads`); also a bare `Function(…)` constructor.
+fn js_loads(code: &str) -> Option<&'static str> {
+    if code.contains("Function(") || code.contains("Function`") {
+        return Some("Function(");
+    }
+    // `process['bind' + 'ing']`: a member of `process` chosen at run time.
+    if code.contains("process") && code.contains('[') {
+        return Some("process[…]");
+    }
+    for call in ["require", "import"] {
+        for (at, _) in code.match_indices(call) {
+            let rest = code.get(at + call.len()..).unwrap_or("").trim_start();
+            let Some(arg) = rest.strip_prefix('(') else {
+                continue;
+            };
+            let arg = arg.trim_start();
+            let Some(q) = arg.chars().next().filter(|c| matches!(c, '\'' | '"')) else {
+                return Some("a computed module name");
+            };
+            let body = arg.get(1..).unwrap_or("");
+            let Some((name, after)) = body.split_once(q) else {
+                return Some("a computed module name");
+            };
+            let dangerous = [
+                "child",
+                "worker",
+                "vm",
+                "cluster",
+                "process",
+                "module",
+                "inspector",
+            ];
+            if !after.trim_start().starts_with(')') || dangerous.iter().any(|d| name.contains(d)) {
+                return Some("a module that runs programs");
+            }
+        }
+    }
+    None
+}
+
+/// Ex commands that run nothing: each `|`-separated part, after its range, is one of these.
+fn ex_is_inert(ex: &str) -> bool {
+    const INERT: &[&str] = &[
+        "w",
+        "wq",
+        "wqa",
+        "wa",
+        "x",
+        "xa",
+        "q",
+        "qa",
+        "e",
+        "set",
+        "se",
+        "setlocal",
+        "noh",
+        "nohlsearch",
+        "syntax",
+        "syn",
+        "filetype",
+        "retab",
+        "s",
+        "substitute",
+        "d",
+        "delete",
+        "j",
+        "join",
+        "m",
+        "t",
+        "co",
+        "copy",
+        "undo",
+        "u",
+        "redo",
+        "update",
+        "up",
+        "wall",
+        "quit",
+        "write",
+        "xit",
+        "exit",
+        "bd",
+        "bn",
+        "bp",
+        "",
+    ];
+    if ex.contains(['!', '`']) || ex.contains("\\=") || ex.contains("system") {
+        return false;
+    }
+    ex.split('|').all(|part| {
+        let cmd = part.trim().trim_start_matches(|c: char| {
+            c.is_ascii_digit() || matches!(c, '%' | '$' | ',' | '.' | '\'' | '<' | '>' | ' ')
+        });
+        let word: String = cmd
+            .chars()
+            .take_while(|c| c.is_ascii_alphabetic())
+            .collect();
+        INERT.contains(&word.as_str())
+    })
+}
+
+fn is_editor(name: &str) -> bool {
+    matches!(
+        name,
+        "vim" | "nvim" | "vi" | "ex" | "view" | "vimdiff" | "gvim"
+    )
 }

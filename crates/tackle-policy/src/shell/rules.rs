@@ -95,7 +95,7 @@ pub(crate) fn deny_matches(rule: &Rule, cmd: &Cmd) -> bool {
     let mut from = 0;
     for rw in rule.words.iter().skip(1) {
         if rw.starts_with('-') && rw.len() > 1 {
-            if !option_present(rw, args, cmd.open_tail) {
+            if !option_present(&name, rw, args, cmd.open_tail) {
                 return false;
             }
             continue;
@@ -126,24 +126,72 @@ fn find_operand(rw: &str, args: &[Word], from: usize) -> Option<usize> {
     None
 }
 
-/// `--force` present (or `--force=…`); `-rf` present as the letters of any short options.
-fn option_present(rw: &str, args: &[Word], open_tail: bool) -> bool {
+/// Short options and the long options they abbreviate, for programs whose deny rules often
+/// name options (`rm -rf` is `rm --recursive --force`).
+const LONG_NAMES: &[(&str, char, &str)] = &[
+    ("rm", 'r', "recursive"),
+    ("rm", 'R', "recursive"),
+    ("rm", 'f', "force"),
+    ("rm", 'd', "dir"),
+    ("rm", 'v', "verbose"),
+    ("cp", 'r', "recursive"),
+    ("cp", 'R', "recursive"),
+    ("cp", 'f', "force"),
+    ("mv", 'f', "force"),
+    ("ln", 's', "symbolic"),
+    ("ln", 'f', "force"),
+    ("chmod", 'R', "recursive"),
+    ("chown", 'R', "recursive"),
+    ("chgrp", 'R', "recursive"),
+    ("rmdir", 'p', "parents"),
+    ("shred", 'u', "remove"),
+    ("git", 'f', "force"),
+    ("git", 'd', "delete"),
+    ("sed", 'i', "in-place"),
+];
+
+/// `--force` present (or `--force=…`, or an abbreviation such as `--for`, or its short form);
+/// `-rf` present as the letters of any short options, or as their long forms.
+fn option_present(program: &str, rw: &str, args: &[Word], open_tail: bool) -> bool {
     if open_tail || args.iter().any(|w| w.dynamic) {
         return true;
     }
-    if rw.starts_with("--") {
-        let with_value = format!("{rw}=");
-        return args
-            .iter()
-            .any(|w| w.text == rw || w.text.starts_with(&with_value));
-    }
-    if args.iter().any(|w| w.text == rw) {
-        return true;
-    }
+    let longs: Vec<&str> = args
+        .iter()
+        .filter_map(|w| w.text.strip_prefix("--"))
+        .map(|l| l.split('=').next().unwrap_or(l))
+        .filter(|l| !l.is_empty())
+        .collect();
+    // GNU programs accept any unambiguous prefix of a long option.
+    let long_present = |name: &str| longs.iter().any(|l| name.starts_with(l));
     let letters: std::collections::HashSet<char> = args
         .iter()
         .filter(|w| w.text.starts_with('-') && !w.text.starts_with("--"))
         .flat_map(|w| w.text.chars().skip(1))
         .collect();
-    rw.chars().skip(1).all(|c| letters.contains(&c))
+    let program = program.to_ascii_lowercase();
+    let aliases = LONG_NAMES.iter().filter(|(p, _, _)| *p == program);
+    if let Some(long) = rw.strip_prefix("--") {
+        let long = long.split('=').next().unwrap_or(long);
+        return long_present(long)
+            || aliases
+                .clone()
+                .any(|(_, c, l)| *l == long && letters.contains(c));
+    }
+    if args.iter().any(|w| w.text == rw) {
+        return true;
+    }
+    // `r` is present as `-r`, as `--recursive`, or as `-R`, which is also `--recursive`.
+    rw.chars().skip(1).all(|c| {
+        letters.contains(&c)
+            || aliases
+                .clone()
+                .filter(|(_, s, _)| *s == c)
+                .any(|(_, _, l)| {
+                    long_present(l)
+                        || aliases
+                            .clone()
+                            .any(|(_, s2, l2)| l2 == l && letters.contains(s2))
+                })
+    })
 }

@@ -17,6 +17,9 @@ pub(crate) struct Cmd {
     pub words: Vec<Word>,
     /// More arguments arrive at run time (e.g. from `xargs`' input).
     pub open_tail: bool,
+    /// Only a candidate: text that a program may run as a command (an environment value, a
+    /// word a wrapper may treat as its command). Deny rules see it; allow rules do not.
+    pub maybe: bool,
 }
 
 /// Everything found in a line.
@@ -27,11 +30,19 @@ pub(crate) struct Analysis {
     pub opaque: Vec<String>,
     /// The first reason the line cannot be analysed at all.
     pub error: Option<ShellError>,
+    /// Files the line writes by redirection or `tee` (literal names only).
+    pub written: Vec<String>,
+    /// Script files and path-qualified programs the line runs (literal names only).
+    pub run_files: Vec<String>,
 }
 
 pub(crate) struct Walker {
     pub depth: usize,
     pub out: Analysis,
+    /// Commands found now are candidates only (see [`Cmd::maybe`]).
+    pub maybe: bool,
+    /// Candidate command lists checked so far for launchers read loosely.
+    pub candidates: usize,
 }
 
 impl Walker {
@@ -39,6 +50,25 @@ impl Walker {
         Self {
             depth: 0,
             out: Analysis::default(),
+            maybe: false,
+            candidates: 0,
+        }
+    }
+
+    /// Walks text that a program may run as a command line. What it names is checked against
+    /// deny rules only, and text that is not a command line at all is not an error.
+    pub(crate) fn maybe_line(&mut self, text: &str) {
+        let text = text.trim_start_matches(['|', ' ', '\t', '!']);
+        if text.trim().is_empty() {
+            return;
+        }
+        let (was, opaque, error) = (self.maybe, self.out.opaque.len(), self.out.error.clone());
+        self.maybe = true;
+        self.walk_line(text);
+        self.maybe = was;
+        self.out.opaque.truncate(opaque);
+        if matches!(self.out.error, Some(ShellError::Parse(_))) {
+            self.out.error = error;
         }
     }
 
@@ -57,6 +87,19 @@ impl Walker {
         if self.depth >= MAX_DEPTH {
             self.fail(ShellError::TooDeep(MAX_DEPTH));
             return;
+        }
+        if text.contains('\0') {
+            // A shell that reads the line drops or stops at NUL bytes; what runs is unknowable.
+            self.fail(ShellError::Parse("the line contains a NUL byte".into()));
+            return;
+        }
+        // Bash 5.3 runs `${ cmd; }` and `${| cmd; }` in the current shell; the parser does not
+        // know them (and quoted text that merely looks like one is refused too, erring wide).
+        if ["${ ", "${\t", "${\n", "${|"]
+            .iter()
+            .any(|f| text.contains(f))
+        {
+            self.opaque("a `${ …; }` command substitution, which the analyser cannot read");
         }
         match parse(text) {
             Ok(program) => {
@@ -169,8 +212,19 @@ impl Walker {
                 self.walk_test(b);
             }
             T::Not(a) | T::Parenthesized(a) => self.walk_test(a),
-            T::UnaryTest(_, w) => {
-                self.word(w);
+            T::UnaryTest(pred, w) => {
+                let w = self.word(w);
+                let names_variable = matches!(
+                    pred,
+                    ast::UnaryPredicate::ShellVariableIsSetAndAssigned
+                        | ast::UnaryPredicate::ShellVariableIsSetAndNameRef
+                );
+                if names_variable && (w.dynamic || w.text.contains('[')) {
+                    self.opaque(format!(
+                        "the test `-v {}`, whose subscript bash evaluates as code",
+                        w.text
+                    ));
+                }
             }
             T::BinaryTest(pred, l, r) => {
                 let (l, r) = (self.word(l), self.word(r));
@@ -208,6 +262,7 @@ impl Walker {
             self.command(Cmd {
                 words,
                 open_tail: false,
+                maybe: false,
             });
         }
     }
@@ -249,7 +304,11 @@ impl Walker {
         }
         match &a.value {
             ast::AssignmentValue::Scalar(w) => {
-                self.word(w);
+                // Programs read variables as commands (`PAGER`, `RUSTC_WRAPPER`, …).
+                let value = self.word(w);
+                if !value.dynamic {
+                    self.maybe_line(&value.text);
+                }
             }
             ast::AssignmentValue::Array(items) => {
                 for (k, v) in items {
@@ -271,9 +330,22 @@ impl Walker {
     fn walk_redirect(&mut self, r: &ast::IoRedirect) {
         use ast::IoFileRedirectTarget as T;
         match r {
-            ast::IoRedirect::File(_, _, target) => match target {
+            ast::IoRedirect::File(_, kind, target) => match target {
                 T::Filename(w) | T::Duplicate(w) => {
-                    self.word(w);
+                    let w = self.word(w);
+                    let writes = !matches!(
+                        kind,
+                        ast::IoFileRedirectKind::Read | ast::IoFileRedirectKind::DuplicateInput
+                    );
+                    if writes && !w.dynamic {
+                        self.out.written.push(file_key(&w.text));
+                    }
+                    if w.text.starts_with("/dev/tcp/") || w.text.starts_with("/dev/udp/") {
+                        self.opaque(format!(
+                            "a network connection through `{}`, which no shell rule covers",
+                            w.text
+                        ));
+                    }
                 }
                 T::Fd(_) => {}
                 T::ProcessSubstitution(_, sub) => self.nested(|me| me.walk_list(&sub.list)),
@@ -355,35 +427,77 @@ impl Walker {
 
     /// Variables that change which program runs or what a shell does at start-up.
     pub(crate) fn check_assignment_name(&mut self, name: &str) {
-        const RISKY: &[&str] = &[
-            "PATH",
-            "LD_PRELOAD",
-            "LD_LIBRARY_PATH",
-            "LD_AUDIT",
-            "BASH_ENV",
-            "ENV",
-            "SHELLOPTS",
-            "BASHOPTS",
-            "PS4",
-            "PROMPT_COMMAND",
-            "GIT_SSH_COMMAND",
-            "GIT_EXTERNAL_DIFF",
-            "GIT_PAGER",
-            "PAGER",
-            "GIT_EDITOR",
-            "EDITOR",
-            "VISUAL",
-            "GIT_ASKPASS",
-            "SSH_ASKPASS",
-            "GIT_CONFIG_PARAMETERS",
-            "DYLD_INSERT_LIBRARIES",
-        ];
-        if RISKY.contains(&name) {
+        if risky_variable(name) {
             self.opaque(format!(
                 "setting `{name}`, which changes which program runs"
             ));
         }
     }
+}
+
+/// Variables that name a program to run, code to load, or configuration that does either.
+fn risky_variable(name: &str) -> bool {
+    const EXACT: &[&str] = &[
+        "PATH",
+        "BASH_ENV",
+        "ENV",
+        "SHELLOPTS",
+        "BASHOPTS",
+        "PS0",
+        "PS1",
+        "PS2",
+        "PS4",
+        "PROMPT_COMMAND",
+        "ZDOTDIR",
+        "SHELL",
+        "VISUAL",
+        "BROWSER",
+        "GIT_SSH",
+        "GIT_DIR",
+        "GIT_EXEC_PATH",
+        "GIT_CONFIG",
+        "GIT_CONFIG_GLOBAL",
+        "GIT_CONFIG_SYSTEM",
+        "GIT_CONFIG_COUNT",
+        "GIT_CONFIG_PARAMETERS",
+        "GIT_TEMPLATE_DIR",
+        "GIT_EXTERNAL_DIFF",
+        "LESSOPEN",
+        "LESSCLOSE",
+        "MANOPT",
+        "NODE_OPTIONS",
+        "PERL5OPT",
+        "PERL5LIB",
+        "PERLLIB",
+        "RUBYOPT",
+        "RUBYLIB",
+        "PYTHONSTARTUP",
+        "PYTHONHOME",
+        "GCONV_PATH",
+        "RUSTC",
+        "RUSTDOC",
+        "BASH_LOADABLES_PATH",
+        "FCEDIT",
+        "LESS",
+        "MORE",
+        "LESSKEY",
+        "MANPAGER",
+    ];
+    const PREFIXES: &[&str] = &[
+        "LD_",
+        "DYLD_",
+        "BASH_FUNC_",
+        "GIT_CONFIG_KEY_",
+        "GIT_CONFIG_VALUE_",
+    ];
+    const SUFFIXES: &[&str] = &[
+        "_COMMAND", "_CMD", "WRAPPER", "EDITOR", "PAGER", "_RUNNER", "_LINKER", "_PROGRAM",
+        "ASKPASS", "_SHELL",
+    ];
+    let upper = name.to_ascii_uppercase();
+    EXACT.contains(&upper.as_str())
+        || PREFIXES.iter().any(|p| upper.starts_with(p))
+        || SUFFIXES.iter().any(|p| upper.ends_with(p))
 }
 
 fn assignment_name(a: &ast::Assignment) -> String {
@@ -474,4 +588,13 @@ fn keyword_nesting(tokens: &[brush_parser::Token]) -> usize {
         }
     }
     max
+}
+
+/// A file name as compared between writing and running it: `./x` and `x` are the same file.
+pub(crate) fn file_key(path: &str) -> String {
+    let mut p = path;
+    while let Some(rest) = p.strip_prefix("./") {
+        p = rest;
+    }
+    p.to_string()
 }

@@ -178,6 +178,14 @@ fn scan_parameter(expr: &ParameterExpr, raw: &str, scan: &mut WordScan) {
         .strip_prefix("${")
         .and_then(|s| s.strip_suffix('}'))
         .unwrap_or("");
+    // `${!x}` expands the variable named by x's value, and evaluates a subscript in it.
+    let listing =
+        interior.ends_with(['*', '@']) || interior.ends_with("[@]") || interior.ends_with("[*]");
+    if interior.starts_with('!') && !listing {
+        scan.embedded.push(Embedded::Opaque(format!(
+            "the indirect expansion `{raw}`, whose target may hold a subscript that runs code"
+        )));
+    }
     if let Some(open) = interior.find('[') {
         let index = interior.get(open + 1..).unwrap_or("");
         let index = index
@@ -188,13 +196,22 @@ fn scan_parameter(expr: &ParameterExpr, raw: &str, scan: &mut WordScan) {
         }
     }
     if interior.contains(['$', '`']) {
-        if let Some(inner) = scan_word(interior) {
-            scan.embedded.extend(inner.embedded);
-        } else {
-            scan.embedded.push(Embedded::Opaque(format!(
-                "the expansion `{raw}`, which cannot be read"
-            )));
+        scan_interior(interior, raw, scan);
+        // Inside double quotes (and here-documents) single quotes in `${x:-'…'}` are plain
+        // characters, so `"${x:-'$(cmd)'}"` runs cmd: read the text again without them.
+        if interior.contains('\'') {
+            scan_interior(&interior.replace('\'', "\""), raw, scan);
         }
+    }
+}
+
+fn scan_interior(interior: &str, raw: &str, scan: &mut WordScan) {
+    if let Some(inner) = scan_word(interior) {
+        scan.embedded.extend(inner.embedded);
+    } else {
+        scan.embedded.push(Embedded::Opaque(format!(
+            "the expansion `{raw}`, which cannot be read"
+        )));
     }
 }
 

@@ -13,6 +13,8 @@ struct Opts {
     values: &'static str,
     long_flags: &'static [&'static str],
     long_values: &'static [&'static str],
+    /// Short options whose value, if any, is attached (`xargs -l`, `-l5`).
+    optional: &'static str,
 }
 
 const fn opts(
@@ -26,6 +28,7 @@ const fn opts(
         values,
         long_flags,
         long_values,
+        optional: "",
     }
 }
 
@@ -106,6 +109,14 @@ fn short_cluster(
     let t = args.get(i).map(|w| w.text.clone()).unwrap_or_default();
     let body: Vec<char> = t.chars().skip(1).collect();
     for (k, c) in body.iter().enumerate() {
+        if spec.optional.contains(*c) {
+            let rest: String = body.iter().skip(k + 1).collect();
+            seen.push((
+                format!("-{c}"),
+                (!rest.is_empty()).then(|| Word::literal(rest)),
+            ));
+            return Ok(i);
+        }
         if spec.values.contains(*c) {
             let rest: String = body.iter().skip(k + 1).collect();
             let value = if rest.is_empty() {
@@ -206,30 +217,34 @@ const TIME: Opts = opts(
 );
 const COMMAND: Opts = opts("pvV", "", &[], &[]);
 const EXEC: Opts = opts("cl", "a", &[], &[]);
-const XARGS: Opts = opts(
-    "0rtpxoie",
-    "InPdaEsLl",
-    &[
-        "null",
-        "no-run-if-empty",
-        "verbose",
-        "interactive",
-        "exit",
-        "open-tty",
-        "show-limits",
-        "replace",
-        "eof",
-        "max-lines",
-    ],
-    &[
-        "max-args",
-        "max-procs",
-        "delimiter",
-        "arg-file",
-        "max-chars",
-        "process-slot-var",
-    ],
-);
+// `-e`, `-i` and `-l` take a value only when it is attached (`-l5`), so `xargs -l rm` runs rm.
+const XARGS: Opts = Opts {
+    optional: "eil",
+    ..opts(
+        "0rtpxo",
+        "InPdaEsL",
+        &[
+            "null",
+            "no-run-if-empty",
+            "verbose",
+            "interactive",
+            "exit",
+            "open-tty",
+            "show-limits",
+            "replace",
+            "eof",
+            "max-lines",
+        ],
+        &[
+            "max-args",
+            "max-procs",
+            "delimiter",
+            "arg-file",
+            "max-chars",
+            "process-slot-var",
+        ],
+    )
+};
 const SHELL: Opts = opts(
     "abcefhiklmnprstuvxBCEHPTsD",
     "oO",
@@ -354,8 +369,10 @@ pub(crate) fn program_name(w: &Word) -> Option<String> {
 
 impl Walker {
     /// Records one command and analyses whatever it runs in turn.
-    pub(crate) fn command(&mut self, cmd: Cmd) {
+    pub(crate) fn command(&mut self, mut cmd: Cmd) {
+        cmd.maybe |= self.maybe;
         let name = cmd.words.first().and_then(program_name);
+        self.note_files(&cmd, name.as_deref());
         self.out.cmds.push(cmd.clone());
         let Some(name) = name else { return };
         if self.depth >= MAX_DEPTH {
@@ -363,8 +380,34 @@ impl Walker {
             return;
         }
         self.depth += 1;
-        self.unwrap(&name, &cmd);
+        // Like deny rules, wrappers are recognised without case: `SUDO` runs `sudo` where the
+        // file system ignores case.
+        self.unwrap(&name.to_ascii_lowercase(), &cmd);
         self.depth -= 1;
+    }
+
+    /// Records files a command writes (`tee`) or runs by path, and refuses `/proc/…/exe`.
+    fn note_files(&mut self, cmd: &Cmd, name: Option<&str>) {
+        let Some(first) = cmd.words.first().filter(|w| !w.dynamic) else {
+            return;
+        };
+        if first.text.starts_with("/proc/") {
+            // `/proc/self/exe` is the running shell (or any program, by process id).
+            self.opaque("a program run from `/proc`, which may be any program");
+        }
+        if first.text.contains('/') {
+            self.out.run_files.push(super::walk::file_key(&first.text));
+        }
+        if name == Some("tee") {
+            let files = cmd
+                .words
+                .iter()
+                .skip(1)
+                .filter(|w| !w.text.starts_with('-'));
+            for w in files.filter(|w| !w.dynamic) {
+                self.out.written.push(super::walk::file_key(&w.text));
+            }
+        }
     }
 
     fn unwrap(&mut self, name: &str, cmd: &Cmd) {
@@ -424,9 +467,14 @@ impl Walker {
             }
             "watch" => self.watch(args),
             "flock" => self.flock(args, tail),
-            "su" | "script" => self.dash_c(name, args),
+            "script" => self.dash_c(name, args),
+            "su" => {
+                self.dash_c(name, args);
+                self.login_shell(args);
+            }
             "runuser" => {
                 self.dash_c(name, args);
+                self.login_shell(args);
                 self.runuser(args, tail);
             }
             "export" | "declare" | "typeset" | "local" | "readonly" => {
@@ -437,7 +485,8 @@ impl Walker {
                 self.subscripts(name, args)
             }
             "hash" | "enable" => self.rebinding(name, args),
-            _ if SHELLS.contains(&name) => self.shell(name, args),
+            _ if is_shell(name) => self.shell(name, args),
+            _ if self.launcher(name, args, tail) => {}
             _ => {
                 self.program(name, args);
             }
@@ -483,21 +532,37 @@ impl Walker {
             self.command(Cmd {
                 words: words.to_vec(),
                 open_tail,
+                maybe: false,
             });
         }
     }
 
-    /// Skips `NAME=VALUE` words, checking the names; stops at the first other word.
+    /// Skips `NAME=VALUE` words, checking the names and the values as possible commands;
+    /// stops at the first other word. Like `env`, any word with `=` is an assignment, so
+    /// `BASH_FUNC_ls%%=() { …; }` (an exported function) is one too.
     fn skip_assignments<'a>(&mut self, mut rest: &'a [Word]) -> &'a [Word] {
         while let Some(w) = rest.first() {
-            let Some((n, _)) = w.text.split_once('=') else {
+            let Some((n, value)) = w.text.split_once('=') else {
                 break;
             };
-            if w.dynamic || !is_name(n) {
+            if n.is_empty() {
                 break;
             }
-            let n = n.to_string();
+            if w.dynamic {
+                self.opaque(format!(
+                    "the environment assignment `{}`, computed at run time",
+                    w.text
+                ));
+            } else if !is_name(n) {
+                self.opaque(format!(
+                    "the environment entry `{n}`, which is no variable name"
+                ));
+            }
+            let (n, value) = (n.to_string(), value.to_string());
             self.check_assignment_name(&n);
+            if !w.dynamic {
+                self.maybe_line(&value);
+            }
             rest = rest.get(1..).unwrap_or(&[]);
         }
         rest
@@ -508,14 +573,19 @@ impl Walker {
             Ok(p) => p,
             Err(issue) => return self.opt_issue("env", issue),
         };
-        let rest = self.skip_assignments(args.get(parsed.operands..).unwrap_or(&[]));
+        let mut rest = args.get(parsed.operands..).unwrap_or(&[]);
+        // A lone `-` is the old spelling of `-i`.
+        while rest.first().is_some_and(|w| !w.dynamic && w.text == "-") {
+            rest = rest.get(1..).unwrap_or(&[]);
+        }
+        let rest = self.skip_assignments(rest);
         match parsed.value(&["-S", "--split-string"]) {
             Some(split) if split.dynamic => {
                 self.opaque(format!("`env -S {}`, computed at run time", split.text))
             }
             Some(split) => {
                 // `env -S 'a b' c` runs `a b c`: analyse the split string followed by the rest.
-                let mut line = split.text.clone();
+                let mut line = env_split_text(&split.text);
                 for w in rest {
                     line.push(' ');
                     line.push_str(&quote(&w.text));
@@ -551,7 +621,7 @@ impl Walker {
         let rest = args.get(parsed.operands..).unwrap_or(&[]);
         // With -I R (or -i / --replace, R = `{}`), words containing R are filled from input.
         let replace = parsed
-            .value(&["-I"])
+            .value(&["-I", "-i", "--replace"])
             .map(|w| w.text.clone())
             .or_else(|| parsed.has(&["-i", "--replace"]).then(|| "{}".to_string()));
         let words: Vec<Word> = rest
@@ -594,6 +664,11 @@ impl Walker {
     }
 
     fn eval(&mut self, args: &[Word]) {
+        // Bash's `eval` ends its options at `--`.
+        let args = match args.first() {
+            Some(w) if !w.dynamic && w.text == "--" => args.get(1..).unwrap_or(&[]),
+            _ => args,
+        };
         if let Some(d) = args.iter().find(|w| w.dynamic) {
             return self.opaque(format!("`eval` of `{}`, computed at run time", d.text));
         }
@@ -676,10 +751,24 @@ impl Walker {
         }
     }
 
-    /// `runuser -u USER -- CMD…` runs a command without a shell.
+    /// `runuser -u USER [--] CMD…` runs a command without a shell.
     fn runuser(&mut self, args: &[Word], tail: bool) {
-        if let Some(i) = args.iter().position(|w| !w.dynamic && w.text == "--") {
+        let user = args
+            .iter()
+            .position(|w| w.text == "-u" || w.text == "--user");
+        let attached = args.iter().position(|w| w.text.starts_with("--user="));
+        let start = user.map(|i| i + 2).or(attached.map(|i| i + 1));
+        if let Some(start) = start {
+            self.loose("runuser", args.get(start..).unwrap_or(&[]), 0, tail);
+        } else if let Some(i) = args.iter().position(|w| !w.dynamic && w.text == "--") {
             self.inner(args.get(i + 1..).unwrap_or(&[]), tail);
+        }
+    }
+
+    /// `su -s PROGRAM`: the program given as the login shell runs.
+    fn login_shell(&mut self, args: &[Word]) {
+        for shell in super::git::option_values(args, &["-s", "--shell"]) {
+            self.inner(&[shell], false);
         }
     }
 
@@ -714,6 +803,15 @@ impl Walker {
 
     /// Builtins that take variable names evaluate subscripts: `printf -v 'a[$(cmd)]'` runs cmd.
     fn subscripts(&mut self, name: &str, args: &[Word]) {
+        if let Some(w) = variable_name_args(name, args)
+            .into_iter()
+            .find(|w| w.dynamic)
+        {
+            return self.opaque(format!(
+                "`{name}` with the variable name `{}`, computed at run time",
+                w.text
+            ));
+        }
         if let Some(w) = args
             .iter()
             .find(|w| w.text.contains('[') && w.text.contains(['$', '`']))
@@ -725,7 +823,7 @@ impl Walker {
         }
     }
 
-    fn script(&mut self, name: &str, s: &Word) {
+    pub(crate) fn script(&mut self, name: &str, s: &Word) {
         if s.dynamic {
             self.opaque(format!(
                 "the script `{}` given to `{name}`, computed at run time",
@@ -738,6 +836,18 @@ impl Walker {
     }
 
     fn shell(&mut self, name: &str, args: &[Word]) {
+        if name == "fish" {
+            // fish spells its options differently: `-c`/`--command`, `-C`/`--init-command`.
+            let opts = ["-c", "--command", "-C", "--init-command"];
+            let lines = super::git::option_values(args, &opts);
+            for line in &lines {
+                self.script(name, line);
+            }
+            if lines.is_empty() {
+                self.opaque("`fish` without `-c`, which may read commands from its input");
+            }
+            return;
+        }
         let parsed = match parse_opts(args, &SHELL) {
             Ok(p) => p,
             Err(issue) => return self.opt_issue(name, issue),
@@ -758,8 +868,11 @@ impl Walker {
 
     /// A script named by a plain path is the command itself; one whose content is produced
     /// on the fly (`<(…)`, `$(…)`, `/dev/stdin`, `/dev/fd/N`) hides its commands.
-    fn script_file(&mut self, name: &str, file: &Word) {
+    pub(crate) fn script_file(&mut self, name: &str, file: &Word) {
         let t = file.text.as_str();
+        if !file.dynamic {
+            self.out.run_files.push(super::walk::file_key(t));
+        }
         if file.dynamic || t.starts_with("/dev/") || t.starts_with("/proc/") || t == "-" {
             self.opaque(format!(
                 "`{name} {t}`, whose commands are produced at run time"
@@ -769,12 +882,36 @@ impl Walker {
 
     fn declare(&mut self, args: &[Word]) {
         for w in args {
-            if let Some((n, _)) = w.text.split_once('=') {
+            if let Some((n, value)) = w.text.split_once('=') {
                 let n = n.trim_end_matches('+').to_string();
                 self.check_assignment_name(&n);
+                if !w.dynamic {
+                    let value = value.to_string();
+                    self.maybe_line(&value);
+                }
+                // `declare -a 'a=($(cmd))'`: a quoted compound value is expanded again.
+                let quoted = !w.dynamic || w.text.starts_with(['"', '\'']);
+                if quoted && value.starts_with('(') && value.contains(['$', '`', '[']) {
+                    self.opaque(format!(
+                        "the array assignment `{}`, which bash expands again",
+                        w.text
+                    ));
+                }
             }
-            if !w.dynamic && w.text.starts_with('-') && w.text.contains('i') {
+            // A name computed at run time may carry a subscript that runs code.
+            let name_part = w.text.split('=').next().unwrap_or("");
+            if w.dynamic && name_part.contains(['$', '`']) {
+                self.opaque(format!(
+                    "the variable name in `{}`, computed at run time",
+                    w.text
+                ));
+            }
+            let is_opt = !w.dynamic && w.text.starts_with(['-', '+']);
+            if is_opt && w.text.contains('i') {
                 self.opaque("an integer variable, whose assignments evaluate values as code");
+            }
+            if is_opt && w.text.contains('n') {
+                self.opaque("a name reference, which may name a subscript that runs code");
             }
         }
     }
@@ -788,6 +925,58 @@ impl Walker {
             self.opaque(format!("`{name} -{risky}`, which rebinds a command name"));
         }
     }
+}
+
+/// The arguments of a builtin that are variable names (whose subscripts bash evaluates).
+fn variable_name_args<'a>(name: &str, args: &'a [Word]) -> Vec<&'a Word> {
+    let after = |opt: &str| -> Vec<&'a Word> {
+        args.iter()
+            .enumerate()
+            .filter(|(_, w)| w.text == opt)
+            .filter_map(|(i, _)| args.get(i + 1))
+            .collect()
+    };
+    match name {
+        "printf" => after("-v"),
+        "wait" => after("-p"),
+        "test" | "[" => after("-v"),
+        "unset" => args.iter().filter(|w| !w.text.starts_with('-')).collect(),
+        "read" => args
+            .last()
+            .filter(|w| !w.text.starts_with('-'))
+            .into_iter()
+            .collect(),
+        _ => Vec::new(),
+    }
+}
+
+/// The text of `env -S` as a shell line: `\_` and `\t`-style escapes separate words (outside
+/// quotes), and `\c` ends the string.
+fn env_split_text(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    let mut chars = s.chars();
+    while let Some(c) = chars.next() {
+        if c != '\\' {
+            out.push(c);
+            continue;
+        }
+        match chars.next() {
+            Some('_' | 't' | 'n' | 'v' | 'f' | 'r') => out.push(' '),
+            Some('c') | None => break,
+            Some(other) => {
+                out.push('\\');
+                out.push(other);
+            }
+        }
+    }
+    out
+}
+
+/// `bash`, and versioned names such as `bash5` or `bash-5.2`.
+fn is_shell(name: &str) -> bool {
+    let base = name.trim_end_matches(|c: char| c.is_ascii_digit() || c == '.');
+    let base = base.strip_suffix('-').unwrap_or(base);
+    SHELLS.contains(&name) || SHELLS.contains(&base)
 }
 
 /// `-c`, or a cluster of flags ending in `c` (`-lc`, `-qc`), whose value is the next word.

@@ -151,8 +151,15 @@ impl Tool for Git {
     }
 }
 
+/// The argv after `git`. Actions that can print diffs get `--no-ext-diff`, so a
+/// `diff.external` program set in the repository's config never runs (an empty override
+/// would make git try to run "").
 fn argv(args: &Args) -> Vec<String> {
+    let no_ext_diff = ["diff", "show", "log"]
+        .contains(&args.action.as_str())
+        .then(|| "--no-ext-diff".to_string());
     std::iter::once(args.action.clone())
+        .chain(no_ext_diff)
         .chain(args.args.iter().cloned())
         .collect()
 }
@@ -170,7 +177,6 @@ fn quiet_env() -> Vec<(String, String)> {
         ("GIT_TERMINAL_PROMPT", "0"),
         ("GIT_ASKPASS", "true"),
         ("GIT_CONFIG_NOSYSTEM", "1"),
-        ("GIT_EXTERNAL_DIFF", ""),
     ]
     .into_iter()
     .map(|(k, v)| (k.to_string(), v.to_string()))
@@ -195,7 +201,6 @@ const SAFE_CONFIG: &[(&str, &str)] = &[
     ("core.sshCommand", "ssh"),
     ("core.gitProxy", ""),
     ("core.askPass", "true"),
-    ("diff.external", ""),
     ("sequence.editor", "true"),
     ("credential.helper", ""),
     ("protocol.ext.allow", "never"),
@@ -324,7 +329,7 @@ mod tests {
             req.command,
             ExecCommand::Argv {
                 program: "git".into(),
-                args: v(&["log", "--oneline", "-1"])
+                args: v(&["log", "--no-ext-diff", "--oneline", "-1"])
             }
         );
         assert!(req.env.contains(&("GIT_EDITOR".into(), "true".into())));
