@@ -421,3 +421,44 @@ fn no_backend_anywhere_is_exit_2_saying_what_to_set() {
         assert!(r.stderr.contains(hint), "{hint}\n{r}");
     }
 }
+
+#[test]
+fn ctrl_c_cancels_the_turn_and_kills_running_tools() {
+    let Some(llm) = FakeLlm::start(
+        "rules:\n  - name: slow\n    when: {messages_contain: \"slow job\"}\n    respond:\n      tool_calls:\n        - {name: shell, arguments: {command: \"sleep 20; touch finished.txt\"}}\n",
+    ) else {
+        return;
+    };
+    let sb = Sandbox::new();
+    let config = sb.config(&llm.backend_yaml("openai", true));
+    let mut child = sb
+        .tackle(&config, &["run", "-m", "slow job", "--yes"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("spawn tackle");
+    // Wait until the tool call has started.
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    let started = std::time::Instant::now();
+    let pid = child.id().to_string();
+    let _ = std::process::Command::new("kill")
+        .args(["-INT", &pid])
+        .status();
+    let status = child.wait().expect("wait");
+    assert!(
+        started.elapsed().as_secs() < 5,
+        "Ctrl-C must end the turn promptly"
+    );
+    assert_eq!(status.code(), Some(130));
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    let leftover = std::process::Command::new("pgrep")
+        .args(["-f", "sleep 20; touch finished.txt"])
+        .output();
+    if let Ok(out) = leftover {
+        assert!(
+            out.stdout.is_empty(),
+            "the tool's process group survived Ctrl-C"
+        );
+    }
+    assert!(!sb.workspace().join("finished.txt").exists());
+}
