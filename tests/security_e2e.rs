@@ -231,3 +231,60 @@ fn every_decision_lands_in_the_audit_log() {
     assert_eq!(records[1].tool, "calculate");
     assert_eq!(records[1].outcome, "ok");
 }
+
+#[test]
+fn each_workspace_tool_is_denied_outside_its_grant() {
+    let sb = Sandbox::new();
+    let outside = sb.dir.path().join("outside");
+    std::fs::create_dir_all(&outside).unwrap();
+    std::fs::write(outside.join("f.txt"), "secret words").unwrap();
+    let out = outside.display().to_string();
+    let cases = [
+        (
+            "read_file",
+            serde_json::json!({"path": format!("{out}/f.txt")}),
+        ),
+        (
+            "write_file",
+            serde_json::json!({"path": format!("{out}/new.txt"), "content": "x"}),
+        ),
+        (
+            "edit_file",
+            serde_json::json!({"path": format!("{out}/f.txt"), "old_text": "secret", "new_text": "public"}),
+        ),
+        ("list_files", serde_json::json!({"path": out})),
+        (
+            "grep",
+            serde_json::json!({"pattern": "secret", "path": out}),
+        ),
+        ("find", serde_json::json!({"pattern": "*.txt", "path": out})),
+        ("read_file", serde_json::json!({"path": "../outside/f.txt"})),
+    ];
+    for (tool, args) in cases {
+        let (r, v) = call(
+            &sb,
+            "tools:\n  coding_tools: true\n",
+            tool,
+            &args.to_string(),
+            &["--yes"],
+        );
+        assert_eq!(r.code, 3, "{tool} {args}\n{r}");
+        assert_eq!(v["error"]["kind"], "denied", "{tool}");
+        assert!(!r.stdout.contains("secret words"), "{tool} leaked the file");
+    }
+    assert!(!outside.join("new.txt").exists());
+    assert_eq!(
+        std::fs::read_to_string(outside.join("f.txt")).unwrap(),
+        "secret words"
+    );
+    let deny_git = "security:\n  tool_policies:\n    git:\n      grants:\n        shell:\n          deny: [git push]\n";
+    let (r, v) = call(
+        &sb,
+        deny_git,
+        "git",
+        r#"{"action": "push", "args": ["origin", "main"]}"#,
+        &["--yes"],
+    );
+    assert_eq!(r.code, 3, "{r}");
+    assert_eq!(v["error"]["kind"], "denied");
+}
