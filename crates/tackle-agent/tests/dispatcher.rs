@@ -184,6 +184,18 @@ fn fixture(
     }
 }
 
+impl Fixture {
+    async fn run(
+        &self,
+        call: ToolCall,
+        approver: Arc<dyn Approver>,
+    ) -> Result<ToolOutput, ToolError> {
+        self.dispatcher
+            .dispatch(CallRequest::new(call, approver))
+            .await
+    }
+}
+
 fn simple(approval: ApprovalMode) -> Fixture {
     fixture(
         approval,
@@ -219,11 +231,10 @@ impl Approver for Answer {
 async fn calculate_runs_through_the_whole_path() {
     let f = simple(ApprovalMode::Never);
     let out = f
-        .dispatcher
-        .dispatch(CallRequest::new(
+        .run(
             call("calculate", json!({"expression": "7/2"})),
             Arc::new(NonInteractiveApprover),
-        ))
+        )
         .await
         .unwrap();
     assert_eq!(out.content, "3.5");
@@ -233,11 +244,7 @@ async fn calculate_runs_through_the_whole_path() {
 async fn unknown_tools_are_not_found_with_suggestions() {
     let f = simple(ApprovalMode::Never);
     let err = f
-        .dispatcher
-        .dispatch(CallRequest::new(
-            call("calculat", json!({})),
-            Arc::new(AutoApprover),
-        ))
+        .run(call("calculat", json!({})), Arc::new(AutoApprover))
         .await
         .unwrap_err();
     assert_eq!(err.kind, ErrorKind::NotFound);
@@ -248,11 +255,7 @@ async fn unknown_tools_are_not_found_with_suggestions() {
 async fn missing_required_field_is_invalid_arguments_naming_it() {
     let f = simple(ApprovalMode::Never);
     let err = f
-        .dispatcher
-        .dispatch(CallRequest::new(
-            call("calculate", json!({})),
-            Arc::new(AutoApprover),
-        ))
+        .run(call("calculate", json!({})), Arc::new(AutoApprover))
         .await
         .unwrap_err();
     assert_eq!(err.kind, ErrorKind::InvalidArguments);
@@ -263,11 +266,10 @@ async fn missing_required_field_is_invalid_arguments_naming_it() {
 async fn wrong_type_names_the_nested_field() {
     let f = simple(ApprovalMode::Never);
     let err = f
-        .dispatcher
-        .dispatch(CallRequest::new(
+        .run(
             call("probe", json!({"target": "x", "count": -1})),
             Arc::new(AutoApprover),
-        ))
+        )
         .await
         .unwrap_err();
     assert_eq!(err.kind, ErrorKind::InvalidArguments);
@@ -280,11 +282,10 @@ async fn a_denied_capability_is_denied_before_anyone_is_asked() {
     let f = simple(ApprovalMode::Always);
     let approver = Arc::new(Answer(ApprovalAnswer::Once, AtomicUsize::new(0)));
     let err = f
-        .dispatcher
-        .dispatch(CallRequest::new(
+        .run(
             call("probe", json!({"target": "forbidden thing"})),
             approver.clone(),
-        ))
+        )
         .await
         .unwrap_err();
     assert_eq!(err.kind, ErrorKind::Denied);
@@ -302,11 +303,10 @@ async fn needing_approval_without_an_approver_ends_at_once() {
     let f = simple(ApprovalMode::Always);
     let started = std::time::Instant::now();
     let err = f
-        .dispatcher
-        .dispatch(CallRequest::new(
+        .run(
             call("probe", json!({"target": "ok"})),
             Arc::new(NonInteractiveApprover),
-        ))
+        )
         .await
         .unwrap_err();
     assert_eq!(err.kind, ErrorKind::NeedsApproval);
@@ -317,12 +317,9 @@ async fn needing_approval_without_an_approver_ends_at_once() {
 #[tokio::test]
 async fn a_user_no_is_a_denial_and_the_tool_does_not_run() {
     let f = simple(ApprovalMode::Always);
+    let deny = Arc::new(Answer(ApprovalAnswer::Deny, AtomicUsize::new(0)));
     let err = f
-        .dispatcher
-        .dispatch(CallRequest::new(
-            call("probe", json!({"target": "ok"})),
-            Arc::new(Answer(ApprovalAnswer::Deny, AtomicUsize::new(0))),
-        ))
+        .run(call("probe", json!({"target": "ok"})), deny)
         .await
         .unwrap_err();
     assert_eq!(err.kind, ErrorKind::Denied);
@@ -334,11 +331,7 @@ async fn always_for_session_stops_further_prompts_for_that_tool() {
     let f = simple(ApprovalMode::Always);
     let approver = Arc::new(Answer(ApprovalAnswer::ForSession, AtomicUsize::new(0)));
     for _ in 0..3 {
-        f.dispatcher
-            .dispatch(CallRequest::new(
-                call("probe", json!({"target": "ok"})),
-                approver.clone(),
-            ))
+        f.run(call("probe", json!({"target": "ok"})), approver.clone())
             .await
             .unwrap();
     }
@@ -360,19 +353,17 @@ async fn escalated_arguments_ask_even_when_auto_approved() {
         Duration::from_secs(5),
     );
     let plain = f
-        .dispatcher
-        .dispatch(CallRequest::new(
+        .run(
             call("probe", json!({"target": "ok"})),
             Arc::new(NonInteractiveApprover),
-        ))
+        )
         .await;
     assert!(plain.is_ok(), "auto-approved: {plain:?}");
     let push = f
-        .dispatcher
-        .dispatch(CallRequest::new(
+        .run(
             call("probe", json!({"target": "push"})),
             Arc::new(NonInteractiveApprover),
-        ))
+        )
         .await
         .unwrap_err();
     assert_eq!(push.kind, ErrorKind::NeedsApproval);
@@ -396,11 +387,10 @@ async fn config_can_lower_approval_only_explicitly() {
         Duration::from_secs(5),
     );
     let out = f
-        .dispatcher
-        .dispatch(CallRequest::new(
+        .run(
             call("probe", json!({"target": "ok"})),
             Arc::new(NonInteractiveApprover),
-        ))
+        )
         .await;
     assert!(out.is_ok(), "{out:?}");
 }
@@ -416,11 +406,10 @@ async fn slow_tools_time_out_and_are_cancelled() {
     );
     let started = std::time::Instant::now();
     let err = f
-        .dispatcher
-        .dispatch(CallRequest::new(
+        .run(
             call("probe", json!({"target": "ok"})),
             Arc::new(AutoApprover),
-        ))
+        )
         .await
         .unwrap_err();
     assert_eq!(err.kind, ErrorKind::Timeout);
@@ -437,11 +426,10 @@ async fn a_panicking_tool_becomes_a_failed_result() {
         Duration::from_secs(5),
     );
     let err = f
-        .dispatcher
-        .dispatch(CallRequest::new(
+        .run(
             call("probe", json!({"target": "ok"})),
             Arc::new(AutoApprover),
-        ))
+        )
         .await
         .unwrap_err();
     assert_eq!(err.kind, ErrorKind::Failed);
@@ -457,11 +445,10 @@ async fn results_are_sanitized_to_the_limit() {
         Duration::from_secs(5),
     );
     let out = f
-        .dispatcher
-        .dispatch(CallRequest::new(
+        .run(
             call("probe", json!({"target": "ok"})),
             Arc::new(AutoApprover),
-        ))
+        )
         .await
         .unwrap();
     assert!(out.content.starts_with(&"x".repeat(100)));
@@ -476,18 +463,16 @@ async fn results_are_sanitized_to_the_limit() {
 async fn every_decision_is_audited() {
     let f = simple(ApprovalMode::Always);
     let _ = f
-        .dispatcher
-        .dispatch(CallRequest::new(
+        .run(
             call("probe", json!({"target": "forbidden"})),
             Arc::new(AutoApprover),
-        ))
+        )
         .await;
     let _ = f
-        .dispatcher
-        .dispatch(CallRequest::new(
+        .run(
             call("probe", json!({"target": "ok"})),
             Arc::new(AutoApprover),
-        ))
+        )
         .await;
     let events = f.audit.0.lock().unwrap().clone();
     assert_eq!(events.len(), 2);
@@ -526,10 +511,10 @@ async fn concurrent_calls_run_in_parallel() {
     );
     let started = std::time::Instant::now();
     let calls = (0..3).map(|_| {
-        f.dispatcher.dispatch(CallRequest::new(
+        f.run(
             call("probe", json!({"target": "ok"})),
             Arc::new(AutoApprover),
-        ))
+        )
     });
     let results = futures::future::join_all(calls).await;
     assert!(results.iter().all(Result::is_ok));
