@@ -80,7 +80,7 @@ fn arguments_that_are_not_json_are_a_usage_error() {
 #[test]
 fn the_example_config_loads_and_lists_tools_as_json() {
     let sb = Sandbox::new();
-    let example = common::repo_root().join("../shared/config.example.yaml");
+    let example = common::repo_root().join("config.example.yaml");
     let mut cmd = sb.tackle(&example, &["tools", "list", "--json"]);
     cmd.env("XDG_STATE_HOME", sb.state());
     let r = run(cmd);

@@ -20,13 +20,13 @@ fn parse_err(text: &str) -> String {
 }
 
 fn example_path() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/config.example.yaml")
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("config.example.yaml")
 }
 
 #[test]
 fn every_key_of_the_example_file_parses_into_typed_fields() {
-    let text = std::fs::read_to_string(example_path())
-        .expect("shared/config.example.yaml beside the project");
+    let text =
+        std::fs::read_to_string(example_path()).expect("config.example.yaml at the project root");
     let env = |k: &str| (k == "OPENROUTER_API_KEY").then(|| "sk-or-test".to_string());
     let (c, warnings) = parse(&text, "example", &env, &[]).expect("example parses");
     assert_eq!(c.state_dir.as_deref(), Some("~/.local/state/tackle"));

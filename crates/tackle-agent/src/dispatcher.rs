@@ -173,13 +173,29 @@ impl Dispatcher {
         let scope = self.scope(&req.call.name, &req.session_id, &policy, &req.cancel);
         let host = self.host.scoped(&scope);
         let cx = self.context(&scope, &req.channel, Arc::clone(&host));
+        // A capability the policy could not check (`Ask`) needs a person for this very call.
+        let mut unchecked = None;
         for cap in entry.tool.planned_capabilities(&req.call.arguments, &cx) {
             let decision = host.check(&cap).await;
-            if decision.verdict == Verdict::Deny {
-                return Err(ToolError::denied(decision));
+            match decision.verdict {
+                Verdict::Deny => return Err(ToolError::denied(decision)),
+                Verdict::Ask => unchecked = unchecked.or(Some(decision)),
+                Verdict::Allow => {}
             }
         }
-        let approver = self.approve(&entry, &policy, req).await?;
+        let approver = self
+            .approve(&entry, &policy, req, unchecked.as_ref())
+            .await?;
+        let (scope, host) = if unchecked.is_some() {
+            let scope = CallScope {
+                approved: true,
+                ..scope
+            };
+            let host = self.host.scoped(&scope);
+            (scope, host)
+        } else {
+            (scope, host)
+        };
         Ok(Cleared {
             entry,
             host,
@@ -232,6 +248,7 @@ impl Dispatcher {
             workspace: self.config.workspace.clone(),
             grants: policy.grants.clone(),
             cancel: cancel.child_token(),
+            approved: false,
         }
     }
 
@@ -250,14 +267,20 @@ impl Dispatcher {
         entry: &Entry,
         policy: &ResolvedPolicy,
         req: &CallRequest,
+        unchecked: Option<&Decision>,
     ) -> Result<String, ToolError> {
         let name = entry.spec.name.as_str();
-        let (decision, escalated) = self.approval_for_call(
-            entry,
-            policy,
-            &req.call.arguments,
-            self.allowed_for_session(name),
-        );
+        let (decision, escalated) = match unchecked {
+            // Neither the auto-approved list nor an earlier "allow for the session" covers
+            // what the policy could not check.
+            Some(d) => (d.clone(), true),
+            None => self.approval_for_call(
+                entry,
+                policy,
+                &req.call.arguments,
+                self.allowed_for_session(name),
+            ),
+        };
         if decision.verdict == Verdict::Allow {
             return Ok("policy".to_string());
         }
@@ -349,6 +372,7 @@ impl Dispatcher {
             workspace: self.config.workspace.clone(),
             grants: Grants::default(),
             cancel: CancellationToken::new(),
+            approved: false,
         };
         let host = self.host.scoped(&scope);
         ToolContext::new(&scope, "plan", host)
@@ -397,9 +421,10 @@ impl Dispatcher {
             capabilities.push((cap, decision));
         }
         let (approval, _) = self.approval_for_call(&entry, &policy, arguments, false);
-        let decision = capabilities
-            .iter()
-            .find(|(_, d)| d.verdict == Verdict::Deny)
+        // As in dispatch: a denial stands; a capability the policy could not check asks.
+        let first = |v: Verdict| capabilities.iter().find(|(_, d)| d.verdict == v);
+        let decision = first(Verdict::Deny)
+            .or_else(|| first(Verdict::Ask))
             .map(|(_, d)| d.clone())
             .unwrap_or_else(|| approval.clone());
         Ok(Explanation {

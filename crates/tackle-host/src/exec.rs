@@ -1,6 +1,7 @@
 //! Running processes: checked by the shell analyser, scrubbed environment, own process group,
 //! Landlock, output capped while streaming, killed with its whole group on timeout or cancel.
 
+use crate::bash;
 use crate::paths::PathGuard;
 use crate::sandbox::{self, Prepared};
 use std::path::{Path, PathBuf};
@@ -9,7 +10,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 use tackle_policy::path::Access;
 use tackle_policy::shell::{check_argv, check_shell};
-use tackle_protocol::{Decision, ExecCommand, ExecOutput, ExecRequest, HostError, ShellGrant};
+use tackle_protocol::{
+    Decision, ExecCommand, ExecOutput, ExecRequest, HostError, ShellGrant, Verdict,
+};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
 use tokio::process::{Child, Command};
 use tokio_util::sync::CancellationToken;
@@ -29,12 +32,15 @@ pub(crate) struct ExecScope<'a> {
     pub passthrough: &'a [String],
     pub output_ceiling: usize,
     pub cancel: &'a CancellationToken,
+    /// A person approved this call (see [`tackle_protocol::CallScope::approved`]).
+    pub approved: bool,
 }
 
-/// The shell analyser's decision for this command.
-pub(crate) fn decide(command: &ExecCommand, grant: &ShellGrant) -> Decision {
+/// The shell analyser's decision for this command. A shell line under rules is checked twice:
+/// as written, and as bash itself reads it back, and the stricter decision stands.
+pub(crate) async fn decide(command: &ExecCommand, grant: &ShellGrant) -> Decision {
     match command {
-        ExecCommand::Shell(line) => check_shell(line, grant),
+        ExecCommand::Shell(line) => check_shell_line(line, grant).await,
         ExecCommand::Argv { program, args } => {
             let argv: Vec<String> = std::iter::once(program.clone())
                 .chain(args.iter().cloned())
@@ -44,14 +50,56 @@ pub(crate) fn decide(command: &ExecCommand, grant: &ShellGrant) -> Decision {
     }
 }
 
+/// The decision taken before a shell line runs: the analyser's verdict on the line as written
+/// and, while any rule is in force, on the line as bash itself reads it back; the stricter one.
+pub async fn check_shell_line(line: &str, grant: &ShellGrant) -> Decision {
+    let written = check_shell(line, grant);
+    let restricted = !grant.allow.is_empty() || !grant.deny.is_empty();
+    if written.is_denied() || !restricted {
+        return written;
+    }
+    match bash::read_back(line).await {
+        Ok(read) => stricter(written, check_shell(&read, grant)),
+        Err(e) => Decision::deny(
+            "grants.shell",
+            format!(
+                "`{}` is denied: {e}",
+                tackle_protocol::text::preview(line, 120)
+            ),
+        ),
+    }
+}
+
+/// Deny over ask over allow; the first of two equal decisions (the line as written).
+fn stricter(written: Decision, read: Decision) -> Decision {
+    let rank = |d: &Decision| match d.verdict {
+        Verdict::Allow => 0,
+        Verdict::Ask => 1,
+        Verdict::Deny => 2,
+    };
+    if rank(&read) > rank(&written) {
+        Decision {
+            why: format!("{} (as bash reads the line)", read.why),
+            ..read
+        }
+    } else {
+        written
+    }
+}
+
 pub(crate) async fn run(scope: &ExecScope<'_>, req: ExecRequest) -> Result<ExecOutput, HostError> {
-    let decision = decide(&req.command, scope.shell);
-    if !decision.is_allowed() {
-        return Err(HostError::Denied(decision));
+    let decision = decide(&req.command, scope.shell).await;
+    // A line the policy could not check runs only when a person approved this very call.
+    let approved_ask = decision.verdict == Verdict::Ask && scope.approved;
+    if !decision.is_allowed() && !approved_ask {
+        return Err(HostError::Denied(Decision::deny(
+            decision.rule,
+            decision.why,
+        )));
     }
     let cwd = checked_cwd(scope.guard, req.cwd.as_deref())?;
     prepare_tmpdir(scope.tmpdir)?;
-    let mut cmd = command(&req.command);
+    let mut cmd = command(&req.command)?;
     cmd.current_dir(&cwd)
         .env_clear()
         .envs(base_env(scope.passthrough));
@@ -79,24 +127,26 @@ pub(crate) async fn run(scope: &ExecScope<'_>, req: ExecRequest) -> Result<ExecO
     supervise(child, req, scope, started).await
 }
 
-fn command(command: &ExecCommand) -> Command {
+fn command(command: &ExecCommand) -> Result<Command, HostError> {
     match command {
         ExecCommand::Shell(line) => {
-            let mut c = Command::new("/bin/sh");
-            c.arg("-c").arg(line);
-            c
+            let bash = bash::bash_path()
+                .ok_or_else(|| HostError::Invalid(bash::ReadBackError::Missing.to_string()))?;
+            let mut c = Command::new(bash);
+            c.args(bash::BASH_ARGS).arg("-c").arg(line);
+            Ok(c)
         }
         ExecCommand::Argv { program, args } => {
             let mut c = Command::new(program);
             c.args(args);
-            c
+            Ok(c)
         }
     }
 }
 
 fn spawn_error(command: &ExecCommand, e: std::io::Error) -> HostError {
     let what = match command {
-        ExecCommand::Shell(_) => "sh",
+        ExecCommand::Shell(_) => "bash",
         ExecCommand::Argv { program, .. } => program.as_str(),
     };
     if e.kind() == std::io::ErrorKind::NotFound {
@@ -138,6 +188,7 @@ fn prepare_tmpdir(dir: &Path) -> Result<(), HostError> {
 /// The scrubbed base: the fixed allowlist, `LC_*`, and the operator's passthrough entries.
 pub(crate) fn base_env(passthrough: &[String]) -> Vec<(String, String)> {
     std::env::vars()
+        .filter(|(k, _)| !bash::is_shell_startup_variable(k))
         .filter(|(k, _)| {
             BASE_ENV.contains(&k.as_str())
                 || k.starts_with("LC_")
@@ -152,7 +203,8 @@ pub(crate) fn base_env(passthrough: &[String]) -> Vec<(String, String)> {
 /// Tools may add variables, but not ones that change what code the loader runs.
 fn validate_env_name(name: &str) -> Result<(), HostError> {
     let bad_chars = name.is_empty() || name.contains(['=', '\0']);
-    if bad_chars || name.starts_with("LD_") || name.starts_with("DYLD_") || name == "TMPDIR" {
+    let loader = name.starts_with("LD_") || name.starts_with("DYLD_");
+    if bad_chars || loader || name == "TMPDIR" || bash::is_shell_startup_variable(name) {
         return Err(HostError::Invalid(format!(
             "environment variable {name:?} may not be set by a tool"
         )));

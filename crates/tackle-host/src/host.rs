@@ -79,6 +79,7 @@ pub struct NativeHost {
     network: NetworkGrant,
     tmpdir: PathBuf,
     cancel: CancellationToken,
+    approved: bool,
 }
 
 impl NativeHost {
@@ -101,6 +102,7 @@ impl NativeHost {
             network: scope.grants.network.clone().unwrap_or_default(),
             tmpdir,
             cancel: scope.cancel.clone(),
+            approved: scope.approved,
             shared,
         }
     }
@@ -172,14 +174,14 @@ impl ToolHost for NativeHost {
             Capability::FileRead { path } => self.guard.explain(path, Access::Read),
             Capability::FileWrite { path } => self.guard.explain(path, Access::Write),
             Capability::Shell { command } => {
-                exec::decide(&ExecCommand::Shell(command.clone()), &self.shell)
+                exec::decide(&ExecCommand::Shell(command.clone()), &self.shell).await
             }
             Capability::Exec { program, args } => {
                 let cmd = ExecCommand::Argv {
                     program: program.clone(),
                     args: args.clone(),
                 };
-                exec::decide(&cmd, &self.shell)
+                exec::decide(&cmd, &self.shell).await
             }
             Capability::Network { method, url } => net::decide(method, url, &self.network),
         }
@@ -217,6 +219,7 @@ impl ToolHost for NativeHost {
             passthrough: &c.env_passthrough,
             output_ceiling: c.max_output_bytes,
             cancel: &self.cancel,
+            approved: self.approved,
         };
         exec::run(&scope, req).await
     }

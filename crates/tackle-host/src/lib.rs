@@ -9,7 +9,9 @@
 //!   reads are capped; writes are atomic (temp file, fsync, rename) and never go through a
 //!   link out of the grant; `list` and `search` walk with ripgrep's crates and check every
 //!   yielded path.
-//! - **processes**: the shell analyser checks every command first; the child gets a scrubbed
+//! - **processes**: the shell analyser checks every command first (a shell line both as
+//!   written and as bash reads it back); shell lines run in bash with no start-up files
+//!   ([`bash_path`]), never in `/bin/sh`; the child gets a scrubbed
 //!   environment, a per-session `TMPDIR`, its own process group (killed whole on timeout or
 //!   cancel) and, where the kernel has it, a Landlock sandbox ([`sandbox_status`]).
 //! - **HTTP**: every hop is checked against the network grant, names are resolved once and
@@ -30,6 +32,7 @@
 //!     workspace: "/home/me/project".into(),
 //!     grants: Grants::default(), // no fs grant: the workspace only
 //!     cancel: Default::default(),
+//!     approved: false,
 //! };
 //! let host = provider.scoped(&scope);
 //! let file = host.read(ReadRequest::whole("README.md")).await?;
@@ -37,6 +40,7 @@
 //! # Ok(()) }
 //! ```
 
+mod bash;
 mod config;
 mod exec;
 mod fs;
@@ -48,7 +52,9 @@ mod safe_open;
 mod sandbox;
 mod walk;
 
+pub use bash::{bash_path, bash_read_back};
 pub use config::{operator_urls, HostConfig};
+pub use exec::check_shell_line;
 pub use host::{NativeHost, NativeHostProvider};
 pub use net::MAX_REDIRECTS;
 pub use report::{enforcement_report, enforcement_report_json, Enforcement};

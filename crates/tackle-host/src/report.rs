@@ -24,6 +24,21 @@ pub fn enforcement_report() -> Vec<Enforcement> {
                 "Landlock for shell commands (writes only to the workspace, allow_write roots and the session TMPDIR): {sandbox}"
             ),
         },
+        match crate::bash::bash_path() {
+            Some(bash) => Enforcement {
+                protection: "shell_grammar",
+                enforced: true,
+                detail: format!(
+                    "shell lines run in {} --noprofile --norc, the grammar the shell rules analyse; under rules each line is also checked as bash reads it back",
+                    bash.display()
+                ),
+            },
+            None => Enforcement {
+                protection: "shell_grammar",
+                enforced: false,
+                detail: "bash is not installed: shell calls are refused (install bash)".into(),
+            },
+        },
         Enforcement {
             protection: "fs_grants",
             enforced: true,

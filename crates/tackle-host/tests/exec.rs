@@ -23,6 +23,7 @@ fn deny(words: &[&str]) -> Grants {
         shell: Some(ShellGrant {
             allow: Vec::new(),
             deny: words.iter().map(|w| w.to_string()).collect(),
+            ..Default::default()
         }),
         ..Grants::default()
     }
@@ -278,6 +279,7 @@ async fn end_session_removes_the_session_tmpdir() {
         workspace: f.ws(),
         grants: Grants::default(),
         cancel: Default::default(),
+        approved: false,
     };
     let host = provider.host(&scope);
     let out = tackle_protocol::ToolHost::exec(&host, sh("touch \"$TMPDIR/x\"; echo $TMPDIR"))

@@ -314,6 +314,7 @@ async fn a_host_scoped_to_a_relative_workspace_opens_nothing() {
             workspace: PathBuf::from(ws),
             grants: Grants::default(),
             cancel: f.cancel.clone(),
+            approved: false,
         };
         let host = NativeHostProvider::new(f.config()).scoped(&scope);
         let r = host.read(ReadRequest::whole(&secret)).await;

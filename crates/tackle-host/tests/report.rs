@@ -32,6 +32,7 @@ async fn check_runs_the_shell_analyser_and_url_guard_without_acting() {
         shell: Some(ShellGrant {
             allow: vec![],
             deny: vec!["rm".into()],
+            ..Default::default()
         }),
         ..Grants::default()
     };

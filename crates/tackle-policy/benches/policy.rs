@@ -9,10 +9,24 @@ fn bench(c: &mut Criterion) {
     let grant = ShellGrant {
         allow: vec!["git".into(), "ls".into(), "grep".into()],
         deny: vec!["rm".into(), "git push".into()],
+        ..Default::default()
     };
     c.bench_function("check_shell typical line", |b| {
         b.iter(|| shell::check_shell(black_box("git status && ls -la | grep foo"), &grant))
     });
+    let busy = "tar -czf out.tgz --exclude=target src && git log --oneline | head -n 5; \
+                cat <<'EOF' | grep -c x\nx\nEOF\nfor f in *.rs; do wc -l \"$f\"; done";
+    let busy_grant = ShellGrant {
+        allow: ["tar", "git", "head", "cat", "grep", "wc"]
+            .map(String::from)
+            .to_vec(),
+        deny: vec!["rm".into()],
+        ..Default::default()
+    };
+    c.bench_function(
+        "check_shell line with runners, here-document and loop",
+        |b| b.iter(|| shell::check_shell(black_box(busy), &busy_grant)),
+    );
     let net = NetworkGrant {
         endpoints: vec![Endpoint {
             host: "*.example.com".into(),

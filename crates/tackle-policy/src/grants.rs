@@ -100,6 +100,8 @@ fn shell_meet(p: &ShellGrant, c: &ShellGrant) -> ShellGrant {
     ShellGrant {
         allow: allow.into_list(|| NOTHING.to_string()),
         deny,
+        // `deny` is the narrower of the two.
+        opaque: p.opaque.min(c.opaque),
     }
 }
 
@@ -256,6 +258,7 @@ mod tests {
             shell: Some(ShellGrant {
                 allow: allow.iter().map(|s| s.to_string()).collect(),
                 deny: deny.iter().map(|s| s.to_string()).collect(),
+                ..Default::default()
             }),
             ..Grants::default()
         }

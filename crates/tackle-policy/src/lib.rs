@@ -20,7 +20,7 @@
 //! ```
 //! use tackle_policy::shell::check_shell;
 //! use tackle_protocol::ShellGrant;
-//! let grant = ShellGrant { allow: vec!["git".into(), "ls".into()], deny: vec!["rm".into()] };
+//! let grant = ShellGrant { allow: vec!["git".into(), "ls".into()], deny: vec!["rm".into()], ..Default::default() };
 //! assert!(check_shell("git status && ls -la", &grant).is_allowed());
 //! let d = check_shell("ls; \\rm -rf x", &grant);
 //! assert!(d.is_denied());

@@ -117,6 +117,7 @@ pub fn legacy_grants(security: &SecurityConfig) -> Option<LegacyGrants> {
     let shell = (allow.is_some() || deny.is_some()).then(|| ShellGrant {
         allow: allow.clone().unwrap_or_default(),
         deny: deny.clone().unwrap_or_default(),
+        ..Default::default()
     });
     let network = endpoints.as_ref().map(|list| NetworkGrant {
         endpoints: list.iter().filter_map(|e| legacy_endpoint(e)).collect(),
@@ -198,6 +199,7 @@ mod tests {
             shell: Some(ShellGrant {
                 allow: allow.iter().map(|s| s.to_string()).collect(),
                 deny: vec![],
+                ..Default::default()
             }),
             ..Grants::default()
         }

@@ -1,9 +1,9 @@
 //! Runs the bypass corpora in `tests/corpus/` and reports every failing line at once.
 //!
 //! Line formats (`#` starts a comment line):
-//! - `shell.txt`: `VERDICT | GRANT | LINE` where GRANT is `-` or `allow=a b, c deny=d` (rules
-//!   separated by commas) and LINE is a shell line; `argv:` before LINE splits it on spaces
-//!   and checks it with `check_argv`.
+//! - `shell.txt`, `runners.txt`, `everyday.txt`: `VERDICT | GRANT | LINE` where GRANT is `-`
+//!   or `allow=a b, c deny=d` (rules separated by commas) and LINE is a shell line; `argv:`
+//!   before LINE splits it on spaces and checks it with `check_argv`.
 //! - `url.txt`: `VERDICT | GRANT | [METHOD] URL` where GRANT is `-` or a comma-separated list
 //!   of endpoints `HOST[/PATH_PREFIX][@METHOD+METHOD]`, optionally followed by ` private`.
 //! - `path.txt`: `VERDICT | GRANT | read|write PATH` with the workspace `/work/ws` and the home
@@ -83,13 +83,17 @@ fn report(name: &str, failures: Vec<String>, total: usize) {
     );
 }
 
-#[test]
-fn shell_corpus_holds() {
-    let cases = cases("shell.txt");
+/// Checks every case of a shell corpus file (`shell.txt` format) and reports all failures.
+fn check_shell_corpus(name: &str) {
+    let cases = cases(name);
     let mut failures = Vec::new();
     for (line_no, want, grant, input) in &cases {
         let (allow, deny) = two_lists(grant, "allow", "deny");
-        let grant = ShellGrant { allow, deny };
+        let grant = ShellGrant {
+            allow,
+            deny,
+            ..Default::default()
+        };
         let got = match input.strip_prefix("argv:") {
             Some(argv) => {
                 let argv: Vec<String> = argv.split_whitespace().map(String::from).collect();
@@ -104,7 +108,22 @@ fn shell_corpus_holds() {
             ));
         }
     }
-    report("shell.txt", failures, cases.len());
+    report(name, failures, cases.len());
+}
+
+#[test]
+fn shell_corpus_holds() {
+    check_shell_corpus("shell.txt");
+}
+
+#[test]
+fn runners_corpus_holds() {
+    check_shell_corpus("runners.txt");
+}
+
+#[test]
+fn everyday_corpus_holds() {
+    check_shell_corpus("everyday.txt");
 }
 
 fn network_grant(spec: &str) -> NetworkGrant {

@@ -76,6 +76,7 @@ fn grant() -> ShellGrant {
     ShellGrant {
         allow: vec!["git".into(), "ls".into()],
         deny: vec!["rm".into(), "git push".into()],
+        ..Default::default()
     }
 }
 
@@ -147,8 +148,8 @@ proptest! {
         p_set in any::<bool>(), c_set in any::<bool>(),
         line in prop::collection::vec(prop_oneof![Just("git"), Just("ls"), Just("rm"), Just("push"), Just("status"), Just("-la")], 1..4),
     ) {
-        let p = Grants { shell: p_set.then_some(ShellGrant { allow: p_allow, deny: p_deny }), ..Grants::default() };
-        let c = Grants { shell: c_set.then_some(ShellGrant { allow: c_allow, deny: c_deny }), ..Grants::default() };
+        let p = Grants { shell: p_set.then_some(ShellGrant { allow: p_allow, deny: p_deny, ..Default::default() }), ..Grants::default() };
+        let c = Grants { shell: c_set.then_some(ShellGrant { allow: c_allow, deny: c_deny, ..Default::default() }), ..Grants::default() };
         let a = attenuate(&p, &c);
         // A kind the child leaves unset is inherited from the parent.
         let c = Grants { shell: c.shell.or(p.shell.clone()), ..c };

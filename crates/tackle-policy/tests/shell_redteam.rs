@@ -9,6 +9,7 @@ fn grant(allow: &[&str], deny: &[&str]) -> ShellGrant {
     ShellGrant {
         allow: allow.iter().map(|s| s.to_string()).collect(),
         deny: deny.iter().map(|s| s.to_string()).collect(),
+        ..Default::default()
     }
 }
 

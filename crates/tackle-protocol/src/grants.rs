@@ -25,6 +25,27 @@ pub struct ShellGrant {
     pub allow: Vec<String>,
     #[serde(default)]
     pub deny: Vec<String>,
+    /// What happens, while any rule is in force, to a line whose programs the analyser cannot
+    /// all name.
+    #[serde(default, skip_serializing_if = "OpaqueMode::is_deny")]
+    pub opaque: OpaqueMode,
+}
+
+/// The fate of a shell line the analyser cannot see through (SPEC.md §4).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum OpaqueMode {
+    /// Refused, with the reason, so the model can rewrite the line.
+    #[default]
+    Deny,
+    /// Sent to approval: a person decides, for this call only.
+    Ask,
+}
+
+impl OpaqueMode {
+    pub fn is_deny(&self) -> bool {
+        *self == OpaqueMode::Deny
+    }
 }
 
 /// Where network requests may go. Empty `endpoints` = any public host.

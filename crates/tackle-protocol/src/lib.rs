@@ -35,7 +35,7 @@ pub use approval::{ApprovalAnswer, ApprovalRequest, ApprovalUnavailable, Approve
 pub use call::{ToolCall, ToolOutput};
 pub use decision::{Decision, Verdict};
 pub use error::{ErrorKind, ToolError};
-pub use grants::{Endpoint, FsGrant, Grants, NetworkGrant, ShellGrant, ToolPolicy};
+pub use grants::{Endpoint, FsGrant, Grants, NetworkGrant, OpaqueMode, ShellGrant, ToolPolicy};
 pub use host::{
     Capability, DirEntry, ExecCommand, ExecOutput, ExecRequest, FileContent, HostError,
     HostProvider, HttpRequest, HttpResponse, ListRequest, ReadRequest, SearchHit, SearchRequest,

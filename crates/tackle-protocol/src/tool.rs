@@ -69,6 +69,9 @@ pub struct CallScope {
     pub workspace: PathBuf,
     pub grants: Grants,
     pub cancel: CancellationToken,
+    /// A person approved this very call after being told what the policy could not check
+    /// (e.g. a shell line under `opaque: ask`). Never carried over to another call.
+    pub approved: bool,
 }
 
 /// Everything a running tool may use. Built by the dispatcher for each call.

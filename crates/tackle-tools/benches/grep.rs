@@ -43,6 +43,7 @@ fn workspace() -> Workspace {
         workspace: ws.path().to_path_buf(),
         grants: Default::default(),
         cancel: Default::default(),
+        approved: false,
     };
     let host = NativeHostProvider::new(HostConfig::new(state.path())).scoped(&scope);
     Workspace {

@@ -76,6 +76,7 @@ fn bench(c: &mut Criterion) {
             ..Grants::default()
         },
         cancel: Default::default(),
+        approved: false,
     };
     let cx = ToolContext::new(&scope, "bench", provider.scoped(&scope));
     let fetch = extension(WebSettings::default())

@@ -74,6 +74,7 @@ impl MockHost {
             workspace: self.workspace.clone(),
             grants: Grants::default(),
             cancel: Default::default(),
+            approved: false,
         };
         ToolContext::new(&scope, "test", self.clone())
     }

@@ -115,6 +115,7 @@ fn bench(grants: Grants) -> Result<Bench, String> {
         workspace: ws_dir.path().to_path_buf(),
         grants,
         cancel: Default::default(),
+        approved: false,
     };
     let host = provider.scoped(&scope);
     let ws = host.workspace().to_path_buf();

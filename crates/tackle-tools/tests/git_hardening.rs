@@ -48,6 +48,7 @@ async fn hooks_and_fsmonitor_from_the_repository_do_not_run() {
         workspace: ws.path().to_path_buf(),
         grants: Grants::default(),
         cancel: Default::default(),
+        approved: false,
     };
     let host: Arc<dyn ToolHost> = provider.scoped(&scope);
     let root = host.workspace().to_path_buf();

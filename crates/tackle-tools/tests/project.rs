@@ -26,6 +26,7 @@ fn setup(trusted: Vec<String>) -> Setup {
         workspace: ws.path().to_path_buf(),
         grants: Default::default(),
         cancel: Default::default(),
+        approved: false,
     };
     let host = NativeHostProvider::new(config).scoped(&scope);
     Setup {

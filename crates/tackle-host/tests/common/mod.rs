@@ -50,6 +50,7 @@ impl Fixture {
             workspace: self.ws.path().to_path_buf(),
             grants,
             cancel: self.cancel.clone(),
+            approved: false,
         };
         NativeHostProvider::new(config).scoped(&scope)
     }

@@ -133,6 +133,7 @@ pub fn context_with(cancel: tokio_util::sync::CancellationToken) -> ToolContext 
         workspace: std::env::temp_dir(),
         grants: Grants::default(),
         cancel,
+        approved: false,
     };
     ToolContext::new(&scope, "test", Arc::new(NoHost(Grants::default())))
 }

@@ -133,8 +133,12 @@ impl Walker {
             "config" => self.git_config_command(rest),
             sub => {
                 if let Some((_, opts)) = COMMAND_OPTIONS.iter().find(|(s, _)| *s == sub) {
-                    for value in option_values(rest, opts) {
-                        self.run_string(&format!("git {sub}"), &value);
+                    // git's option parser takes any unambiguous prefix (`--exe` is `--exec`).
+                    let hits = super::options::find(rest, opts, &[], super::options::Style::Gnu);
+                    for hit in hits {
+                        if let Some(value) = &hit.value {
+                            self.run_string(&format!("git {sub} {}", hit.written), value);
+                        }
                     }
                 }
             }
@@ -186,7 +190,9 @@ impl Walker {
             return;
         };
         let key = key.to_ascii_lowercase();
-        if key.starts_with("alias.") && value.starts_with('!') {
+        // git runs a helper or driver value starting with `!` as a shell line.
+        let value = value.strip_prefix('!').unwrap_or(value);
+        if key.starts_with("alias.") && kv.text.contains("=!") {
             self.walk_line(value.trim_start_matches('!'));
         } else if key.starts_with("alias.") {
             // `alias.p=push` makes `git p` run `git push`.
@@ -202,9 +208,11 @@ impl Walker {
             self.opaque(format!(
                 "`git -c {key}`, which makes git run or read other code"
             ));
-        } else if COMMANDISH.iter().any(|w| key.contains(w)) {
+        } else if COMMANDISH.iter().any(|w| key.contains(w)) || key.ends_with(".path") {
+            // A key that names a program (`mergetool.x.path`, `web.browser`): what it names
+            // must be allowed like any command.
             let value = value.to_string();
-            self.maybe_line(&value);
+            self.walk_line(&value);
         }
     }
 

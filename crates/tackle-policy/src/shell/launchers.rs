@@ -56,14 +56,35 @@ const LOOSE: &[(&str, usize)] = &[
     ("proot", 0),
     ("daemonize", 0),
     ("dtach", 0),
-    ("entr", 0),
     ("with-contenv", 0),
     ("systemd-nspawn", 0),
-    ("watchexec", 0),
     ("ssh-agent", 0),
     ("run0", 0),
     ("dbus-launch", 0),
     ("xinit", 0),
+    ("logsave", 1),
+    ("x86_64", 0),
+    ("i386", 0),
+    ("i486", 0),
+    ("i586", 0),
+    ("i686", 0),
+    ("uname26", 0),
+    ("aarch64", 0),
+    ("arm64", 0),
+    ("ppc64", 0),
+    ("s390x", 0),
+    ("s390", 0),
+    ("ppc", 0),
+    ("ppc32", 0),
+    ("mispipe", 0),
+    ("setlock", 1),
+    ("softlimit", 0),
+    ("envuidgid", 1),
+    ("envdir", 1),
+    ("pgrphack", 0),
+    ("setuidgid", 1),
+    ("multitime", 0),
+    ("choom", 0),
 ];
 
 /// (program, subcommand, fixed operands): `uv run CMD`, `docker exec CONTAINER CMD`.
@@ -106,8 +127,73 @@ const SUBCOMMAND_LAUNCHERS: &[(&str, &str, usize)] = &[
     ("snap", "run", 0),
     ("cmake", "env", 0),
     ("cmake", "time", 0),
+    ("cmake", "chdir", 1),
+    ("npm", "x", 0),
+    ("bun", "x", 0),
     ("dotnet", "exec", 0),
     ("vagrant", "ssh", 0),
+];
+
+/// Options of container runners that take a value, so that the image and its command are
+/// found after them (`docker run -v a:b -w /src IMAGE CMD`).
+const CONTAINER_VALUED: &[(&str, &[&str])] = &[
+    ("docker", DOCKER_VALUED),
+    ("podman", DOCKER_VALUED),
+    ("nerdctl", DOCKER_VALUED),
+];
+const DOCKER_VALUED: &[&str] = &[
+    "-v",
+    "--volume",
+    "-w",
+    "--workdir",
+    "-e",
+    "--env",
+    "-p",
+    "--publish",
+    "-u",
+    "--user",
+    "--name",
+    "--network",
+    "--net",
+    "-m",
+    "--memory",
+    "--mount",
+    "--env-file",
+    "-l",
+    "--label",
+    "--platform",
+    "--cpus",
+    "-h",
+    "--hostname",
+    "--add-host",
+    "--device",
+    "--cap-add",
+    "--cap-drop",
+    "--security-opt",
+    "--ulimit",
+    "--restart",
+    "--log-driver",
+    "--log-opt",
+    "--pull",
+    "--gpus",
+    "--shm-size",
+    "--tmpfs",
+    "--volumes-from",
+    "--link",
+    "--ipc",
+    "--pid",
+    "--uts",
+    "--runtime",
+    "--group-add",
+    "--dns",
+    "--expose",
+    "--label-file",
+    "--cidfile",
+    "--detach-keys",
+    "--health-cmd",
+    "--stop-signal",
+    "--stop-timeout",
+    "--userns",
 ];
 
 /// How many later words are also checked as possible commands.
@@ -166,9 +252,16 @@ impl Walker {
             return false;
         };
         let rest = args.get(sub + 1..).unwrap_or(&[]);
-        // `npx -c 'cmd'`, `npm exec --call='cmd'`, `vagrant ssh -c 'cmd'` take a line.
-        for line in super::git::option_values(rest, &["-c", "--call", "--command"]) {
+        // `npx -c 'cmd'`, `npm exec --call='cmd'`, `vagrant ssh -c 'cmd'` take a line (and
+        // npm's option parser takes abbreviations: `--cal=`).
+        let opts = ["-c", "--call", "--command", "--entrypoint"];
+        let hits = super::options::find(rest, &opts, &[], super::options::Style::Gnu);
+        for line in hits.into_iter().filter_map(|h| h.value) {
             self.run_string(&format!("{name} {word}"), &line);
+        }
+        if let Some(valued) = CONTAINER_VALUED.iter().find(|(p, _)| *p == name) {
+            self.container(name, rest, valued.1, tail);
+            return true;
         }
         self.loose(name, rest, *fixed, tail);
         true
@@ -243,6 +336,63 @@ impl Walker {
                 }
             }
             "ip" => self.ip(args, tail),
+            "capsh" => {
+                // `capsh [OPTIONS] -- ARGS` runs the shell (`--shell=`, else bash) with ARGS.
+                if let Some(at) = args.iter().position(|w| !w.dynamic && w.text == "--") {
+                    let shell = super::git::option_values(args, &["--shell"])
+                        .pop()
+                        .unwrap_or_else(|| Word::literal("bash"));
+                    let mut words = vec![shell];
+                    words.extend(args.get(at + 1..).unwrap_or(&[]).iter().cloned());
+                    self.inner_words(&words, tail);
+                } else if args.iter().any(|w| w.dynamic) {
+                    self.opaque("`capsh` with an argument computed at run time");
+                }
+            }
+            "pee" => {
+                // Each operand is a shell line that gets a copy of the input.
+                for w in args
+                    .iter()
+                    .filter(|w| w.dynamic || !w.text.starts_with('-'))
+                {
+                    self.run_string(name, w);
+                }
+            }
+            "entr" => {
+                let shell = args
+                    .iter()
+                    .take_while(|w| w.text.starts_with('-'))
+                    .any(|w| !w.text.starts_with("--") && w.text.contains('s'));
+                let rest: Vec<Word> = args
+                    .iter()
+                    .skip_while(|w| w.text.starts_with('-'))
+                    .cloned()
+                    .collect();
+                match rest.first() {
+                    Some(line) if shell => self.run_string("entr -s", line),
+                    _ => self.loose(name, args, 0, tail),
+                }
+            }
+            "watchexec" => {
+                // Operands are joined and run by a shell unless `--shell=none`.
+                let ops: Vec<&Word> = args
+                    .iter()
+                    .filter(|w| w.dynamic || !w.text.starts_with('-'))
+                    .collect();
+                self.joined_line("watchexec", &ops);
+                self.loose(name, args, 0, tail);
+            }
+            "run-parts" => {
+                let info = args.iter().any(|w| {
+                    matches!(
+                        w.text.as_str(),
+                        "--test" | "--list" | "--help" | "--version"
+                    )
+                });
+                if !info {
+                    self.opaque("`run-parts`, which runs every program in a directory");
+                }
+            }
             "direnv" => {
                 if args.first().is_some_and(|w| w.text == "exec") {
                     self.inner_words(args.get(2..).unwrap_or(&[]), tail);
@@ -259,6 +409,36 @@ impl Walker {
             _ => return false,
         }
         true
+    }
+
+    /// `docker run [OPTIONS] IMAGE [COMMAND…]`: options with values skipped by the table, so
+    /// the command after the image is checked exactly; a computed option is opaque.
+    fn container(&mut self, name: &str, args: &[Word], valued: &[&str], tail: bool) {
+        let mut i = 0;
+        while let Some(w) = args.get(i) {
+            if super::options::may_be_option(w) {
+                return self.opaque(format!(
+                    "`{name}` with the option `{}`, computed at run time",
+                    w.text
+                ));
+            }
+            let t = w.text.as_str();
+            if t == "--" {
+                i += 1;
+                break;
+            }
+            if !t.starts_with('-') || t == "-" {
+                break;
+            }
+            let bare = t.split('=').next().unwrap_or(t);
+            i += if valued.contains(&bare) && !t.contains('=') {
+                2
+            } else {
+                1
+            };
+        }
+        // The image, then the command.
+        self.inner_words(args.get(i + 1..).unwrap_or(&[]), tail);
     }
 
     /// `NAME [-OPTIONS…] [FIXED…] COMMAND ARGS…`, options not modelled.

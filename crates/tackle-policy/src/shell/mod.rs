@@ -28,11 +28,24 @@
 //!   (write `deny=find -delete` to forbid it). `ssh HOST CMD` checks CMD as a shell line.
 //! - With rules, a command name holding control or invisible characters (zero-width,
 //!   bidirectional overrides) is denied; lookalike letters (`ｒｍ`) name a different program.
+//!
+//! With any rule in force the analyser fails closed: a line is allowed only if it can name
+//! every program the line runs. What it cannot see through (an alias defined in the line,
+//! `eval` of an expansion, `source`, a computed command name or glob, a command-option whose
+//! value is computed, code it does not screen, commands read from input the line feeds, a
+//! script or configuration the line writes and then runs) is *opaque*: denied with "cannot
+//! tell what this runs: …", or sent to approval under `opaque: ask`. Programs that run other
+//! programs through their options, operands, configuration or input are rows of a table
+//! (`runners.rs`), with cases in `tests/corpus/runners.txt`. The line is assumed to get no
+//! input of its own (the host runs shell lines with an empty standard input) and to run in
+//! bash, which the host also asks how it reads the line.
 
 mod git;
 mod launchers;
+mod options;
 mod programs;
 mod rules;
+mod runners;
 mod tools;
 mod walk;
 mod words;
@@ -40,7 +53,7 @@ mod wrappers;
 
 pub(crate) use rules::rule_words;
 use rules::{allow_matches, deny_matches, Rule};
-use tackle_protocol::{Decision, ShellGrant};
+use tackle_protocol::{Decision, OpaqueMode, ShellGrant, Verdict};
 use walk::{Analysis, Cmd, Walker};
 use words::Word;
 
@@ -58,13 +71,18 @@ pub enum ShellError {
 /// Decides whether every command `line` would run is allowed by `grant`.
 pub fn check_shell(line: &str, grant: &ShellGrant) -> Decision {
     let mut walker = Walker::new();
+    // `exec <file` makes the rest of the line read from the file.
+    walker.fed = redirects_shell_input(line);
     walker.walk_line(line);
+    walker.out.settle_arithmetic();
     decide(&shown(line), walker.out, grant)
 }
 
 /// Decides whether running `argv` directly (no shell) is allowed, looking through wrappers.
 pub fn check_argv(argv: &[String], grant: &ShellGrant) -> Decision {
     let mut walker = Walker::new();
+    // A tool that runs a program directly may give it input.
+    walker.fed = true;
     if !argv.is_empty() {
         walker.command(Cmd {
             words: argv.iter().map(|a| Word::literal(a.clone())).collect(),
@@ -72,6 +90,7 @@ pub fn check_argv(argv: &[String], grant: &ShellGrant) -> Decision {
             maybe: false,
         });
     }
+    walker.out.settle_arithmetic();
     decide(&shown(&argv.join(" ")), walker.out, grant)
 }
 
@@ -90,6 +109,17 @@ pub fn commands(line: &str) -> Result<Vec<Vec<String>>, ShellError> {
         .filter(|c| !c.maybe)
         .map(|c| c.words.into_iter().map(|w| w.text).collect())
         .collect())
+}
+
+/// Whether the line may redirect the shell's own input (`exec <file`, `exec 0<&3`).
+fn redirects_shell_input(line: &str) -> bool {
+    line.match_indices("exec").any(|(at, _)| {
+        line.get(at..)
+            .unwrap_or("")
+            .split(['\n', ';', '&', '|'])
+            .next()
+            .is_some_and(|stmt| stmt.contains('<'))
+    })
 }
 
 fn shown(line: &str) -> String {
@@ -117,18 +147,19 @@ fn decide(line: &str, found: Analysis, grant: &ShellGrant) -> Decision {
     }
     let restricted = !grant.allow.is_empty() || !grant.deny.is_empty();
     if restricted {
-        if let Some(d) = unknowable(line, &found) {
+        if let Some(d) = unknowable(line, &found, grant.opaque) {
+            // An allow list still has the last word: approval cannot admit a program the
+            // operator did not allow.
+            if d.verdict == Verdict::Ask {
+                if let Some(refused) = outside_allow_list(line, &found, grant, &allow) {
+                    return refused;
+                }
+            }
             return d;
         }
     }
-    // Decided on the configured list, not the parsed one: an allow list whose entries are all
-    // blank still restricts (to nothing) rather than allowing everything.
-    if !grant.allow.is_empty() {
-        for cmd in found.cmds.iter().filter(|c| !c.maybe) {
-            if !allow.iter().any(|r| allow_matches(r, cmd)) {
-                return not_allowed(line, cmd, grant);
-            }
-        }
+    if let Some(refused) = outside_allow_list(line, &found, grant, &allow) {
+        return refused;
     }
     let why = if restricted {
         format!("`{line}` is allowed: no command it runs matches a deny rule, and each is allowed")
@@ -139,7 +170,7 @@ fn decide(line: &str, found: Analysis, grant: &ShellGrant) -> Decision {
 }
 
 /// Code that runs but cannot be checked, including command names computed at run time.
-fn unknowable(line: &str, found: &Analysis) -> Option<Decision> {
+fn unknowable(line: &str, found: &Analysis, opaque: OpaqueMode) -> Option<Decision> {
     let names = found
         .cmds
         .iter()
@@ -162,19 +193,74 @@ fn unknowable(line: &str, found: &Analysis) -> Option<Decision> {
             break;
         }
     }
-    // A script written and run by the same line hides its commands from the rules.
+    // A script or configuration written and then run or read by the same line hides its
+    // commands from the rules.
     let written_then_run = found
         .run_files
         .iter()
-        .find(|f| found.written.contains(f))
-        .map(|f| format!("it writes `{f}` and runs it"));
+        .find(|f| found.written.iter().any(|w| same_file(w, f)))
+        .map(|f| format!("it writes `{f}` and runs it"))
+        .or_else(|| written_then_read(found));
     let what = what
         .or(written_then_run)
         .or_else(|| found.opaque.first().map(|o| format!("it contains {o}")))?;
-    Some(Decision::deny(
-        "grants.shell",
-        format!("`{line}` is denied: {what}, so it cannot be checked against the shell rules"),
-    ))
+    Some(match opaque {
+        OpaqueMode::Deny => Decision::deny(
+            "grants.shell.opaque",
+            format!(
+                "`{line}` is denied: cannot tell what this runs: {what}, so it cannot be checked against the shell rules; rewrite it so that every program it runs is named plainly"
+            ),
+        ),
+        OpaqueMode::Ask => Decision::ask(
+            "grants.shell.opaque",
+            format!(
+                "`{line}` needs approval: cannot tell what this runs: {what}, so it cannot be checked against the shell rules (shell grant `opaque: ask`)"
+            ),
+        ),
+    })
+}
+
+/// A file the line writes that a program it runs reads by itself and that can name programs
+/// (`echo … > Makefile; make`); a write to a name computed at run time may be any of them.
+fn written_then_read(found: &Analysis) -> Option<String> {
+    for (program, patterns) in &found.reads {
+        if let Some(w) = found
+            .written
+            .iter()
+            .find(|w| patterns.iter().any(|p| path_matches(p, w)))
+        {
+            return Some(format!(
+                "it writes `{w}`, which `{program}` reads and which can name programs"
+            ));
+        }
+        if let Some(w) = &found.written_dynamic {
+            return Some(format!(
+                "it writes `{w}`, a name computed at run time, and runs `{program}`, which reads files that can name programs"
+            ));
+        }
+    }
+    None
+}
+
+/// Two spellings of one file, or two files with one name (erring wide: `lib/x.pm` may be the
+/// module `x.pm` that `perl -I lib -Mx` loads).
+fn same_file(written: &str, run: &str) -> bool {
+    let base = |p: &str| p.rsplit('/').next().unwrap_or(p).to_string();
+    written == run || base(written) == base(run)
+}
+
+/// `*.rs` matches by extension, `.git/` anywhere in the path, a plain name by the last
+/// component.
+fn path_matches(pattern: &str, path: &str) -> bool {
+    let base = path.rsplit('/').next().unwrap_or(path);
+    if let Some(ext) = pattern.strip_prefix('*') {
+        return base.ends_with(ext);
+    }
+    if pattern.ends_with('/') {
+        let dir = pattern.trim_end_matches('/');
+        return path.split('/').any(|c| c == dir);
+    }
+    base == pattern
 }
 
 /// Characters that make a name look like another one to a reader: controls, format characters
@@ -187,6 +273,40 @@ fn invisible(c: char) -> bool {
             '\u{00ad}' | '\u{180e}' | '\u{200b}'..='\u{200f}' | '\u{202a}'..='\u{202e}'
                 | '\u{2060}'..='\u{206f}' | '\u{feff}'
         )
+}
+
+/// The first command the allow list does not cover, if there is an allow list.
+fn outside_allow_list(
+    line: &str,
+    found: &Analysis,
+    grant: &ShellGrant,
+    allow: &[Rule],
+) -> Option<Decision> {
+    // Decided on the configured list, not the parsed one: an allow list whose entries are all
+    // blank still restricts (to nothing) rather than allowing everything.
+    if grant.allow.is_empty() {
+        return None;
+    }
+    found
+        .cmds
+        .iter()
+        .enumerate()
+        .filter(|(_, c)| !c.maybe)
+        .find(|(i, cmd)| {
+            !calls_line_function(found, *i, cmd) && !allow.iter().any(|r| allow_matches(r, cmd))
+        })
+        .map(|(_, cmd)| not_allowed(line, cmd, grant))
+}
+
+/// A call of a function the line defined earlier: its body's commands are checked instead.
+fn calls_line_function(found: &Analysis, index: usize, cmd: &Cmd) -> bool {
+    let Some(first) = cmd.words.first().filter(|w| !w.dynamic) else {
+        return false;
+    };
+    found
+        .functions
+        .iter()
+        .any(|(name, defined_at)| *name == first.text && *defined_at < index)
 }
 
 fn not_allowed(line: &str, cmd: &Cmd, grant: &ShellGrant) -> Decision {
@@ -218,6 +338,7 @@ mod tests {
         ShellGrant {
             allow: allow.iter().map(|s| s.to_string()).collect(),
             deny: deny.iter().map(|s| s.to_string()).collect(),
+            ..Default::default()
         }
     }
 
@@ -303,8 +424,11 @@ mod tests {
             format!("{}ls{}", "$(".repeat(5000), ")".repeat(5000)),
             format!("echo {}x{}", "${a:-".repeat(5000), "}".repeat(5000)),
             format!("{}rm x", "env ".repeat(5000)),
-            format!("{}'rm x'{}", "sh -c \"".repeat(100), "\"".repeat(100)),
+            format!("{}rm x", "eval ".repeat(200)),
         ];
+        // Quotes that close and reopen at every level: it runs `sh` with no input, but
+        // reading it must not exhaust the stack either.
+        let flipping = format!("{}'rm x'{}", "sh -c \"".repeat(100), "\"".repeat(100));
         let python = "if x:\n    for y in z:\n        pass\n".repeat(300);
         let heredoc = format!("cat > a.py <<'EOF'\n{python}EOF");
         let run = std::thread::Builder::new()
@@ -312,6 +436,7 @@ mod tests {
             .spawn(move || {
                 let g = grant(&[], &["rm"]);
                 let denied = deep.iter().all(|l| check_shell(l, &g).is_denied());
+                let _ = check_shell(&flipping, &g);
                 (denied, check_shell(&heredoc, &g).is_allowed())
             });
         let joined = run.map(|h| h.join());

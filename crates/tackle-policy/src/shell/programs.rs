@@ -6,42 +6,15 @@
 use super::walk::Walker;
 use super::words::Word;
 
-/// Options whose value is a command line run by a shell: (program, option spellings).
-const COMMAND_OPTIONS: &[(&str, &[&str])] = &[
-    (
-        "tar",
-        &[
-            "--to-command",
-            "--use-compress-program",
-            "-I",
-            "--rsh-command",
-            "--info-script",
-            "-F",
-            "--new-volume-script",
-        ],
-    ),
-    ("rsync", &["-e", "--rsh", "--rsync-path"]),
-    ("scp", &["-S"]),
-    ("zip", &["-TT", "--unzip-command"]),
-    ("man", &["-P", "--pager"]),
-    ("vim", &["-c", "--cmd"]),
-    ("nvim", &["-c", "--cmd"]),
-    ("vi", &["-c"]),
-    ("ex", &["-c", "--cmd"]),
-    ("view", &["-c", "--cmd"]),
-    ("vimdiff", &["-c", "--cmd"]),
-    ("gvim", &["-c", "--cmd"]),
-    ("wget", &["--use-askpass"]),
-    ("sort", &["--compress-program"]),
-    ("nix-shell", &["--run", "--command"]),
-];
-
 /// `ssh -o KEY=VALUE` keys whose value is a command.
 const SSH_COMMAND_KEYS: &[&str] = &[
     "proxycommand",
     "localcommand",
     "knownhostscommand",
     "remotecommand",
+    "pkcs11provider",
+    "securitykeyprovider",
+    "include",
 ];
 
 /// Interpreters, the options that take inline code, and words in that code that (besides
@@ -61,7 +34,7 @@ const INTERPRETERS: &[Interpreter] = &[
     ("nodejs", &["-e", "--eval", "-p", "--print"], JS),
     ("deno", &["eval"], JS),
     ("bun", &["-e", "--eval"], JS),
-    ("php", &["-r"], PHP),
+    ("php", &["-r", "-R", "-B", "-E"], PHP),
     ("lua", &["-e"], LUA),
     ("luajit", &["-e"], LUA),
     ("expect", &["-c"], TCL),
@@ -223,84 +196,32 @@ impl Walker {
     /// Looks inside programs that run commands given as data. Returns whether `name` was one.
     pub(crate) fn program(&mut self, name: &str, args: &[Word]) -> bool {
         let base = name.trim_end_matches(|c: char| c.is_ascii_digit() || c == '.');
-        if name == "git" {
+        let in_table = self.runner(name, args);
+        let screened = if name == "git" {
             self.git(args);
+            true
         } else if name == "ssh" || name == "scp" || name == "sftp" {
             self.ssh_options(name, args);
             if name == "ssh" {
                 self.ssh_remote(args);
             }
-            if name == "scp" {
-                self.command_options(name, args, &["-S"]);
-            }
-            if name == "sftp" {
-                self.command_options(name, args, &["-S", "-D"]);
-            }
-        } else if let Some((_, opts)) = COMMAND_OPTIONS.iter().find(|(p, _)| *p == name) {
-            self.command_options(name, args, opts);
-            if is_editor(name) {
-                self.editor_plus(name, args);
-            }
-            if name == "tar" {
-                self.tar_checkpoint(args);
-            }
+            true
         } else if let Some(interp) = INTERPRETERS.iter().find(|(p, _, _)| *p == base) {
             self.interpreter(name, args, interp);
+            true
         } else if matches!(name, "awk" | "gawk" | "mawk" | "nawk" | "busybox-awk") {
             self.awk(name, args);
-        } else if !self.data_program(name, args) {
-            return false;
-        }
-        true
-    }
-
-    fn command_options(&mut self, name: &str, args: &[Word], opts: &[&str]) {
-        for (i, w) in args.iter().enumerate() {
-            for opt in opts {
-                let value = if w.text == *opt {
-                    args.get(i + 1).cloned()
-                } else if let Some(v) = w.text.strip_prefix(&format!("{opt}=")) {
-                    Some(Word {
-                        text: v.to_string(),
-                        dynamic: w.dynamic,
-                    })
-                } else if opt.len() == 2
-                    && !opt.starts_with("--")
-                    && w.text.starts_with(opt)
-                    && w.text.len() > 2
-                {
-                    w.text.get(2..).map(|v| Word {
-                        text: v.to_string(),
-                        dynamic: w.dynamic,
-                    })
-                } else {
-                    None
-                };
-                let Some(v) = value else { continue };
-                if is_editor(name) {
-                    self.ex_command(name, &v);
-                } else {
-                    self.run_string(&format!("{name} {opt}"), &v);
-                }
-            }
-        }
-    }
-
-    /// `vim +CMD` runs an ex command, and `:!cmd` in it a shell command.
-    fn editor_plus(&mut self, name: &str, args: &[Word]) {
-        for w in args.iter().filter(|w| w.text.starts_with('+')) {
-            let ex = Word {
-                text: w.text.trim_start_matches('+').to_string(),
-                dynamic: w.dynamic,
-            };
-            self.ex_command(name, &ex);
-        }
+            true
+        } else {
+            self.data_program(name, args)
+        };
+        in_table || screened
     }
 
     /// An editor's ex command: `:!cmd` runs a shell line; writing, quitting, settings and
     /// plain substitutions run nothing; anything else (`call system()`, `r !cmd`, `py3 …`,
     /// `\=` expressions) may run programs.
-    fn ex_command(&mut self, name: &str, v: &Word) {
+    pub(crate) fn ex_command(&mut self, name: &str, v: &Word) {
         let ex = v.text.trim_start_matches([':', ' ']);
         if v.dynamic {
             self.opaque(format!(
@@ -318,19 +239,9 @@ impl Walker {
     }
 
     fn ssh_options(&mut self, name: &str, args: &[Word]) {
-        for (i, w) in args.iter().enumerate() {
-            let kv = if w.text == "-o" {
-                args.get(i + 1).cloned()
-            } else {
-                w.text
-                    .strip_prefix("-o")
-                    .filter(|v| !v.is_empty())
-                    .map(|v| Word {
-                        text: v.to_string(),
-                        dynamic: w.dynamic,
-                    })
-            };
-            let Some(kv) = kv else { continue };
+        // `-o` also stands at the end of a flag cluster (`-4qo KEY=VALUE`).
+        let hits = super::options::find(args, &["-o"], &[], super::options::Style::Gnu);
+        for kv in hits.into_iter().filter_map(|h| h.value) {
             let (key, value) = kv
                 .text
                 .split_once(['=', ' '])
@@ -345,19 +256,6 @@ impl Walker {
         }
     }
 
-    /// `tar --checkpoint-action=exec=CMD`.
-    fn tar_checkpoint(&mut self, args: &[Word]) {
-        for w in args {
-            if let Some(cmd) = w.text.strip_prefix("--checkpoint-action=exec=") {
-                let line = Word {
-                    text: cmd.to_string(),
-                    dynamic: w.dynamic,
-                };
-                self.run_string("tar --checkpoint-action", &line);
-            }
-        }
-    }
-
     fn interpreter(&mut self, name: &str, args: &[Word], interp: &Interpreter) {
         let (_, code_opts, indirect) = interp;
         if let Some(what) = loads_code_from_options(args) {
@@ -368,30 +266,7 @@ impl Walker {
             .enumerate()
             .find_map(|(i, w)| code_opts.iter().find_map(|o| code_value(args, i, w, o)));
         match code {
-            Some(code) => {
-                // A backslash-newline joins identifiers (`sys\<newline>tem`) in most of these.
-                let lower = code.text.replace("\\\n", "").to_ascii_lowercase();
-                let mut hidden = hidden_spelling(&lower);
-                if indirect == &JS && hidden.is_none() {
-                    hidden = js_loads(&code.text);
-                }
-                match indirect
-                    .iter()
-                    .find(|m| lower.contains(*m))
-                    .or(hidden.as_ref())
-                {
-                    Some(m) if !code.dynamic => self.opaque(format!(
-                        "`{name}` code that may start programs indirectly (`{m}`)"
-                    )),
-                    _ => self.inline_code(
-                        name,
-                        &Word {
-                            text: lower,
-                            dynamic: code.dynamic,
-                        },
-                    ),
-                }
-            }
+            Some(code) => self.interpreter_code(name, &code, indirect),
             None => {
                 // The first operand is the program file; one produced on the fly hides its code.
                 if let Some(file) = args.iter().find(|w| w.dynamic || !w.text.starts_with('-')) {
@@ -399,14 +274,51 @@ impl Walker {
                 }
                 let reads_stdin = args.iter().all(|w| w.text.starts_with('-') && !w.dynamic)
                     || args.iter().any(|w| w.text == "-");
-                if reads_stdin
-                    && !args
-                        .iter()
-                        .any(|w| matches!(w.text.as_str(), "--version" | "-V" | "--help" | "-h"))
-                {
-                    self.opaque(format!("`{name}` reading a program from its input"));
+                let info = [
+                    "--version",
+                    "-V",
+                    "-v",
+                    "--help",
+                    "-h",
+                    "--test",
+                    "-version",
+                ];
+                let info = args.iter().any(|w| info.contains(&w.text.as_str()));
+                // With no input from the line there is no program to read.
+                if reads_stdin && self.fed && !info {
+                    match self.stdin_literal.clone() {
+                        // A here-document or here-string is inline code like `-c CODE`.
+                        Some(code) => self.interpreter_code(name, &Word::literal(code), indirect),
+                        None => self.opaque(format!("`{name}` reading a program from its input")),
+                    }
                 }
             }
+        }
+    }
+
+    /// Inline interpreter code: opaque when it may start programs, directly or indirectly.
+    fn interpreter_code(&mut self, name: &str, code: &Word, indirect: &[&str]) {
+        // A backslash-newline joins identifiers (`sys\<newline>tem`) in most of these.
+        let lower = code.text.replace("\\\n", "").to_ascii_lowercase();
+        let mut hidden = hidden_spelling(&lower);
+        if indirect == JS && hidden.is_none() {
+            hidden = js_loads(&code.text);
+        }
+        match indirect
+            .iter()
+            .find(|m| lower.contains(*m))
+            .or(hidden.as_ref())
+        {
+            Some(m) if !code.dynamic => self.opaque(format!(
+                "`{name}` code that may start programs indirectly (`{m}`)"
+            )),
+            _ => self.inline_code(
+                name,
+                &Word {
+                    text: lower,
+                    dynamic: code.dynamic,
+                },
+            ),
         }
     }
 
@@ -447,7 +359,12 @@ impl Walker {
         if !code.dynamic && super::tools::awk_pipes(&code.text) {
             return self.opaque(format!("`{name}` code that pipes to or from a command"));
         }
-        self.inline_code(name, code);
+        // Words inside awk's string literals are data (`print "system"`); calls are not.
+        let code = Word {
+            text: without_awk_strings(&code.text),
+            dynamic: code.dynamic,
+        };
+        self.inline_code(name, &code);
     }
 
     fn inline_code(&mut self, name: &str, code: &Word) {
@@ -677,13 +594,40 @@ fn ex_is_inert(ex: &str) -> bool {
             .chars()
             .take_while(|c| c.is_ascii_alphabetic())
             .collect();
+        if matches!(word.as_str(), "g" | "global" | "v" | "vglobal") {
+            // `:g/PATTERN/CMD` runs CMD on each matching line: inert when CMD is.
+            let rest = cmd.get(word.len()..).unwrap_or("").trim_start_matches('!');
+            let mut chars = rest.chars();
+            let Some(delim) = chars.next().filter(|c| !c.is_alphanumeric() && *c != '|') else {
+                return false;
+            };
+            let after: String = chars.collect();
+            return match after.split_once(delim) {
+                Some((_, inner)) => ex_is_inert(inner),
+                None => false,
+            };
+        }
         INERT.contains(&word.as_str())
     })
 }
 
-fn is_editor(name: &str) -> bool {
-    matches!(
-        name,
-        "vim" | "nvim" | "vi" | "ex" | "view" | "vimdiff" | "gvim"
-    )
+/// Awk code with the contents of its `"…"` string literals removed (escapes honoured).
+fn without_awk_strings(code: &str) -> String {
+    let mut out = String::with_capacity(code.len());
+    let mut in_string = false;
+    let mut chars = code.chars();
+    while let Some(c) = chars.next() {
+        match (in_string, c) {
+            (true, '\\') => {
+                chars.next();
+            }
+            (_, '"') => {
+                in_string = !in_string;
+                out.push('"');
+            }
+            (true, _) => {}
+            (false, c) => out.push(c),
+        }
+    }
+    out
 }

@@ -123,7 +123,7 @@ impl Walker {
                 "--version" | "-version" | "--help" | "-l" | "--list"
             )
         });
-        if !has_script && !info {
+        if !has_script && !info && self.fed {
             self.opaque(format!("`{name}` reading commands from its input"));
         }
     }
@@ -180,13 +180,18 @@ impl Walker {
                     "`{name} {t}`, which runs recipes written on the line"
                 ));
             } else if let Some((var, value)) = t.split_once('=').filter(|_| !t.starts_with('-')) {
-                // `make CC='…'` overrides a variable that recipes run as a command.
+                // `make CC='…'` overrides a variable that recipes run as a command, and make
+                // expands `$(shell …)` in any variable it uses.
                 let (var, value) = (var.to_string(), value.to_string());
                 self.check_assignment_name(&var);
                 if w.dynamic {
                     self.opaque(format!("`{name} {t}`, computed at run time"));
+                } else if value.contains("$(") || value.contains("${") {
+                    self.opaque(format!(
+                        "`{name} {t}`, whose value make expands and may run"
+                    ));
                 } else {
-                    self.maybe_line(&value);
+                    self.assigned_value(&var, &value);
                 }
             }
         }
@@ -210,11 +215,37 @@ impl Walker {
             }
         }
         for v in super::git::option_values(args, &["--config"]) {
-            if v.dynamic {
-                self.opaque(format!("`cargo --config {}`, computed at run time", v.text));
-            } else if let Some((_, value)) = v.text.split_once('=') {
-                let value = value.replace(['[', ']', ','], " ");
-                self.maybe_line(&value);
+            self.cargo_config(&v);
+        }
+    }
+
+    /// `cargo --config KEY=VALUE` (TOML) or `--config FILE`.
+    fn cargo_config(&mut self, v: &Word) {
+        if v.dynamic {
+            return self.opaque(format!("`cargo --config {}`, computed at run time", v.text));
+        }
+        let Some((key, value)) = v.text.split_once('=') else {
+            return self.script_file("cargo --config", v);
+        };
+        let key = key.trim().trim_matches('"').to_ascii_lowercase();
+        let names_program = [
+            "runner", "wrapper", "linker", "rustc", "rustdoc", "provider",
+        ]
+        .iter()
+        .any(|k| key.contains(k));
+        let code = key.starts_with("alias")
+            || key.starts_with("env")
+            || key.starts_with('[')
+            || key.contains("credential")
+            || (key.contains("rustflags") && value.to_ascii_lowercase().contains("link"));
+        if code {
+            self.opaque(format!(
+                "`cargo --config {key}=…`, which changes what cargo runs"
+            ));
+        } else if names_program {
+            let line = value.replace(['[', ']', ',', '"', '\''], " ");
+            if !line.trim().is_empty() {
+                self.walk_line(&line);
             }
         }
     }

@@ -1,6 +1,6 @@
 //! Walking a parsed shell program and collecting every command it would run.
 
-use super::words::{self, arithmetic_reads_variables, Embedded, Word};
+use super::words::{self, Embedded, Word};
 use super::ShellError;
 use brush_parser::ast;
 
@@ -34,6 +34,36 @@ pub(crate) struct Analysis {
     pub written: Vec<String>,
     /// Script files and path-qualified programs the line runs (literal names only).
     pub run_files: Vec<String>,
+    /// A file the line writes whose name is computed at run time (its spelling).
+    pub written_dynamic: Option<String>,
+    /// Programs the line runs that read files of their own which can name programs, with
+    /// those files' patterns (see `runners::Runner::reads`).
+    pub reads: Vec<(String, &'static [&'static str])>,
+    /// Variables whose values arithmetic evaluates, with the arithmetic that reads them.
+    pub arithmetic_reads: Vec<(String, String)>,
+    /// Every value the line gives each variable (`None`: computed at run time).
+    pub assigned: Vec<(String, Option<String>)>,
+    /// Functions the line defines, with the number of commands found before the definition.
+    pub functions: Vec<(String, usize)>,
+}
+
+impl Analysis {
+    /// Arithmetic evaluates a variable's value as an expression (whose subscripts run
+    /// commands): fine only for a variable the line sets, and only ever to integers. One it
+    /// leaves alone has a value from elsewhere (the environment, or bash itself: `$_` is the
+    /// previous command's last argument).
+    pub(crate) fn settle_arithmetic(&mut self) {
+        for (name, text) in std::mem::take(&mut self.arithmetic_reads) {
+            let mut values = self.assigned.iter().filter(|(n, _)| n == &name).peekable();
+            let unsafe_value = values.peek().is_none()
+                || values.any(|(_, v)| !v.as_deref().is_some_and(words::inert_arithmetic_value));
+            if unsafe_value {
+                self.opaque.push(format!(
+                    "the arithmetic `{text}`, which evaluates the value of `{name}` as code"
+                ));
+            }
+        }
+    }
 }
 
 pub(crate) struct Walker {
@@ -43,6 +73,15 @@ pub(crate) struct Walker {
     pub maybe: bool,
     /// Candidate command lists checked so far for launchers read loosely.
     pub candidates: usize,
+    /// The literal text the current simple command gets as its input (a here-document with a
+    /// quoted delimiter, or a here-string without expansions).
+    pub stdin_literal: Option<String>,
+    /// How many compound commands (groups, loops, conditionals, function bodies) enclose the
+    /// command being walked.
+    pub compound: usize,
+    /// The current command's input may come from the line (a pipe, a redirection, a
+    /// here-document). Otherwise it is empty: the host runs shell lines with no input.
+    pub fed: bool,
 }
 
 impl Walker {
@@ -52,6 +91,9 @@ impl Walker {
             out: Analysis::default(),
             maybe: false,
             candidates: 0,
+            stdin_literal: None,
+            compound: 0,
+            fed: false,
         }
     }
 
@@ -69,6 +111,17 @@ impl Walker {
         self.out.opaque.truncate(opaque);
         if matches!(self.out.error, Some(ShellError::Parse(_))) {
             self.out.error = error;
+        }
+    }
+
+    /// Records a file the line writes.
+    pub(crate) fn note_written(&mut self, w: &Word) {
+        if w.dynamic {
+            self.out
+                .written_dynamic
+                .get_or_insert_with(|| w.text.clone());
+        } else {
+            self.out.written.push(file_key(&w.text));
         }
     }
 
@@ -101,6 +154,14 @@ impl Walker {
         {
             self.opaque("a `${ …; }` command substitution, which the analyser cannot read");
         }
+        if let Some(delim) = heredoc_with_unbalanced_brackets(text) {
+            // Parsers find the end of `$(…)` by its brackets and disagree with bash when a
+            // here-document body inside it opens more than it closes.
+            self.fail(ShellError::Parse(format!(
+                "the here-document `{delim}` inside a command substitution has unbalanced brackets, which shells and parsers read differently"
+            )));
+            return;
+        }
         match parse(text) {
             Ok(program) => {
                 self.depth += 1;
@@ -116,6 +177,7 @@ impl Walker {
     fn walk_list(&mut self, list: &ast::CompoundList) {
         for item in &list.0 {
             let and_or = &item.0;
+            self.note_function(item);
             self.walk_pipeline(&and_or.first);
             for next in &and_or.additional {
                 match next {
@@ -125,21 +187,56 @@ impl Walker {
         }
     }
 
-    fn walk_pipeline(&mut self, p: &ast::Pipeline) {
-        for cmd in &p.seq {
-            self.walk_command(cmd);
+    /// A function defined unconditionally in the line's own shell: later calls run its body
+    /// (whose commands are checked), not a program. One defined in a subshell, a pipeline, a
+    /// background job, a nested shell or a conditional may not exist when it is called.
+    fn note_function(&mut self, item: &ast::CompoundListItem) {
+        let top = self.depth == 1 && self.compound == 0 && !self.maybe;
+        let sequential = matches!(item.1, ast::SeparatorOperator::Sequence);
+        let and_or = &item.0;
+        if !top || !sequential || !and_or.additional.is_empty() {
+            return;
         }
+        if let [ast::Command::Function(f)] = and_or.first.seq.as_slice() {
+            if !and_or.first.bang {
+                self.out
+                    .functions
+                    .push((f.fname.value.clone(), self.out.cmds.len()));
+            }
+        }
+    }
+
+    fn walk_pipeline(&mut self, p: &ast::Pipeline) {
+        for (i, cmd) in p.seq.iter().enumerate() {
+            // A later part of a pipeline reads what the earlier parts write.
+            let outer = self.fed;
+            self.fed |= i > 0;
+            self.walk_command(cmd);
+            self.fed = outer;
+        }
+    }
+
+    /// Runs `f` with the input marked as fed by the line when `fed`.
+    fn with_input(&mut self, fed: bool, f: impl FnOnce(&mut Self)) {
+        let outer = self.fed;
+        self.fed |= fed;
+        f(self);
+        self.fed = outer;
     }
 
     fn walk_command(&mut self, cmd: &ast::Command) {
         match cmd {
             ast::Command::Simple(s) => self.walk_simple(s),
             ast::Command::Compound(c, redirects) => {
-                self.walk_compound(c);
+                let fed = redirects
+                    .as_ref()
+                    .is_some_and(|l| l.0.iter().any(reads_input));
+                self.with_input(fed, |me| me.walk_compound(c));
                 self.walk_redirects(redirects.as_ref());
             }
             ast::Command::Function(f) => {
-                self.walk_compound(&f.body.0);
+                // A function's input is whatever its callers give it.
+                self.with_input(true, |me| me.walk_compound(&f.body.0));
                 self.walk_redirects(f.body.1.as_ref());
             }
             ast::Command::ExtendedTest(t, redirects) => {
@@ -150,6 +247,12 @@ impl Walker {
     }
 
     fn walk_compound(&mut self, c: &ast::CompoundCommand) {
+        self.compound += 1;
+        self.walk_compound_body(c);
+        self.compound -= 1;
+    }
+
+    fn walk_compound_body(&mut self, c: &ast::CompoundCommand) {
         use ast::CompoundCommand as C;
         match c {
             C::Arithmetic(a) => self.arithmetic(&a.expr.value),
@@ -166,7 +269,13 @@ impl Walker {
             C::Subshell(s) => self.walk_list(&s.list),
             C::ForClause(f) => {
                 for w in f.values.iter().flatten() {
-                    self.word(w);
+                    let w = self.word(w);
+                    let value = (!w.dynamic).then_some(w.text.as_str());
+                    self.assigned(&f.variable_name, value);
+                }
+                if f.values.is_none() {
+                    // `for x; do` takes the positional parameters.
+                    self.assigned(&f.variable_name, None);
                 }
                 self.walk_list(&f.body.list);
             }
@@ -199,7 +308,8 @@ impl Walker {
                 if let Some(n) = &c.name {
                     self.word(n);
                 }
-                self.walk_command(&c.body);
+                // The shell writes to a coprocess's input.
+                self.with_input(true, |me| me.walk_command(&c.body));
             }
         }
     }
@@ -230,12 +340,7 @@ impl Walker {
                 let (l, r) = (self.word(l), self.word(r));
                 if is_arithmetic_test(pred) {
                     for w in [l, r] {
-                        if w.dynamic || arithmetic_reads_variables(&w.text) {
-                            self.opaque(format!(
-                                "the arithmetic test on `{}`, which evaluates a variable's value as code",
-                                w.text
-                            ));
-                        }
+                        self.arithmetic_reads(&w.text);
                     }
                 }
             }
@@ -259,11 +364,22 @@ impl Walker {
             self.check_assignment_name(&name);
         }
         if !words.is_empty() {
-            self.command(Cmd {
-                words,
-                open_tail: false,
-                maybe: false,
+            let outer = self.stdin_literal.take();
+            self.stdin_literal = literal_input(s);
+            let fed = s
+                .prefix
+                .iter()
+                .flat_map(|p| p.0.iter())
+                .chain(s.suffix.iter().flat_map(|p| p.0.iter()))
+                .any(|item| matches!(item, ast::CommandPrefixOrSuffixItem::IoRedirect(r) if reads_input(r)));
+            self.with_input(fed, |me| {
+                me.command(Cmd {
+                    words,
+                    open_tail: false,
+                    maybe: false,
+                })
             });
+            self.stdin_literal = outer;
         }
     }
 
@@ -306,11 +422,14 @@ impl Walker {
             ast::AssignmentValue::Scalar(w) => {
                 // Programs read variables as commands (`PAGER`, `RUSTC_WRAPPER`, …).
                 let value = self.word(w);
+                let name = assignment_name(a);
+                self.assigned(&name, (!value.dynamic).then_some(value.text.as_str()));
                 if !value.dynamic {
-                    self.maybe_line(&value.text);
+                    self.assigned_value(&name, &value.text);
                 }
             }
             ast::AssignmentValue::Array(items) => {
+                self.assigned(&assignment_name(a), None);
                 for (k, v) in items {
                     if let Some(k) = k {
                         self.word(k);
@@ -337,8 +456,8 @@ impl Walker {
                         kind,
                         ast::IoFileRedirectKind::Read | ast::IoFileRedirectKind::DuplicateInput
                     );
-                    if writes && !w.dynamic {
-                        self.out.written.push(file_key(&w.text));
+                    if writes {
+                        self.note_written(&w);
                     }
                     if w.text.starts_with("/dev/tcp/") || w.text.starts_with("/dev/udp/") {
                         self.opaque(format!(
@@ -408,11 +527,32 @@ impl Walker {
                 "the arithmetic `{text}` cannot be read"
             )));
         }
-        if arithmetic_reads_variables(text) {
-            self.opaque(format!(
-                "the arithmetic `{text}`, which evaluates variables' values as code"
-            ));
+        self.arithmetic_reads(text);
+    }
+
+    /// Notes the variables arithmetic `text` evaluates (settled once the whole line is read).
+    pub(crate) fn arithmetic_reads(&mut self, text: &str) {
+        match words::arithmetic_variables(text) {
+            Some(names) => {
+                // `i=0` inside arithmetic gives `i` an integer.
+                for n in words::arithmetic_assignments(text) {
+                    self.assigned(&n, Some("0"));
+                }
+                for n in names {
+                    self.out.arithmetic_reads.push((n, text.to_string()));
+                }
+            }
+            None => self.opaque(format!(
+                "the arithmetic `{text}`, which evaluates text from outside the line as code"
+            )),
         }
+    }
+
+    /// Notes a value the line gives a variable.
+    pub(crate) fn assigned(&mut self, name: &str, value: Option<&str>) {
+        self.out
+            .assigned
+            .push((name.to_string(), value.map(str::to_string)));
     }
 
     fn nested(&mut self, f: impl FnOnce(&mut Self)) {
@@ -425,6 +565,18 @@ impl Walker {
         self.depth -= 1;
     }
 
+    /// The value given to variable `name`: a command where programs run the variable as one
+    /// (`CC=clang make` runs clang: the allow list must cover it), otherwise a candidate.
+    pub(crate) fn assigned_value(&mut self, name: &str, value: &str) {
+        if program_variable(name) {
+            if !value.trim().is_empty() {
+                self.walk_line(value);
+            }
+        } else {
+            self.maybe_line(value);
+        }
+    }
+
     /// Variables that change which program runs or what a shell does at start-up.
     pub(crate) fn check_assignment_name(&mut self, name: &str) {
         if risky_variable(name) {
@@ -433,6 +585,107 @@ impl Walker {
             ));
         }
     }
+}
+
+/// Whether a redirection gives the command input the line controls (a file, a here-document,
+/// a here-string, another descriptor).
+fn reads_input(r: &ast::IoRedirect) -> bool {
+    use ast::IoFileRedirectKind as K;
+    match r {
+        ast::IoRedirect::File(fd, kind, _) => {
+            matches!(kind, K::Read | K::ReadAndWrite | K::DuplicateInput)
+                && fd.is_none_or(|n| n == 0)
+        }
+        ast::IoRedirect::HereDocument(fd, _) | ast::IoRedirect::HereString(fd, _) => {
+            fd.is_none_or(|n| n == 0)
+        }
+        ast::IoRedirect::OutputAndError(..) => false,
+    }
+}
+
+/// The input a simple command gets from a here-document with a quoted delimiter or a
+/// here-string with no expansion, when that is its only input redirection.
+fn literal_input(s: &ast::SimpleCommand) -> Option<String> {
+    let redirects = s
+        .prefix
+        .iter()
+        .flat_map(|p| p.0.iter())
+        .chain(s.suffix.iter().flat_map(|p| p.0.iter()))
+        .filter_map(|item| match item {
+            ast::CommandPrefixOrSuffixItem::IoRedirect(r) => Some(r),
+            _ => None,
+        });
+    let mut found = None;
+    for r in redirects {
+        let text = match r {
+            ast::IoRedirect::HereDocument(_, doc) if !doc.requires_expansion => {
+                Some(doc.doc.value.clone())
+            }
+            ast::IoRedirect::HereString(_, w) => words::scan_word(&w.value)
+                .map(|scan| scan.into_word(&w.value))
+                .filter(|w| !w.dynamic)
+                .map(|w| w.text),
+            ast::IoRedirect::HereDocument(..) => return None,
+            ast::IoRedirect::File(
+                _,
+                ast::IoFileRedirectKind::Read | ast::IoFileRedirectKind::ReadAndWrite,
+                _,
+            ) => return None,
+            _ => continue,
+        };
+        if found.is_some() {
+            return None;
+        }
+        found = text;
+    }
+    found
+}
+
+/// Variables whose value build tools and other programs run as a program.
+fn program_variable(name: &str) -> bool {
+    const PROGRAMS: &[&str] = &[
+        "CC",
+        "CXX",
+        "CPP",
+        "LD",
+        "AR",
+        "AS",
+        "NM",
+        "RANLIB",
+        "STRIP",
+        "OBJCOPY",
+        "OBJDUMP",
+        "FC",
+        "F77",
+        "MAKE",
+        "YACC",
+        "BISON",
+        "LEX",
+        "FLEX",
+        "PKG_CONFIG",
+        "CARGO",
+        "PYTHON",
+        "PERL",
+        "RUBY",
+        "JAVA",
+        "JAVAC",
+        "INSTALL",
+        "M4",
+        "AWK",
+        "SED",
+        "HOSTCC",
+        "HOSTCXX",
+        "DLLTOOL",
+        "WINDRES",
+        "READELF",
+        "SIZE",
+        "STRINGS",
+        "GDB",
+        "NODE",
+        "NPM",
+        "GO",
+    ];
+    PROGRAMS.contains(&name.to_ascii_uppercase().as_str())
 }
 
 /// Variables that name a program to run, code to load, or configuration that does either.
@@ -482,6 +735,65 @@ fn risky_variable(name: &str) -> bool {
         "MORE",
         "LESSKEY",
         "MANPAGER",
+        "GOFLAGS",
+        "RIPGREP_CONFIG_PATH",
+        "APT_CONFIG",
+        "PSQLRC",
+        "WGETRC",
+        "CURL_HOME",
+        "LUA_INIT",
+        "MAKEFLAGS",
+        "MFLAGS",
+        "GNUMAKEFLAGS",
+        "MAKEFILES",
+        "TAR_OPTIONS",
+        "ZIPOPT",
+        "RSYNC_RSH",
+        "RSYNC_CONNECT_PROG",
+        "CVS_RSH",
+        "TERMINAL",
+        "INPUTRC",
+        "SCREENRC",
+        "VIMINIT",
+        "EXINIT",
+        "MYVIMRC",
+        "GVIMINIT",
+        "VIMRUNTIME",
+        "EMACSLOADPATH",
+        "R_PROFILE",
+        "R_PROFILE_USER",
+        "R_ENVIRON",
+        "R_ENVIRON_USER",
+        "PHPRC",
+        "PHP_INI_SCAN_DIR",
+        "OPENSSL_CONF",
+        "OPENSSL_ENGINES",
+        "BUNDLE_GEMFILE",
+        "JAVA_TOOL_OPTIONS",
+        "_JAVA_OPTIONS",
+        "JDK_JAVA_OPTIONS",
+        "MAVEN_OPTS",
+        "GRADLE_OPTS",
+        "DOTNET_STARTUP_HOOKS",
+        "CORECLR_PROFILER_PATH",
+        "ELECTRON_RUN_AS_NODE",
+        "TCLLIBPATH",
+        "GUILE_LOAD_PATH",
+        "SHELL_ESCAPE",
+        "CROSS_COMPILE",
+        "GIT_SSH_VARIANT",
+        "SYSTEMD_EDITOR",
+        "HOSTALIASES",
+        "PROMPT_COMMAND",
+        "HISTFILE",
+        "TEXMFCNF",
+        "GDBHISTFILE",
+        "PYTHONUSERBASE",
+        "PIP_CONFIG_FILE",
+        "NPM_CONFIG_USERCONFIG",
+        "CARGO_BUILD_RUSTC",
+        "CARGO_BUILD_RUSTDOC",
+        "CARGO_HOME",
     ];
     const PREFIXES: &[&str] = &[
         "LD_",
@@ -489,10 +801,23 @@ fn risky_variable(name: &str) -> bool {
         "BASH_FUNC_",
         "GIT_CONFIG_KEY_",
         "GIT_CONFIG_VALUE_",
+        "NPM_CONFIG_",
+        "CARGO_ALIAS_",
     ];
     const SUFFIXES: &[&str] = &[
-        "_COMMAND", "_CMD", "WRAPPER", "EDITOR", "PAGER", "_RUNNER", "_LINKER", "_PROGRAM",
-        "ASKPASS", "_SHELL",
+        "_COMMAND",
+        "_CMD",
+        "WRAPPER",
+        "EDITOR",
+        "PAGER",
+        "_RUNNER",
+        "_LINKER",
+        "_PROGRAM",
+        "ASKPASS",
+        "_SHELL",
+        "CREDENTIAL_PROVIDER",
+        "_LAUNCHER",
+        "_COMPILER",
     ];
     let upper = name.to_ascii_uppercase();
     EXACT.contains(&upper.as_str())
@@ -588,6 +913,57 @@ fn keyword_nesting(tokens: &[brush_parser::Token]) -> usize {
         }
     }
     max
+}
+
+/// The delimiter of a here-document whose body has unbalanced `(`/`)` in a line that also holds
+/// a command substitution (`$(` or a backtick) before it. Errs wide: brackets are counted
+/// without regard to quoting.
+fn heredoc_with_unbalanced_brackets(text: &str) -> Option<String> {
+    if !text.contains("<<") || !(text.contains("$(") || text.contains('`')) {
+        return None;
+    }
+    let lines: Vec<&str> = text.split('\n').collect();
+    for (i, line) in lines.iter().enumerate() {
+        let mut rest = *line;
+        while let Some(at) = rest.find("<<") {
+            let after = rest.get(at + 2..).unwrap_or("");
+            rest = after;
+            if after.starts_with('<') {
+                rest = after.trim_start_matches('<');
+                continue;
+            }
+            let strip_tabs = after.starts_with('-');
+            let word: String = after
+                .trim_start_matches('-')
+                .trim_start()
+                .chars()
+                .take_while(|c| {
+                    !c.is_whitespace() && !matches!(c, ';' | '&' | '|' | '<' | '>' | '(' | ')')
+                })
+                .filter(|c| !matches!(c, '\'' | '"' | '\\'))
+                .collect();
+            let mut opened: i64 = 0;
+            for body in lines.iter().skip(i + 1) {
+                let b = if strip_tabs {
+                    body.trim_start_matches('\t')
+                } else {
+                    body
+                };
+                if b == word
+                    || (b.starts_with(word.as_str())
+                        && b.get(word.len()..).is_some_and(|r| r.starts_with(')')))
+                {
+                    break;
+                }
+                opened += b.matches('(').count() as i64 - b.matches(')').count() as i64;
+                opened += b.matches('`').count() as i64 % 2;
+            }
+            if opened != 0 {
+                return Some(word);
+            }
+        }
+    }
+    None
 }
 
 /// A file name as compared between writing and running it: `./x` and `x` are the same file.

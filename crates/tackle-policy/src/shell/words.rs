@@ -301,29 +301,130 @@ fn push_code(
     }
 }
 
-/// Whether arithmetic text reads a variable. Bash evaluates a variable's value as an
-/// expression, so `x='a[$(cmd)]'; echo $((x))` runs `cmd`: any variable makes it opaque.
-pub(crate) fn arithmetic_reads_variables(text: &str) -> bool {
-    let mut chars = text.chars().peekable();
-    while let Some(c) = chars.next() {
+/// The variables an arithmetic text reads (their values are evaluated as arithmetic in turn),
+/// or `None` when it evaluates text whose origin cannot be told: a command's output, a
+/// positional parameter, an expansion other than a plain `$name`/`${name}`.
+pub(crate) fn arithmetic_variables(text: &str) -> Option<Vec<String>> {
+    let chars: Vec<char> = text.chars().collect();
+    let mut names = Vec::new();
+    let mut i = 0;
+    let is_name_char = |c: char| c.is_ascii_alphanumeric() || c == '_';
+    while let Some(&c) = chars.get(i) {
         if c.is_ascii_digit() {
             // Numbers, including 0x1f and 16#ff forms, may contain letters.
             while chars
-                .peek()
+                .get(i)
                 .is_some_and(|d| d.is_ascii_alphanumeric() || matches!(d, '#' | '_' | '@'))
             {
-                chars.next();
+                i += 1;
             }
-        } else if c.is_alphabetic() || c == '_' || c == '$' || c == '`' {
-            return true;
+            continue;
+        }
+        if c == '`' || c == '\\' || c == '"' || c == '\'' {
+            return None;
+        }
+        if c == '$' {
+            i += 1;
+            let braced = chars.get(i) == Some(&'{');
+            if braced {
+                i += 1;
+            }
+            let start = i;
+            while chars.get(i).copied().is_some_and(is_name_char) {
+                i += 1;
+            }
+            let name: String = chars.get(start..i).unwrap_or(&[]).iter().collect();
+            let numeric_special =
+                matches!(chars.get(i), Some('#' | '?' | '$' | '!')) && name.is_empty();
+            if numeric_special {
+                i += 1;
+            } else if name.is_empty() || name.starts_with(|c: char| c.is_ascii_digit()) {
+                // `$(…)`, `$1`, `$@`, `${x:-…}`: text from outside the line.
+                return None;
+            } else {
+                names.push(name);
+            }
+            if braced {
+                if chars.get(i) != Some(&'}') {
+                    return None;
+                }
+                i += 1;
+            }
+            continue;
+        }
+        if c.is_alphabetic() || c == '_' {
+            let start = i;
+            while chars.get(i).copied().is_some_and(is_name_char) {
+                i += 1;
+            }
+            names.push(chars.get(start..i).unwrap_or(&[]).iter().collect());
+            continue;
+        }
+        i += 1;
+    }
+    Some(names)
+}
+
+/// Names given a value by plain `=` inside arithmetic (`i=0`, `x = y + 1`): always an integer.
+pub(crate) fn arithmetic_assignments(text: &str) -> Vec<String> {
+    let chars: Vec<char> = text.chars().collect();
+    let mut out = Vec::new();
+    let mut i = 0;
+    while let Some(&c) = chars.get(i) {
+        let starts_name = (c.is_ascii_alphabetic() || c == '_')
+            && (i == 0
+                || chars
+                    .get(i - 1)
+                    .is_some_and(|p| !(p.is_ascii_alphanumeric() || *p == '_' || *p == '$')));
+        if !starts_name {
+            i += 1;
+            continue;
+        }
+        let start = i;
+        while chars
+            .get(i)
+            .is_some_and(|c| c.is_ascii_alphanumeric() || *c == '_')
+        {
+            i += 1;
+        }
+        let name: String = chars.get(start..i).unwrap_or(&[]).iter().collect();
+        let mut j = i;
+        while chars.get(j) == Some(&' ') {
+            j += 1;
+        }
+        if chars.get(j) == Some(&'=') && chars.get(j + 1) != Some(&'=') {
+            out.push(name);
         }
     }
-    false
+    out
+}
+
+/// A value whose arithmetic evaluation runs nothing: a plain integer.
+pub(crate) fn inert_arithmetic_value(value: &str) -> bool {
+    let v = value.trim();
+    let v = v.strip_prefix(['-', '+']).unwrap_or(v);
+    !v.is_empty()
+        && v.chars().all(|c| c.is_ascii_alphanumeric() || c == '#')
+        && v.starts_with(|c: char| c.is_ascii_digit())
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn arithmetic_variables_are_named_and_outside_text_is_refused() {
+        assert_eq!(
+            arithmetic_variables("n*2 + ${m} - $k + 0x1f"),
+            Some(vec!["n".into(), "m".into(), "k".into()])
+        );
+        assert_eq!(arithmetic_variables("$(cat f) + 1"), None);
+        assert_eq!(arithmetic_variables("$1 + 1"), None);
+        assert_eq!(arithmetic_variables("`x`"), None);
+        assert_eq!(arithmetic_variables("$# + $?"), Some(vec![]));
+        assert!(inert_arithmetic_value("42") && inert_arithmetic_value("-0x1f"));
+        assert!(!inert_arithmetic_value("a[$(rm x)]") && !inert_arithmetic_value("n"));
+    }
 
     #[test]
     fn ansi_c_hex_octal_and_unicode_escapes_decode() {
@@ -336,9 +437,8 @@ mod tests {
 
     #[test]
     fn arithmetic_with_only_numbers_reads_no_variable() {
-        assert!(!arithmetic_reads_variables("1 + 0x1f * 16#ff"));
-        assert!(arithmetic_reads_variables("x + 1"));
-        assert!(arithmetic_reads_variables("$x"));
+        assert_eq!(arithmetic_variables("1 + 0x1f * 16#ff"), Some(vec![]));
+        assert_eq!(arithmetic_variables("x + 1"), Some(vec!["x".to_string()]));
     }
 
     #[test]

@@ -62,10 +62,13 @@ fn parse_opts(args: &[Word], spec: &Opts) -> Result<Parsed, OptIssue> {
     let mut seen = Vec::new();
     let mut i = 0;
     while let Some(w) = args.get(i) {
-        if w.dynamic {
+        if w.dynamic && super::options::may_be_option(w) {
             return Err(OptIssue::Dynamic(w.text.clone()));
         }
         let t = w.text.as_str();
+        if w.dynamic {
+            break;
+        }
         if t == "--" {
             i += 1;
             break;
@@ -278,6 +281,8 @@ const WATCH: Opts = opts(
         "no-color",
         "exec",
         "precise",
+        "version",
+        "help",
         "no-wrap",
         "no-linewrap",
     ],
@@ -398,15 +403,52 @@ impl Walker {
         if first.text.contains('/') {
             self.out.run_files.push(super::walk::file_key(&first.text));
         }
-        if name == Some("tee") {
-            let files = cmd
-                .words
-                .iter()
-                .skip(1)
-                .filter(|w| !w.text.starts_with('-'));
-            for w in files.filter(|w| !w.dynamic) {
-                self.out.written.push(super::walk::file_key(&w.text));
+        let args = cmd.words.get(1..).unwrap_or(&[]);
+        let operands = || {
+            args.iter()
+                .filter(|w| w.dynamic || !w.text.starts_with('-'))
+        };
+        match name {
+            Some("tee") => {
+                for w in operands().cloned().collect::<Vec<_>>() {
+                    self.note_written(&w);
+                }
             }
+            // The destination of a copy, move or link is the last operand, or the `-t` dir.
+            Some("cp" | "mv" | "ln" | "install" | "rsync") => {
+                let target = args.iter().position(|w| {
+                    w.text == "-t" || w.text.starts_with("--target") || w.text.starts_with("-t")
+                });
+                match target {
+                    Some(_) => {
+                        let dir = Word::unknown("the files it copies into a directory");
+                        self.note_written(&dir);
+                    }
+                    None => {
+                        if let Some(last) = operands().next_back().cloned() {
+                            self.note_written(&last);
+                        }
+                    }
+                }
+            }
+            // `npm pkg set scripts.test=…`, `npm init`: the package's scripts change.
+            Some("npm" | "pnpm" | "yarn" | "bun")
+                if args.iter().any(|w| {
+                    matches!(w.text.as_str(), "pkg" | "set-script" | "init" | "create")
+                }) =>
+            {
+                self.note_written(&Word::literal("package.json"));
+            }
+            Some("dd") => {
+                for w in args.iter().filter(|w| w.text.starts_with("of=")) {
+                    let file = Word {
+                        text: w.text.trim_start_matches("of=").to_string(),
+                        dynamic: w.dynamic,
+                    };
+                    self.note_written(&file);
+                }
+            }
+            _ => {}
         }
     }
 
@@ -454,7 +496,15 @@ impl Walker {
             "parallel" => {
                 self.opaque("`parallel`, which builds the commands it runs from its input")
             }
-            "compgen" | "complete" | "mapfile" | "readarray" => self.callback(name, args),
+            "compgen" | "complete" => self.callback(name, args),
+            "mapfile" | "readarray" => {
+                self.callback(name, args);
+                self.assigned("MAPFILE", None);
+                for w in variable_name_args(name, args) {
+                    let w = w.text.clone();
+                    self.assigned(&w, None);
+                }
+            }
             "let" => self.let_(args),
             "find" => self.find(args),
             "eval" => self.eval(args),
@@ -463,11 +513,16 @@ impl Walker {
             "source" => {
                 if let Some(file) = args.iter().find(|w| w.dynamic || !w.text.starts_with('-')) {
                     self.script_file("source", file);
+                    // A sourced file runs in this shell: it may define functions and aliases
+                    // that change what every later command name in the line runs.
+                    self.opaque(format!(
+                        "`source {}`, whose commands run in this shell and may redefine later commands",
+                        file.text
+                    ));
                 }
             }
             "watch" => self.watch(args),
             "flock" => self.flock(args, tail),
-            "script" => self.dash_c(name, args),
             "su" => {
                 self.dash_c(name, args);
                 self.login_shell(args);
@@ -482,6 +537,10 @@ impl Walker {
                 self.subscripts(name, args);
             }
             "printf" | "read" | "unset" | "getopts" | "wait" | "test" | "[" => {
+                for w in variable_name_args(name, args) {
+                    let w = w.text.clone();
+                    self.assigned(&w, None);
+                }
                 self.subscripts(name, args)
             }
             "hash" | "enable" => self.rebinding(name, args),
@@ -528,6 +587,10 @@ impl Walker {
     }
 
     fn inner(&mut self, words: &[Word], open_tail: bool) {
+        if words.is_empty() && open_tail {
+            // `xargs env`: the command itself comes from the input.
+            return self.opaque("a wrapper whose command comes from its input");
+        }
         if !words.is_empty() {
             self.command(Cmd {
                 words: words.to_vec(),
@@ -561,7 +624,7 @@ impl Walker {
             let (n, value) = (n.to_string(), value.to_string());
             self.check_assignment_name(&n);
             if !w.dynamic {
-                self.maybe_line(&value);
+                self.assigned_value(&n, &value);
             }
             rest = rest.get(1..).unwrap_or(&[]);
         }
@@ -690,9 +753,14 @@ impl Walker {
         for w in args {
             if w.dynamic {
                 self.opaque(format!("`alias {}`, computed at run time", w.text));
-            } else if let Some((_, value)) = w.text.split_once('=') {
+            } else if let Some((name, value)) = w.text.split_once('=') {
+                // What the alias runs is checked against deny rules, but where it is used
+                // later a plain command name runs something else.
                 let value = value.to_string();
-                self.walk_line(&value);
+                self.maybe_line(&value);
+                self.opaque(format!(
+                    "the alias definition `{name}`, which makes a later command name run `{value}`"
+                ));
             }
         }
     }
@@ -793,11 +861,8 @@ impl Walker {
 
     /// `let` evaluates each argument as arithmetic, which runs code hidden in variables.
     fn let_(&mut self, args: &[Word]) {
-        if args
-            .iter()
-            .any(|w| w.dynamic || super::words::arithmetic_reads_variables(&w.text))
-        {
-            self.opaque("`let` arithmetic, which evaluates variables' values as code");
+        for w in args {
+            self.arithmetic_reads(&w.text);
         }
     }
 
@@ -843,7 +908,7 @@ impl Walker {
             for line in &lines {
                 self.script(name, line);
             }
-            if lines.is_empty() {
+            if lines.is_empty() && self.fed {
                 self.opaque("`fish` without `-c`, which may read commands from its input");
             }
             return;
@@ -853,6 +918,11 @@ impl Walker {
             Err(issue) => return self.opt_issue(name, issue),
         };
         let rest = args.get(parsed.operands..).unwrap_or(&[]);
+        // A start-up file given on the line is code that runs first.
+        if let Some(rc) = parsed.value(&["--rcfile", "--init-file"]) {
+            let rc = rc.clone();
+            self.script_file(name, &rc);
+        }
         if parsed.has(&["-c"]) {
             match rest.first() {
                 Some(s) => self.script(name, s),
@@ -860,7 +930,12 @@ impl Walker {
             }
         } else if parsed.has(&["--help", "--version"]) {
         } else if rest.is_empty() || parsed.has(&["-s"]) {
-            self.opaque(format!("`{name}` reading commands from its input"));
+            match self.stdin_literal.clone() {
+                // `bash <<'EOF' … EOF`: the here-document is the script.
+                Some(script) if self.fed => self.walk_line(&script),
+                _ if self.fed => self.opaque(format!("`{name}` reading commands from its input")),
+                _ => {}
+            }
         } else if let Some(file) = rest.first() {
             self.script_file(name, file);
         }
@@ -884,10 +959,11 @@ impl Walker {
         for w in args {
             if let Some((n, value)) = w.text.split_once('=') {
                 let n = n.trim_end_matches('+').to_string();
+                self.assigned(&n, (!w.dynamic).then_some(value));
                 self.check_assignment_name(&n);
                 if !w.dynamic {
                     let value = value.to_string();
-                    self.maybe_line(&value);
+                    self.assigned_value(&n, &value);
                 }
                 // `declare -a 'a=($(cmd))'`: a quoted compound value is expanded again.
                 let quoted = !w.dynamic || w.text.starts_with(['"', '\'']);
@@ -941,11 +1017,10 @@ fn variable_name_args<'a>(name: &str, args: &'a [Word]) -> Vec<&'a Word> {
         "wait" => after("-p"),
         "test" | "[" => after("-v"),
         "unset" => args.iter().filter(|w| !w.text.starts_with('-')).collect(),
-        "read" => args
-            .last()
-            .filter(|w| !w.text.starts_with('-'))
-            .into_iter()
-            .collect(),
+        // Every operand is a variable name (erring wide for option values such as `-p`).
+        "read" | "getopts" | "mapfile" | "readarray" => {
+            args.iter().filter(|w| !w.text.starts_with('-')).collect()
+        }
         _ => Vec::new(),
     }
 }

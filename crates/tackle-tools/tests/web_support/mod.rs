@@ -26,6 +26,7 @@ pub fn context(provider: &NativeHostProvider, tool: &str, grants: Grants) -> Too
         workspace: std::env::temp_dir(),
         grants,
         cancel: Default::default(),
+        approved: false,
     };
     ToolContext::new(&scope, "test", provider.scoped(&scope))
 }
