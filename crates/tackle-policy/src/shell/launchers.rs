@@ -85,6 +85,14 @@ const LOOSE: &[(&str, usize)] = &[
     ("setuidgid", 1),
     ("multitime", 0),
     ("choom", 0),
+    ("msgexec", 0),
+    ("msgfilter", 0),
+    ("heaptrack", 0),
+    ("memusage", 0),
+    ("luit", 0),
+    ("gp-collect-app", 0),
+    ("corepack", 0),
+    ("gprofng", 0),
 ];
 
 /// (program, subcommand, fixed operands): `uv run CMD`, `docker exec CONTAINER CMD`.
@@ -304,6 +312,21 @@ impl Walker {
                 self.loose(name, args, 0, tail);
             }
             "sem" => self.opaque("`sem`, which builds the commands it runs from its input"),
+            "dpkg-architecture" => {
+                // `dpkg-architecture -c COMMAND…` runs the command with the variables set.
+                let at = args
+                    .iter()
+                    .position(|w| matches!(w.text.as_str(), "-c" | "--command"));
+                if let Some(at) = at {
+                    self.inner_words(args.get(at + 1..).unwrap_or(&[]), tail);
+                }
+            }
+            "gio" | "gtk-launch" | "gapplication" => {
+                let launches = name != "gio" || args.first().is_some_and(|w| w.text == "launch");
+                if launches {
+                    self.opaque(format!("`{name}`, which runs what a desktop file names"));
+                }
+            }
             "hyperfine" => {
                 // Each operand, and the setup and cleanup options, is a shell line.
                 for w in args.iter().filter(|w| !w.text.starts_with('-')) {

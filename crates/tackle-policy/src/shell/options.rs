@@ -107,9 +107,13 @@ fn match_word(opt: &'static str, w: &Word, style: Style) -> Option<Option<Word>>
         if body == short {
             return Some(None);
         }
+        // `-exec=v`, and Java's `-javaagent:v` / `-XX:v`.
         return body
             .strip_prefix(short)
-            .and_then(|rest| rest.strip_prefix('='))
+            .and_then(|rest| {
+                rest.strip_prefix('=')
+                    .or_else(|| rest.strip_prefix(':').filter(|_| style == Style::Single))
+            })
             .and_then(attached);
     }
     // A short option: anywhere in a cluster of letters, its value the rest of the word.

@@ -66,6 +66,14 @@ const PYTHON: &[&str] = &[
     "__call__",
     "__closure__",
     "sys.modules",
+    "inspect",
+    "gc.",
+    "pkgutil",
+    "zipimport",
+    "import sh",
+    "from sh",
+    "plumbum",
+    "pexpect",
     "breakpoint",
     "pydoc",
     "webbrowser",
@@ -242,13 +250,15 @@ impl Walker {
         // `-o` also stands at the end of a flag cluster (`-4qo KEY=VALUE`).
         let hits = super::options::find(args, &["-o"], &[], super::options::Style::Gnu);
         for kv in hits.into_iter().filter_map(|h| h.value) {
-            let (key, value) = kv
-                .text
-                .split_once(['=', ' '])
-                .unwrap_or((kv.text.as_str(), ""));
+            // ssh reads `Key=Value`, `Key Value` and `Key = Value`, with any blanks.
+            let text = kv.text.trim_start();
+            let (key, value) = text
+                .split_once(|c: char| c == '=' || c.is_whitespace())
+                .unwrap_or((text, ""));
+            let value = value.trim_start().strip_prefix('=').unwrap_or(value).trim();
             if kv.dynamic || SSH_COMMAND_KEYS.contains(&key.trim().to_ascii_lowercase().as_str()) {
                 let value = Word {
-                    text: value.trim().to_string(),
+                    text: value.to_string(),
                     dynamic: kv.dynamic,
                 };
                 self.run_string(&format!("{name} -o {}", key.trim()), &value);
@@ -258,6 +268,27 @@ impl Walker {
 
     fn interpreter(&mut self, name: &str, args: &[Word], interp: &Interpreter) {
         let (_, code_opts, indirect) = interp;
+        // Perl's `<>` (and `-n`/`-p`) opens each operand with the two-argument `open`, so
+        // `'cmd|'` runs a command; Ruby's `open` does the same with `'|cmd'`.
+        if matches!(interp.0, "perl" | "ruby") {
+            let loops = args.iter().any(|w| {
+                let t = w.text.as_str();
+                (t.starts_with('-') && !t.starts_with("--") && t.contains(['n', 'p']))
+                    || t.contains("<>")
+                    || t.contains("ARGV")
+                    || t.contains("ARGF")
+            });
+            let piped = |w: &&Word| {
+                let t = w.text.trim();
+                (w.dynamic && loops) || t.starts_with('|') || t.ends_with('|')
+            };
+            if let Some(w) = args.iter().find(piped) {
+                return self.opaque(format!(
+                    "`{name}` with the operand `{}`, which it may open as a command",
+                    w.text
+                ));
+            }
+        }
         if let Some(what) = loads_code_from_options(args) {
             return self.opaque(format!("`{name}` with `{what}`, which can run programs"));
         }

@@ -114,7 +114,7 @@ const SSH_FILE_OPTS: &[(&str, Runs)] = &[("-F", File), ("-I", Opaque)];
 
 /// The table. Programs with a screener of their own (git, ssh, interpreters, awk, sed,
 /// databases, gdb, make, cargo) have theirs elsewhere; their rows here add what is generic.
-pub(crate) const RUNNERS: &[Runner] = &[
+pub(crate) static RUNNERS: &[Runner] = &[
     // --- archivers
     Runner {
         valued: &[
@@ -306,7 +306,20 @@ pub(crate) const RUNNERS: &[Runner] = &[
         stdin_screen: Some(no_bang),
         ..row(
             &[
-                "vim", "vi", "nvim", "ex", "view", "vimdiff", "gvim", "rvim", "rview", "evim",
+                "vim",
+                "vi",
+                "nvim",
+                "ex",
+                "view",
+                "vimdiff",
+                "gvim",
+                "rvim",
+                "rview",
+                "evim",
+                "vim.basic",
+                "vim.tiny",
+                "editor",
+                "sensible-editor",
             ],
             VI_OPTS,
         )
@@ -456,7 +469,13 @@ pub(crate) const RUNNERS: &[Runner] = &[
         ],
         reads: &["Makefile", "makefile", "GNUmakefile", "*.mk"],
         ..row(
-            &["make", "gmake", "bmake", "pmake"],
+            &[
+                "make",
+                "gmake",
+                "bmake",
+                "pmake",
+                "make-first-existing-target",
+            ],
             &[
                 ("--eval", Code(None)),
                 ("-E", Code(None)),
@@ -517,7 +536,7 @@ pub(crate) const RUNNERS: &[Runner] = &[
         reads: &[".gdbinit"],
         operands: Stdin(&["-batch", "--batch", "-batch-silent", "--batch-silent"]),
         ..row(
-            &["gdb", "gdb-multiarch"],
+            &["gdb", "gdb-multiarch", "gdbtui"],
             &[
                 ("-x", File),
                 ("--x", File),
@@ -713,7 +732,7 @@ pub(crate) const RUNNERS: &[Runner] = &[
     Runner {
         operands: Stdin(&["-e", "-f", "--file"]),
         ..row(
-            &["R"],
+            &["r"],
             &[("-e", Code(None)), ("-f", File), ("--file", File)],
         )
     },
@@ -809,6 +828,57 @@ pub(crate) const RUNNERS: &[Runner] = &[
             ],
         )
     },
+    Runner {
+        reads: &["debian/"],
+        ..row(
+            &["dpkg-buildpackage", "debuild"],
+            &[
+                ("--root-command", Command),
+                ("-r", Command),
+                ("--check-command", Command),
+                ("--sign-command", Command),
+                ("--hook-init", Command),
+                ("--hook-preclean", Command),
+                ("--hook-source", Command),
+                ("--hook-build", Command),
+                ("--hook-binary", Command),
+                ("--hook-buildinfo", Command),
+                ("--hook-changes", Command),
+                ("--hook-postclean", Command),
+                ("--hook-check", Command),
+                ("--hook-sign", Command),
+                ("--hook-done", Command),
+            ],
+        )
+    },
+    row(
+        &["gpg", "gpg2"],
+        &[
+            ("--photo-viewer", Command),
+            ("--exec-path", Opaque),
+            ("--load-extension", Opaque),
+        ],
+    ),
+    Runner {
+        style: Style::Single,
+        ..row(
+            &["java"],
+            &[
+                ("-javaagent", Opaque),
+                ("-agentpath", Opaque),
+                ("-agentlib", Opaque),
+                ("-XX", Code(Some(java_xx_inert))),
+            ],
+        )
+    },
+    Runner {
+        operands: Script,
+        ..row(&["lli", "lli-14"], &[])
+    },
+    row(&["git-shell"], &[("-c", Opaque)]),
+    row(&["install", "ginstall"], &[("--strip-program", Command)]),
+    row(&["sdiff", "diff3"], &[("--diff-program", Command)]),
+    row(&["pic", "gpic"], &[("-U", Opaque)]),
     // --- debuggers, tracers, profilers
     row(&["valgrind"], &[("--db-command", Command)]),
     row(&["perf"], &[("-s", File), ("--script", File)]),
@@ -946,12 +1016,31 @@ const INFO: &[&str] = &[
 
 /// The row of `name`, or of its unversioned name (`python3.12` is `python`).
 pub(crate) fn find_runner(name: &str) -> Option<&'static Runner> {
+    static BY_NAME: std::sync::OnceLock<std::collections::HashMap<&'static str, &'static Runner>> =
+        std::sync::OnceLock::new();
+    let by_name = BY_NAME.get_or_init(|| {
+        let mut map = std::collections::HashMap::new();
+        for row in RUNNERS {
+            for n in row.names {
+                // The first row naming a program wins, as a linear search would.
+                map.entry(*n).or_insert(row);
+            }
+        }
+        map
+    });
     let base = name.trim_end_matches(|c: char| c.is_ascii_digit() || c == '.');
     let base = base.strip_suffix('-').unwrap_or(base);
-    RUNNERS
-        .iter()
-        .find(|r| r.names.contains(&name))
-        .or_else(|| RUNNERS.iter().find(|r| r.names.contains(&base)))
+    // `x86_64-linux-gnu-g++`, `c89-gcc`: a tool behind a prefix (erring wide: `foo-make` is
+    // looked through as make).
+    let tool = base
+        .rsplit('-')
+        .next()
+        .filter(|t| !t.is_empty() && *t != base);
+    by_name
+        .get(name)
+        .or_else(|| by_name.get(base))
+        .or_else(|| tool.and_then(|t| by_name.get(t)))
+        .copied()
 }
 
 impl Walker {
@@ -959,6 +1048,13 @@ impl Walker {
     pub(crate) fn runner(&mut self, name: &str, args: &[Word]) -> bool {
         let Some(row) = find_runner(name) else {
             return false;
+        };
+        let old_style;
+        let args = if row.names.first() == Some(&"tar") {
+            old_style = tar_old_style(args);
+            old_style.as_slice()
+        } else {
+            args
         };
         if let Some((_, why)) = ALWAYS_OPAQUE.iter().find(|(n, _)| *n == name) {
             self.opaque(format!("`{name}`, which {why}"));
@@ -1103,6 +1199,27 @@ impl Walker {
     }
 }
 
+/// `tar cIf CMD a.tgz` (options without a dash, their values in the next words, in order) as
+/// `tar -c -I CMD -f a.tgz`.
+fn tar_old_style(args: &[Word]) -> Vec<Word> {
+    const VALUED: &str = "fIFCTXbHKNVgL";
+    let Some(first) = args.first().filter(|w| {
+        !w.dynamic && !w.text.starts_with('-') && w.text.chars().all(|c| c.is_ascii_alphabetic())
+    }) else {
+        return args.to_vec();
+    };
+    let mut rest = args.iter().skip(1);
+    let mut out = Vec::new();
+    for c in first.text.chars() {
+        out.push(Word::literal(format!("-{c}")));
+        if VALUED.contains(c) {
+            out.extend(rest.next().cloned());
+        }
+    }
+    out.extend(rest.cloned());
+    out
+}
+
 /// Whether the last ex command given with `-c` or `+` quits the editor (`wq`, `q!`, `x`).
 fn given_quit(args: &[Word]) -> bool {
     let hits = options::find(args, &["-c", "+"], &[], Style::Gnu);
@@ -1158,6 +1275,12 @@ fn operand_words(args: &[Word], row: &Runner) -> Vec<Word> {
         out.push(w.clone());
     }
     out
+}
+
+/// `java -XX:OnError=CMD` and `-XX:OnOutOfMemoryError=CMD` run a command.
+fn java_xx_inert(v: &str) -> bool {
+    let v = v.to_ascii_lowercase();
+    !(v.contains("onerror") || v.contains("onoutofmemory"))
 }
 
 /// `tar --checkpoint-action`: every action but `exec=`/`EXEC=` only prints or waits.
@@ -1318,4 +1441,47 @@ fn mysql_inert(v: &str) -> bool {
         || lower.contains("load_file")
         || lower.contains("outfile")
         || lower.contains("dumpfile"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_program_has_one_row() {
+        let mut seen = std::collections::HashSet::new();
+        for row in RUNNERS {
+            for n in row.names {
+                assert!(seen.insert(*n), "`{n}` has two rows");
+            }
+        }
+    }
+
+    /// The table is data with cases: each row's programs appear in the corpus, so a row
+    /// cannot be added (or kept) without a line that exercises it.
+    #[test]
+    fn every_row_has_a_corpus_case() {
+        let text = include_str!("../../tests/corpus/runners.txt");
+        let lines: Vec<&str> = text
+            .lines()
+            .filter(|l| l.starts_with("allow") || l.starts_with("deny"))
+            .collect();
+        let missing: Vec<&str> = RUNNERS
+            .iter()
+            .filter(|row| {
+                !lines.iter().any(|l| {
+                    l.splitn(3, " | ").nth(2).is_some_and(|cmd| {
+                        cmd.split_whitespace()
+                            .filter_map(find_runner)
+                            .any(|r| std::ptr::eq(r, *row))
+                    })
+                })
+            })
+            .map(|row| row.names.first().copied().unwrap_or(""))
+            .collect();
+        assert!(
+            missing.is_empty(),
+            "rows without a case in runners.txt: {missing:?}"
+        );
+    }
 }

@@ -550,6 +550,8 @@ impl Walker {
 
     /// Notes a value the line gives a variable.
     pub(crate) fn assigned(&mut self, name: &str, value: Option<&str>) {
+        // Every way of setting a variable counts (`printf -v PS4`, `read PATH`, `for BASH_ENV`).
+        self.check_assignment_name(name);
         self.out
             .assigned
             .push((name.to_string(), value.map(str::to_string)));
@@ -791,6 +793,22 @@ fn risky_variable(name: &str) -> bool {
         "PYTHONUSERBASE",
         "PIP_CONFIG_FILE",
         "NPM_CONFIG_USERCONFIG",
+        "HOME",
+        "XDG_CONFIG_HOME",
+        "XDG_CONFIG_DIRS",
+        "XDG_DATA_HOME",
+        "XDG_DATA_DIRS",
+        "LESSKEYIN",
+        "LESSKEYIN_SYSTEM",
+        "LESSKEY_CONTENT",
+        "GROFF_BIN_PATH",
+        "GROFF_COMMAND_PREFIX",
+        "GROFF_TMAC_PATH",
+        "MANROFFOPT",
+        "MANROFFSEQ",
+        "COMPILER_PATH",
+        "GCC_EXEC_PREFIX",
+        "DPKG_ROOT",
         "CARGO_BUILD_RUSTC",
         "CARGO_BUILD_RUSTDOC",
         "CARGO_HOME",

@@ -439,6 +439,30 @@ impl Walker {
             {
                 self.note_written(&Word::literal("package.json"));
             }
+            // `sort -o FILE`, `uniq IN OUT`, and sed's `w FILE` write files of the line's text.
+            Some("sort") => {
+                let hits = super::options::find(
+                    args,
+                    &["-o", "--output"],
+                    &[],
+                    super::options::Style::Gnu,
+                );
+                for file in hits.into_iter().filter_map(|h| h.value) {
+                    self.note_written(&file);
+                }
+            }
+            Some("uniq") => {
+                let mut files = args
+                    .iter()
+                    .filter(|w| w.dynamic || w.text == "-" || !w.text.starts_with('-'));
+                if let Some(out) = files.nth(1).cloned() {
+                    self.note_written(&out);
+                }
+            }
+            Some("sed" | "gsed") if args.iter().any(|w| w.dynamic || sed_writes(&w.text)) => {
+                let file = Word::unknown("a file its script writes");
+                self.note_written(&file);
+            }
             Some("dd") => {
                 for w in args.iter().filter(|w| w.text.starts_with("of=")) {
                     let file = Word {
@@ -948,7 +972,7 @@ impl Walker {
         if !file.dynamic {
             self.out.run_files.push(super::walk::file_key(t));
         }
-        if file.dynamic || t.starts_with("/dev/") || t.starts_with("/proc/") || t == "-" {
+        if file.dynamic || t == "-" || produced_on_the_fly(t) {
             self.opaque(format!(
                 "`{name} {t}`, whose commands are produced at run time"
             ));
@@ -1045,6 +1069,25 @@ fn env_split_text(s: &str) -> String {
         }
     }
     out
+}
+
+/// Whether a sed script may write a file (`w FILE`, `W FILE`, the `w` flag of `s///`).
+fn sed_writes(script: &str) -> bool {
+    script.contains("w ") || script.contains("W ") || script.contains("w/") || script.ends_with('w')
+}
+
+/// A path whose content is produced as it is read: under `/dev` or `/proc` however spelled
+/// (`//dev/stdin`, `/dev/../dev/fd/0`), or reached by climbing out of the working directory.
+fn produced_on_the_fly(path: &str) -> bool {
+    let normal = crate::path::normalize(std::path::Path::new(path));
+    let special = |p: &std::path::Path| p.starts_with("/dev") || p.starts_with("/proc");
+    if special(&normal) {
+        return true;
+    }
+    normal.starts_with("..")
+        && normal
+            .components()
+            .any(|c| matches!(c.as_os_str().to_str(), Some("dev" | "proc" | "fd")))
 }
 
 /// `bash`, and versioned names such as `bash5` or `bash-5.2`.
