@@ -88,7 +88,7 @@ impl App {
         }
         let registry =
             Arc::new(Registry::new(extensions).map_err(|e| anyhow::anyhow!("tool registry: {e}"))?);
-        let host = host_provider(&config, &state_dir, home);
+        let host = host_provider(&config, &state_dir, home, source.as_deref());
         let sanitizer =
             Sanitizer::new(config.tools.output_limit_bytes).with_redactor(redactor(&config));
         let security = config.security.clone();
@@ -196,10 +196,17 @@ fn host_provider(
     config: &Config,
     state_dir: &Path,
     home: Option<PathBuf>,
+    config_file: Option<&Path>,
 ) -> Arc<dyn HostProvider> {
-    let host_config = tackle_host::HostConfig::new(state_dir)
+    // Commands never see Tackle's own config (API keys) or state (sessions, audit log).
+    let mut host_config = tackle_host::HostConfig::new(state_dir)
         .with_home(home)
-        .with_config(config);
+        .with_config(config)
+        .hide(state_dir);
+    if let Some(file) = config_file {
+        let file = std::fs::canonicalize(file).unwrap_or_else(|_| file.to_path_buf());
+        host_config = host_config.hide(file);
+    }
     Arc::new(tackle_host::NativeHostProvider::new(host_config))
 }
 

@@ -37,6 +37,10 @@ pub struct HostConfig {
     pub dns_overrides: Vec<(String, IpAddr)>,
     /// `User-Agent` sent with every HTTP request.
     pub user_agent: String,
+    /// Paths no command may see, even inside a granted root (the config file, the state dir).
+    pub hidden: Vec<PathBuf>,
+    /// `security.sandbox: required`: refuse to run commands without the namespace sandbox.
+    pub sandbox_required: bool,
 }
 
 impl HostConfig {
@@ -54,7 +58,15 @@ impl HostConfig {
             operator_hosts: Vec::new(),
             dns_overrides: Vec::new(),
             user_agent: concat!("tackle/", env!("CARGO_PKG_VERSION")).to_string(),
+            hidden: Vec::new(),
+            sandbox_required: false,
         }
+    }
+
+    /// Keeps `path` (and everything below it) invisible to commands.
+    pub fn hide(mut self, path: impl Into<PathBuf>) -> Self {
+        self.hidden.push(path.into());
+        self
     }
 
     pub fn with_home(mut self, home: Option<PathBuf>) -> Self {
@@ -65,6 +77,8 @@ impl HostConfig {
     /// Takes `security.env_passthrough` and the operator-written URLs from `config`.
     pub fn with_config(mut self, config: &Config) -> Self {
         self.env_passthrough = config.security.env_passthrough.clone();
+        self.sandbox_required =
+            config.security.sandbox == tackle_protocol::config::SandboxMode::Required;
         self.operator_hosts = operator_urls(config);
         self
     }

@@ -2,8 +2,11 @@
 //! Landlock, output capped while streaming, killed with its whole group on timeout or cancel.
 
 use crate::bash;
+use crate::bwrap;
 use crate::paths::PathGuard;
 use crate::sandbox::{self, Prepared};
+use std::ffi::OsString;
+use std::os::fd::AsRawFd;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -34,6 +37,12 @@ pub(crate) struct ExecScope<'a> {
     pub cancel: &'a CancellationToken,
     /// A person approved this call (see [`tackle_protocol::CallScope::approved`]).
     pub approved: bool,
+    /// Kept invisible inside the sandbox: Tackle's config file and state directory.
+    pub hidden: &'a [PathBuf],
+    /// The call has a network grant: the sandbox keeps the host's network.
+    pub network: bool,
+    /// `security.sandbox: required`: no command runs without the namespace sandbox.
+    pub sandbox_required: bool,
 }
 
 /// The shell analyser's decision for this command. A shell line under rules is checked twice:
@@ -99,7 +108,48 @@ pub(crate) async fn run(scope: &ExecScope<'_>, req: ExecRequest) -> Result<ExecO
     }
     let cwd = checked_cwd(scope.guard, req.cwd.as_deref())?;
     prepare_tmpdir(scope.tmpdir)?;
-    let mut cmd = command(&req.command)?;
+    let (program, args) = command_line(&req.command)?;
+    let namespaces = bwrap::usable();
+    let filters = match &namespaces {
+        Ok(_) => seccomp_filters(scope.sandbox_required)?,
+        Err(_) => Vec::new(),
+    };
+    let filter_fds: Vec<i32> = filters.iter().map(|f| f.as_raw_fd()).collect();
+    let mut cmd = match &namespaces {
+        Ok(bwrap) => {
+            let view = bwrap::View {
+                cwd: &cwd,
+                workspace: &scope.guard.workspace,
+                tmpdir: scope.tmpdir,
+                read: &scope.guard.roots.read,
+                write: &scope.guard.roots.write,
+                home: scope.guard.home.as_deref(),
+                hidden: scope.hidden,
+                network: scope.network,
+                seccomp: &filter_fds,
+            };
+            let mut c = Command::new(bwrap);
+            c.args(bwrap::args(&view, &program, &args));
+            c
+        }
+        Err(why) if scope.sandbox_required => {
+            return Err(HostError::Denied(Decision::deny(
+                "security.sandbox = required",
+                format!("commands run only inside the full sandbox here, and {why}"),
+            )))
+        }
+        Err(why) => {
+            static WARNED: AtomicBool = AtomicBool::new(false);
+            if !WARNED.swap(true, Ordering::Relaxed) {
+                tracing::warn!(
+                    "commands run WITHOUT namespace isolation ({why}): the home directory, Tackle's config and other processes are reachable, the network is not cut off, and background processes may outlive their call; `security.sandbox: required` refuses such commands"
+                );
+            }
+            let mut c = Command::new(&program);
+            c.args(&args);
+            c
+        }
+    };
     cmd.current_dir(&cwd)
         .env_clear()
         .envs(base_env(scope.passthrough));
@@ -117,31 +167,118 @@ pub(crate) async fn run(scope: &ExecScope<'_>, req: ExecRequest) -> Result<ExecO
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
     cmd.process_group(0).kill_on_drop(true);
-    let sandbox = sandbox::prepare(&writable_roots(scope));
-    apply_sandbox(&mut cmd, &sandbox);
+    let keep = filter_fds.clone();
+    // SAFETY: only `close_range` and `fcntl` run between fork and exec (async-signal-safe
+    // system calls, no allocation); the kept descriptors stay open in the parent until `spawn`
+    // has returned.
+    unsafe {
+        cmd.pre_exec(move || only_these_descriptors(&keep));
+    }
+    // Landlock forbids the mounts bubblewrap makes, so it is the layer of its own only where
+    // namespaces are not available.
+    let sandbox = if namespaces.is_ok() {
+        sandbox::Prepared::none()
+    } else {
+        let prepared = sandbox::prepare(&writable_roots(scope));
+        apply_sandbox(&mut cmd, &prepared);
+        prepared
+    };
     let started = Instant::now();
     let child = cmd.spawn().map_err(|e| spawn_error(&req.command, e))?;
+    drop(filters);
     drop(sandbox); // the child holds its own copy of the ruleset descriptor
                    // If this future is dropped mid-way (the caller gave up), the group still dies.
     let _group = GroupGuard(child.id());
     supervise(child, req, scope, started).await
 }
 
-fn command(command: &ExecCommand) -> Result<Command, HostError> {
+/// In the child: every descriptor above stderr that Tackle itself inherited or opened is closed
+/// at exec, except `keep` (the seccomp filters bubblewrap reads), which stay open.
+fn only_these_descriptors(keep: &[i32]) -> std::io::Result<()> {
+    const CLOSE_RANGE_CLOEXEC: libc::c_uint = 1 << 2;
+    let mut from: libc::c_uint = 3;
+    let mut sorted = [0i32; 8];
+    let n = keep.len().min(sorted.len());
+    sorted[..n].copy_from_slice(&keep[..n]);
+    sorted[..n].sort_unstable();
+    for &fd in &sorted[..n] {
+        let Ok(fd) = libc::c_uint::try_from(fd) else {
+            continue;
+        };
+        if fd > from {
+            // SAFETY: marks descriptors close-on-exec; no memory is touched.
+            unsafe { libc::syscall(libc::SYS_close_range, from, fd - 1, CLOSE_RANGE_CLOEXEC) };
+        }
+        // SAFETY: as above, for one descriptor the child must keep.
+        if unsafe { libc::fcntl(fd as i32, libc::F_SETFD, 0) } == -1 {
+            return Err(std::io::Error::last_os_error());
+        }
+        from = fd + 1;
+    }
+    // SAFETY: as above; an old kernel without close_range leaves the descriptors as they were.
+    unsafe {
+        libc::syscall(
+            libc::SYS_close_range,
+            from,
+            libc::c_uint::MAX,
+            CLOSE_RANGE_CLOEXEC,
+        )
+    };
+    Ok(())
+}
+
+/// The compiled seccomp filters, or none (said once) where they cannot be built here.
+fn seccomp_filters(required: bool) -> Result<Vec<std::os::fd::OwnedFd>, HostError> {
+    match crate::seccomp::filters() {
+        Ok(f) => Ok(f),
+        Err(why) if required => Err(HostError::Denied(Decision::deny(
+            "security.sandbox = required",
+            format!("commands run only inside the full sandbox here, and its seccomp filter cannot be built: {why}"),
+        ))),
+        Err(why) => {
+            static WARNED: AtomicBool = AtomicBool::new(false);
+            if !WARNED.swap(true, Ordering::Relaxed) {
+                tracing::warn!("commands run without the seccomp filter: {why}");
+            }
+            Ok(Vec::new())
+        }
+    }
+}
+
+/// The program to start and its arguments. A bare program name is looked up in `PATH` here,
+/// so that a missing program is `not_found` whether or not the sandbox starts it.
+fn command_line(command: &ExecCommand) -> Result<(PathBuf, Vec<OsString>), HostError> {
     match command {
         ExecCommand::Shell(line) => {
             let bash = bash::bash_path()
                 .ok_or_else(|| HostError::Invalid(bash::ReadBackError::Missing.to_string()))?;
-            let mut c = Command::new(bash);
-            c.args(bash::BASH_ARGS).arg("-c").arg(line);
-            Ok(c)
+            let mut args: Vec<OsString> = bash::BASH_ARGS.iter().map(OsString::from).collect();
+            args.push("-c".into());
+            args.push(line.into());
+            Ok((bash.to_path_buf(), args))
         }
         ExecCommand::Argv { program, args } => {
-            let mut c = Command::new(program);
-            c.args(args);
-            Ok(c)
+            let found = find_program(program).ok_or_else(|| HostError::NotFound {
+                path: PathBuf::from(program),
+            })?;
+            Ok((found, args.iter().map(OsString::from).collect()))
         }
     }
+}
+
+fn find_program(program: &str) -> Option<PathBuf> {
+    use std::os::unix::fs::PermissionsExt;
+    let runnable = |p: &Path| {
+        std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+    };
+    if program.contains('/') {
+        let p = PathBuf::from(program);
+        return runnable(&p).then_some(p);
+    }
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path)
+        .map(|d| d.join(program))
+        .find(|p| runnable(p))
 }
 
 fn spawn_error(command: &ExecCommand, e: std::io::Error) -> HostError {

@@ -220,6 +220,9 @@ impl ToolHost for NativeHost {
             output_ceiling: c.max_output_bytes,
             cancel: &self.cancel,
             approved: self.approved,
+            hidden: &c.hidden,
+            network: self.grants.network.is_some(),
+            sandbox_required: c.sandbox_required,
         };
         exec::run(&scope, req).await
     }

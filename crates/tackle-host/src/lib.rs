@@ -41,6 +41,7 @@
 //! ```
 
 mod bash;
+mod bwrap;
 mod config;
 mod exec;
 mod fs;
@@ -50,6 +51,7 @@ mod paths;
 mod report;
 mod safe_open;
 mod sandbox;
+mod seccomp;
 mod walk;
 
 pub use bash::{bash_path, bash_read_back};
@@ -59,3 +61,4 @@ pub use host::{NativeHost, NativeHostProvider};
 pub use net::MAX_REDIRECTS;
 pub use report::{enforcement_report, enforcement_report_json, Enforcement};
 pub use sandbox::{sandbox_status, SandboxStatus};
+pub use seccomp::blocked_syscalls;

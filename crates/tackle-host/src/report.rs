@@ -15,14 +15,62 @@ pub struct Enforcement {
 
 /// The protections this host applies, in a stable order.
 pub fn enforcement_report() -> Vec<Enforcement> {
-    let sandbox = sandbox_status();
+    let landlock = sandbox_status();
+    let namespaces = crate::bwrap::usable();
     vec![
         Enforcement {
             protection: "sandbox",
-            enforced: sandbox.is_enforced(),
-            detail: format!(
-                "Landlock for shell commands (writes only to the workspace, allow_write roots and the session TMPDIR): {sandbox}"
-            ),
+            enforced: namespaces.is_ok() || landlock.is_enforced(),
+            detail: match &namespaces {
+                Ok(_) => "every command runs in bubblewrap namespaces (see `namespaces`)".into(),
+                Err(_) if landlock.is_enforced() => format!(
+                    "Landlock only (writes confined to the workspace, allow_write roots and the session TMPDIR; reads, processes and the network are not): {landlock}"
+                ),
+                Err(why) => format!("no OS sandbox: {why}; Landlock {landlock}"),
+            },
+        },
+        Enforcement {
+            protection: "namespaces",
+            enforced: namespaces.is_ok(),
+            detail: match &namespaces {
+                Ok(bwrap) => format!(
+                    "{}: read-only system, empty home (toolchains read-only), workspace and allow_write writable, allow_read readable, Tackle's config and state hidden, own PID namespace (no process outlives its call, no signals outside), no capabilities, new session",
+                    bwrap.display()
+                ),
+                Err(why) => why.clone(),
+            },
+        },
+        Enforcement {
+            protection: "network_isolation",
+            enforced: namespaces.is_ok(),
+            detail: match &namespaces {
+                Ok(_) => "commands have no network unless the call has a network grant; with one they get the host network unfiltered (the filtering proxy is not built yet)".into(),
+                Err(_) => "commands share the host network".into(),
+            },
+        },
+        Enforcement {
+            protection: "landlock",
+            enforced: landlock.is_enforced() && namespaces.is_err(),
+            detail: if namespaces.is_ok() {
+                format!("not layered under bubblewrap (Landlock forbids its mounts); kernel: {landlock}")
+            } else {
+                format!("writes confined for commands: {landlock}")
+            },
+        },
+        {
+            let filter = crate::seccomp::filters();
+            Enforcement {
+                protection: "seccomp",
+                enforced: namespaces.is_ok() && filter.is_ok(),
+                detail: match (&namespaces, filter) {
+                    (Ok(_), Ok(_)) => format!(
+                        "{} system calls refused inside the sandbox (ptrace, mount, bpf, keyctl, userfaultfd, perf_event_open, unshare, new user namespaces …)",
+                        crate::seccomp::blocked_syscalls().count() + 1
+                    ),
+                    (Ok(_), Err(why)) => why,
+                    (Err(_), _) => "applied only inside the namespace sandbox".into(),
+                },
+            }
         },
         match crate::bash::bash_path() {
             Some(bash) => Enforcement {

@@ -79,6 +79,16 @@ pub(crate) struct Prepared {
 }
 
 impl Prepared {
+    /// No ruleset: another layer confines the child.
+    pub fn none() -> Self {
+        Self {
+            fd: None,
+            status: SandboxStatus::NotEnforced {
+                reason: "namespaces confine this command instead".into(),
+            },
+        }
+    }
+
     /// The raw descriptor for the child; valid while `self` lives (until after spawn).
     pub fn raw_fd(&self) -> Option<i32> {
         use std::os::fd::AsRawFd;

@@ -134,20 +134,39 @@ async fn stdin_reaches_the_command() {
     );
 }
 
-fn process_gone(pid: i32) -> bool {
-    // Gone, or a zombie waiting for init to reap it: either way it no longer runs.
-    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
-        Err(_) => true,
-        Ok(stat) => stat
-            .rsplit(')')
-            .next()
-            .is_some_and(|rest| rest.trim_start().starts_with('Z')),
-    }
+/// A sleep only this test starts: its argument marks the process on the host, whatever PID
+/// namespace it runs in.
+fn unique_sleep() -> String {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.subsec_nanos())
+        .unwrap_or(0);
+    format!("30.{}{}", std::process::id(), nanos % 1_000_000)
 }
 
-async fn wait_gone(pid: i32) -> bool {
+/// Whether a running (not zombie) process on the host has `marker` in its command line.
+fn marked_process_runs(marker: &str) -> bool {
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return false;
+    };
+    dir.flatten().any(|e| {
+        let p = e.path();
+        let cmdline = std::fs::read(p.join("cmdline")).unwrap_or_default();
+        let runs = std::fs::read_to_string(p.join("stat"))
+            .ok()
+            .and_then(|st| {
+                st.rsplit(')')
+                    .next()
+                    .map(|r| !r.trim_start().starts_with('Z'))
+            })
+            .unwrap_or(false);
+        runs && String::from_utf8_lossy(&cmdline).contains(marker)
+    })
+}
+
+async fn wait_gone(marker: &str) -> bool {
     for _ in 0..50 {
-        if process_gone(pid) {
+        if !marked_process_runs(marker) {
             return true;
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
@@ -158,21 +177,17 @@ async fn wait_gone(pid: i32) -> bool {
 #[tokio::test]
 async fn timeout_kills_the_whole_process_group() {
     let f = Fixture::new();
-    let mut req = sh("sleep 30 & echo $! > bg.pid; sleep 30");
+    let bg = unique_sleep();
+    let mut req = sh(&format!("sleep {bg} & sleep 30"));
     req.timeout = Duration::from_millis(700);
     let started = Instant::now();
     let out = f.host(Grants::default()).exec(req).await.unwrap();
     assert!(out.timed_out);
     assert_eq!(out.exit_code, None);
     assert!(started.elapsed() < Duration::from_secs(10));
-    let pid: i32 = std::fs::read_to_string(f.ws().join("bg.pid"))
-        .unwrap()
-        .trim()
-        .parse()
-        .unwrap();
     assert!(
-        wait_gone(pid).await,
-        "background child {pid} survived the timeout"
+        wait_gone(&bg).await,
+        "background child `sleep {bg}` survived the timeout"
     );
 }
 
@@ -186,15 +201,11 @@ async fn cancel_token_stops_the_command() {
         cancel.cancel();
     });
     let started = Instant::now();
-    let r = host.exec(sh("echo $$ > sh.pid; sleep 30")).await;
+    let fg = unique_sleep();
+    let r = host.exec(sh(&format!("sleep {fg}; true"))).await;
     assert!(matches!(r, Err(HostError::Cancelled)), "{r:?}");
     assert!(started.elapsed() < Duration::from_secs(10));
-    let pid: i32 = std::fs::read_to_string(f.ws().join("sh.pid"))
-        .unwrap()
-        .trim()
-        .parse()
-        .unwrap();
-    assert!(wait_gone(pid).await);
+    assert!(wait_gone(&fg).await, "`sleep {fg}` survived the cancel");
 }
 
 #[tokio::test]
@@ -254,17 +265,13 @@ async fn unknown_program_is_not_found() {
 async fn dropping_the_call_kills_the_whole_process_group() {
     let f = Fixture::new();
     let host = f.host(Grants::default());
-    let line = "sleep 30 & echo $! > bg.pid; sleep 30";
-    let r = tokio::time::timeout(Duration::from_millis(500), host.exec(sh(line))).await;
+    let bg = unique_sleep();
+    let line = format!("sleep {bg} & sleep 30");
+    let r = tokio::time::timeout(Duration::from_millis(500), host.exec(sh(&line))).await;
     assert!(r.is_err(), "the command should still have been running");
-    let pid: i32 = std::fs::read_to_string(f.ws().join("bg.pid"))
-        .unwrap()
-        .trim()
-        .parse()
-        .unwrap();
     assert!(
-        wait_gone(pid).await,
-        "background child {pid} survived the dropped call"
+        wait_gone(&bg).await,
+        "background child `sleep {bg}` survived the dropped call"
     );
 }
 

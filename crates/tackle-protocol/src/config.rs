@@ -162,6 +162,21 @@ pub struct SecurityConfig {
     /// Environment variables passed through to child processes on top of the scrubbed base.
     #[serde(default)]
     pub env_passthrough: Vec<String>,
+    /// Whether commands may run with part of the OS sandbox missing.
+    #[serde(default)]
+    pub sandbox: SandboxMode,
+}
+
+/// `security.sandbox`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SandboxMode {
+    /// Run with every layer this machine has, saying which are missing (`tackle doctor`, and
+    /// a warning at the first command).
+    #[default]
+    BestEffort,
+    /// Refuse to run commands without the namespace sandbox.
+    Required,
 }
 
 /// `security.tool_policies.TOOL`: merged field by field over the tool's default policy.

@@ -1,0 +1,156 @@
+//! The system-call filter bubblewrap installs in every sandbox, held as data: what no tool
+//! needs and what would reach past the namespaces (debugging other processes, mounting,
+//! loading kernel code, key rings, new user namespaces). Blocked calls fail with `EPERM`;
+//! `clone3` fails with `ENOSYS`, so that libc falls back to `clone`, whose flags the filter
+//! can see.
+
+use std::os::fd::OwnedFd;
+
+/// (system call, why no tool needs it).
+const BLOCKED: &[(i64, &str)] = &[
+    (libc::SYS_ptrace, "debugging another process"),
+    (
+        libc::SYS_process_vm_readv,
+        "reading another process's memory",
+    ),
+    (
+        libc::SYS_process_vm_writev,
+        "writing another process's memory",
+    ),
+    (libc::SYS_mount, "mounting"),
+    (libc::SYS_umount2, "unmounting"),
+    (libc::SYS_pivot_root, "changing the root"),
+    (libc::SYS_move_mount, "mounting"),
+    (libc::SYS_open_tree, "mounting"),
+    (libc::SYS_fsopen, "mounting"),
+    (libc::SYS_fsmount, "mounting"),
+    (libc::SYS_fsconfig, "mounting"),
+    (libc::SYS_fspick, "mounting"),
+    (libc::SYS_kexec_load, "loading a kernel"),
+    (libc::SYS_kexec_file_load, "loading a kernel"),
+    (libc::SYS_init_module, "loading kernel code"),
+    (libc::SYS_finit_module, "loading kernel code"),
+    (libc::SYS_delete_module, "unloading kernel code"),
+    (libc::SYS_bpf, "loading BPF programs"),
+    (
+        libc::SYS_perf_event_open,
+        "observing other processes and the kernel",
+    ),
+    (libc::SYS_userfaultfd, "a primitive of kernel exploits"),
+    (libc::SYS_keyctl, "the kernel key rings"),
+    (libc::SYS_add_key, "the kernel key rings"),
+    (libc::SYS_request_key, "the kernel key rings"),
+    (libc::SYS_unshare, "new namespaces inside the sandbox"),
+    (libc::SYS_setns, "entering other namespaces"),
+    (libc::SYS_reboot, "rebooting"),
+    (libc::SYS_swapon, "swap"),
+    (libc::SYS_swapoff, "swap"),
+    (libc::SYS_acct, "process accounting"),
+    (
+        libc::SYS_open_by_handle_at,
+        "opening files by handle, past the mounts",
+    ),
+    (libc::SYS_name_to_handle_at, "file handles"),
+    (libc::SYS_quotactl, "disk quotas"),
+    (libc::SYS_syslog, "the kernel log"),
+    (libc::SYS_settimeofday, "the system clock"),
+    (libc::SYS_clock_settime, "the system clock"),
+    (libc::SYS_adjtimex, "the system clock"),
+    (libc::SYS_iopl, "hardware I/O ports"),
+    (libc::SYS_ioperm, "hardware I/O ports"),
+    (libc::SYS_vhangup, "hanging up the terminal"),
+];
+
+/// The blocked system calls and why, for `tackle doctor` and tests.
+pub fn blocked_syscalls() -> impl Iterator<Item = (i64, &'static str)> {
+    BLOCKED.iter().copied()
+}
+
+/// The two compiled filters (the `EPERM` list with `clone` of a new user namespace, and
+/// `clone3` → `ENOSYS`), each in a memory file bubblewrap reads. Close-on-exec is set: the
+/// child clears it for itself (see `exec`), so no other command inherits them.
+pub(crate) fn filters() -> Result<Vec<OwnedFd>, String> {
+    static COMPILED: std::sync::OnceLock<Result<Vec<Vec<u8>>, String>> = std::sync::OnceLock::new();
+    let compiled = COMPILED
+        .get_or_init(compile)
+        .as_ref()
+        .map_err(Clone::clone)?;
+    compiled.iter().map(|bytes| memfd_with(bytes)).collect()
+}
+
+fn compile() -> Result<Vec<Vec<u8>>, String> {
+    use seccompiler::{
+        SeccompAction, SeccompCmpArgLen, SeccompCmpOp, SeccompCondition, SeccompFilter, SeccompRule,
+    };
+    let arch = target_arch()?;
+    let mut rules: std::collections::BTreeMap<i64, Vec<SeccompRule>> =
+        BLOCKED.iter().map(|(nr, _)| (*nr, Vec::new())).collect();
+    let new_user = libc::CLONE_NEWUSER as u64;
+    let flag = SeccompCondition::new(
+        0,
+        SeccompCmpArgLen::Qword,
+        SeccompCmpOp::MaskedEq(new_user),
+        new_user,
+    )
+    .and_then(|c| SeccompRule::new(vec![c]))
+    .map_err(|e| e.to_string())?;
+    rules.insert(libc::SYS_clone, vec![flag]);
+    let eperm = SeccompFilter::new(
+        rules,
+        SeccompAction::Allow,
+        SeccompAction::Errno(libc::EPERM as u32),
+        arch,
+    )
+    .map_err(|e| e.to_string())?;
+    let clone3 = SeccompFilter::new(
+        [(libc::SYS_clone3, Vec::new())].into_iter().collect(),
+        SeccompAction::Allow,
+        SeccompAction::Errno(libc::ENOSYS as u32),
+        arch,
+    )
+    .map_err(|e| e.to_string())?;
+    [eperm, clone3]
+        .into_iter()
+        .map(|f| {
+            let program: seccompiler::BpfProgram = f.try_into().map_err(|e| format!("{e}"))?;
+            Ok(bpf_bytes(&program))
+        })
+        .collect()
+}
+
+fn target_arch() -> Result<seccompiler::TargetArch, String> {
+    match std::env::consts::ARCH {
+        "x86_64" => Ok(seccompiler::TargetArch::x86_64),
+        "aarch64" => Ok(seccompiler::TargetArch::aarch64),
+        other => Err(format!("no seccomp filter for the {other} architecture")),
+    }
+}
+
+/// The program as the kernel's `struct sock_filter` array, which bubblewrap passes on as is.
+fn bpf_bytes(program: &[seccompiler::sock_filter]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(program.len() * 8);
+    for ins in program {
+        out.extend_from_slice(&ins.code.to_ne_bytes());
+        out.push(ins.jt);
+        out.push(ins.jf);
+        out.extend_from_slice(&ins.k.to_ne_bytes());
+    }
+    out
+}
+
+/// A memory file holding `data`, positioned at its start.
+fn memfd_with(data: &[u8]) -> Result<OwnedFd, String> {
+    use std::io::{Seek, Write};
+    use std::os::fd::FromRawFd;
+    // SAFETY: a plain system call with a NUL-terminated name; the result is checked.
+    let fd = unsafe { libc::memfd_create(c"tackle-seccomp".as_ptr(), libc::MFD_CLOEXEC) };
+    if fd < 0 {
+        return Err(format!("memfd_create: {}", std::io::Error::last_os_error()));
+    }
+    // SAFETY: `fd` was just created and is owned by nothing else.
+    let owned = unsafe { OwnedFd::from_raw_fd(fd) };
+    let mut file = std::fs::File::from(owned);
+    file.write_all(data).map_err(|e| e.to_string())?;
+    file.rewind().map_err(|e| e.to_string())?;
+    Ok(OwnedFd::from(file))
+}
