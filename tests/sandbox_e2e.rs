@@ -19,11 +19,12 @@ fn shell(sb: &Sandbox, config_yaml: &str, line: &str) -> (Run, Value) {
     let cfg = sb.config(config_yaml);
     let args = serde_json::json!({ "command": line }).to_string();
     let mut cmd = sb.tackle(&cfg, &["tools", "call", "shell", &args, "--yes", "--json"]);
-    // Toolchains the positive controls need, when the machine keeps them outside the home.
-    for var in ["RUSTUP_HOME", "CARGO_HOME"] {
-        if let Ok(v) = std::env::var(var) {
-            cmd.env(var, v);
-        }
+    // The test's home is empty, so the real toolchain homes are named explicitly (a user's
+    // own home has them in place).
+    let real_home = std::env::var("HOME").unwrap_or_default();
+    for (var, default) in [("RUSTUP_HOME", ".rustup"), ("CARGO_HOME", ".cargo")] {
+        let value = std::env::var(var).unwrap_or_else(|_| format!("{real_home}/{default}"));
+        cmd.env(var, value);
     }
     let r = run(cmd);
     let v = serde_json::from_str(r.stdout.trim()).unwrap_or_else(|e| panic!("not JSON ({e})\n{r}"));
@@ -218,11 +219,13 @@ fn ordinary_work_still_runs_in_the_sandbox() {
         .arg("--version")
         .output();
     if cargo.is_ok_and(|o| o.status.success()) {
-        let (r, v) = shell(&sb, "", "cargo --version");
-        assert!(
-            content(&v).contains("cargo "),
+        let passthrough = "security:\n  env_passthrough: [RUSTUP_HOME, CARGO_HOME]\n";
+        let (r, v) = shell(&sb, passthrough, "cargo --version");
+        assert_eq!(
+            v["structured"]["exit_code"], 0,
             "cargo does not run in the sandbox\n{r}"
         );
+        assert!(content(&v).contains("stdout:\ncargo "), "{r}");
     }
 }
 
