@@ -86,6 +86,22 @@ fn secrets_in_the_home_directory_are_invisible() {
 }
 
 #[test]
+fn system_secrets_are_invisible() {
+    let sb = Sandbox::new();
+    require_namespaces!(sb);
+    let (r, v) = shell(
+        &sb,
+        "",
+        "cat /etc/shadow /etc/gshadow /etc/ssh/ssh_host_*_key /etc/ssl/private/* 2>/dev/null | wc -c",
+    );
+    let out = content(&v);
+    assert!(
+        out.contains("stdout:\n0\n"),
+        "a system secret is readable\n{r}"
+    );
+}
+
+#[test]
 fn tackles_own_config_and_state_are_invisible() {
     let sb = Sandbox::new();
     require_namespaces!(sb);

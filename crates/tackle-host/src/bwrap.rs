@@ -16,6 +16,17 @@ const SYSTEM: &[&str] = &[
     "/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/opt", "/nix",
 ];
 
+/// Secrets kept in the system directories (readable to root, who may be running Tackle).
+const SYSTEM_SECRETS: &[&str] = &[
+    "/etc/shadow",
+    "/etc/shadow-",
+    "/etc/gshadow",
+    "/etc/gshadow-",
+    "/etc/ssl/private",
+    "/etc/sudoers",
+    "/etc/sudoers.d",
+];
+
 /// Toolchains under the home directory, shown read-only so that `cargo`, `rustup`, `pyenv`,
 /// `nvm` … still work. Credentials kept beside them (`~/.cargo/credentials.toml`) are not
 /// among these paths.
@@ -127,6 +138,18 @@ pub(crate) fn args(view: &View<'_>, program: &Path, program_args: &[OsString]) -
             Err(_) => &mut a,
         };
     }
+    for secret in SYSTEM_SECRETS.iter().map(Path::new) {
+        hide(&mut a, secret);
+    }
+    // The host's SSH keys sit beside the client's configuration, which ssh still needs.
+    if let Ok(entries) = std::fs::read_dir("/etc/ssh") {
+        for e in entries.flatten() {
+            let name = e.file_name();
+            if name.to_string_lossy().starts_with("ssh_host_") {
+                hide(&mut a, &e.path());
+            }
+        }
+    }
     a.push(["--dev", "/dev", "--proc", "/proc", "--tmpfs", "/run"]);
     a.push(["--tmpfs", "/tmp", "--tmpfs", "/var/tmp"]);
     if let Some(home) = view.home.filter(|h| h.is_absolute()) {
@@ -147,11 +170,7 @@ pub(crate) fn args(view: &View<'_>, program: &Path, program_args: &[OsString]) -
         a.push(["--bind-try"]).path(w).path(w);
     }
     for h in view.hidden {
-        if h.is_dir() {
-            a.push(["--tmpfs"]).path(h);
-        } else if h.exists() {
-            a.push(["--ro-bind", "/dev/null"]).path(h);
-        }
+        hide(&mut a, h);
     }
     // The session's TMPDIR lives in the (hidden) state directory: bound again on top.
     a.push(["--bind"]).path(view.tmpdir).path(view.tmpdir);
@@ -184,6 +203,15 @@ pub(crate) fn args(view: &View<'_>, program: &Path, program_args: &[OsString]) -
     a.path(program);
     a.0.extend(program_args.iter().cloned());
     a.0
+}
+
+/// Covers a directory with an empty one and a file with an empty file.
+fn hide(a: &mut Args, path: &Path) {
+    if path.is_dir() {
+        a.push(["--tmpfs"]).path(path);
+    } else if path.exists() {
+        a.push(["--ro-bind", "/dev/null"]).path(path);
+    }
 }
 
 #[derive(Default)]
