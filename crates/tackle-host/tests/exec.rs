@@ -2,21 +2,10 @@
 
 mod common;
 
-use common::{exists, is_denied, Fixture};
+use common::{exists, is_denied, sh, Fixture};
 use std::time::{Duration, Instant};
 use tackle_host::sandbox_status;
 use tackle_protocol::{ExecCommand, ExecRequest, Grants, HostError, ShellGrant};
-
-fn sh(line: &str) -> ExecRequest {
-    ExecRequest {
-        command: ExecCommand::Shell(line.into()),
-        cwd: None,
-        timeout: Duration::from_secs(20),
-        env: Vec::new(),
-        stdin: None,
-        max_output_bytes: 64 * 1024,
-    }
-}
 
 fn deny(words: &[&str]) -> Grants {
     Grants {

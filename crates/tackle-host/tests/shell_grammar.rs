@@ -4,23 +4,9 @@
 
 mod common;
 
-use common::{exists, is_denied, Fixture};
-use std::time::Duration;
+use common::{exists, is_denied, sh, Fixture};
 use tackle_host::{bash_path, check_shell_line};
-use tackle_protocol::{
-    CallScope, ExecCommand, ExecRequest, Grants, HostProvider, OpaqueMode, ShellGrant, Verdict,
-};
-
-fn sh(line: &str) -> ExecRequest {
-    ExecRequest {
-        command: ExecCommand::Shell(line.into()),
-        cwd: None,
-        timeout: Duration::from_secs(20),
-        env: Vec::new(),
-        stdin: None,
-        max_output_bytes: 64 * 1024,
-    }
-}
+use tackle_protocol::{CallScope, Grants, HostProvider, OpaqueMode, ShellGrant, Verdict};
 
 fn shell_grant(allow: &[&str], deny: &[&str], opaque: OpaqueMode) -> ShellGrant {
     ShellGrant {

@@ -4,7 +4,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use tackle_host::{HostConfig, NativeHostProvider};
-use tackle_protocol::{CallScope, Grants, HostProvider, ToolHost};
+use tackle_protocol::{CallScope, ExecCommand, ExecRequest, Grants, HostProvider, ToolHost};
 use tempfile::TempDir;
 use tokio_util::sync::CancellationToken;
 
@@ -71,4 +71,16 @@ pub fn is_denied<T: std::fmt::Debug>(r: &Result<T, tackle_protocol::HostError>) 
 
 pub fn exists(p: &Path) -> bool {
     std::fs::symlink_metadata(p).is_ok()
+}
+
+/// A shell line to run in the workspace, with a generous timeout.
+pub fn sh(line: &str) -> ExecRequest {
+    ExecRequest {
+        command: ExecCommand::Shell(line.into()),
+        cwd: None,
+        timeout: std::time::Duration::from_secs(20),
+        env: Vec::new(),
+        stdin: None,
+        max_output_bytes: 64 * 1024,
+    }
 }

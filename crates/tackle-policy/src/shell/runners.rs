@@ -1294,10 +1294,7 @@ fn no_bang(v: &str) -> bool {
 
 /// m4 definitions are inert unless they call the shell or read other files.
 fn m4_inert(v: &str) -> bool {
-    let v = v.to_ascii_lowercase();
-    !["syscmd", "esyscmd", "include", "sinclude", "undivert"]
-        .iter()
-        .any(|k| v.contains(k))
+    mentions_none(v, &["syscmd", "esyscmd", "include", "sinclude", "undivert"])
 }
 
 /// less commands given with `+`: searches and motions, but not `!`/`|` (shell), `v` (editor),
@@ -1355,13 +1352,8 @@ fn rustc_codegen_inert(v: &str) -> bool {
 
 /// gnuplot runs the shell through `system`, `!`, backticks, and pipes in file names.
 fn gnuplot_inert(v: &str) -> bool {
-    let lower = v.to_ascii_lowercase();
-    !(lower.contains("system")
-        || v.contains(['!', '`', '|', '<'])
-        || lower.contains("load")
-        || lower.contains("call")
-        || lower.contains("shell")
-        || lower.contains("eval"))
+    !v.contains(['!', '`', '|', '<'])
+        && mentions_none(v, &["system", "load", "call", "shell", "eval"])
 }
 
 /// sqlite3 SQL and dot-commands: inert unless a dot-command other than the listed ones appears
@@ -1414,33 +1406,34 @@ fn sqlite_inert(v: &str) -> bool {
 
 /// psql meta-commands that run programs or read or write files.
 fn psql_inert(v: &str) -> bool {
-    let lower = v.to_ascii_lowercase();
-    !(lower.contains("\\!")
-        || lower.contains("\\o")
-        || lower.contains("\\g")
-        || lower.contains("\\copy")
-        || lower.contains("\\i")
-        || lower.contains("\\w")
-        || lower.contains("\\e")
-        || lower.contains("\\setenv")
-        || lower.contains("\\s")
-        || lower.contains("program"))
+    const RUNS: &[&str] = &[
+        "\\!", "\\o", "\\g", "\\copy", "\\i", "\\w", "\\e", "\\setenv", "\\s", "program",
+    ];
+    mentions_none(v, RUNS)
 }
 
 /// mysql client commands that run programs or read files.
 fn mysql_inert(v: &str) -> bool {
+    const RUNS: &[&str] = &[
+        "\\!",
+        "system",
+        "\\.",
+        "source",
+        "pager",
+        "\\p",
+        "tee",
+        "\\t",
+        "load_file",
+        "outfile",
+        "dumpfile",
+    ];
+    mentions_none(v, RUNS)
+}
+
+/// Whether `v` mentions none of `words`, ignoring case.
+fn mentions_none(v: &str, words: &[&str]) -> bool {
     let lower = v.to_ascii_lowercase();
-    !(lower.contains("\\!")
-        || lower.contains("system")
-        || lower.contains("\\.")
-        || lower.contains("source")
-        || lower.contains("pager")
-        || lower.contains("\\p")
-        || lower.contains("tee")
-        || lower.contains("\\t")
-        || lower.contains("load_file")
-        || lower.contains("outfile")
-        || lower.contains("dumpfile"))
+    !words.iter().any(|w| lower.contains(w))
 }
 
 #[cfg(test)]
