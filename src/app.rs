@@ -203,6 +203,7 @@ fn host_provider(
         .with_home(home)
         .with_config(config)
         .hide(state_dir);
+    host_config.net_bridge = std::env::current_exe().ok();
     if let Some(file) = config_file {
         let file = std::fs::canonicalize(file).unwrap_or_else(|_| file.to_path_buf());
         host_config = host_config.hide(file);

@@ -7,6 +7,7 @@ mod cli;
 mod commands;
 mod config;
 mod exit;
+mod net_bridge;
 mod render;
 mod runtime;
 mod spill;
@@ -16,6 +17,11 @@ use clap::Parser;
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
+    // The bridge a sandboxed command reaches the network through: no flags, no config.
+    let mut argv = std::env::args_os();
+    if argv.nth(1).is_some_and(|a| a == "__net-bridge") {
+        return net_bridge::main(argv.collect());
+    }
     let cli = cli::Cli::parse();
     init_tracing(cli.global.verbose, cli.global.quiet);
     let runtime = match tokio::runtime::Builder::new_multi_thread()

@@ -287,3 +287,63 @@ fn the_seccomp_filter_refuses_each_blocked_system_call() {
     );
     assert!(content(&v).contains("OK"), "{r}");
 }
+
+/// A one-line HTTP server on 127.0.0.1 that counts the connections it gets.
+fn tiny_server() -> (u16, std::sync::Arc<std::sync::atomic::AtomicUsize>) {
+    use std::io::{Read, Write};
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let hits = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let counter = std::sync::Arc::clone(&hits);
+    std::thread::spawn(move || {
+        for mut conn in listener.incoming().flatten() {
+            counter.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            let mut buf = [0u8; 2048];
+            let _ = conn.read(&mut buf);
+            let _ = conn.write_all(
+                b"HTTP/1.1 200 OK\r\nContent-Length: 12\r\nConnection: close\r\n\r\nhello-sandbox",
+            );
+        }
+    });
+    (port, hits)
+}
+
+#[test]
+fn a_network_grant_lets_through_its_endpoint_only_via_the_proxy() {
+    let sb = Sandbox::new();
+    require_namespaces!(sb);
+    if std::process::Command::new("curl")
+        .arg("--version")
+        .output()
+        .is_err()
+    {
+        eprintln!("SKIP: curl is not installed");
+        return;
+    }
+    let (granted, granted_hits) = tiny_server();
+    let (other, other_hits) = tiny_server();
+    let grant = format!(
+        "security:\n  tool_policies:\n    shell:\n      grants:\n        network:\n          endpoints: [{{host: \"127.0.0.1:{granted}\"}}]\n          allow_private: true\n"
+    );
+    let line = format!(
+        "curl -s -m 5 http://127.0.0.1:{granted}/ ; echo; curl -s -m 5 -o /dev/null -w 'other=%{{http_code}}\\n' http://127.0.0.1:{other}/; (exec 3<>/dev/tcp/127.0.0.1/{other}) 2>/dev/null && echo DIRECT"
+    );
+    let (r, v) = shell(&sb, &grant, &line);
+    let out = content(&v);
+    assert!(
+        out.contains("hello-sandbo"),
+        "the granted endpoint is not reachable\n{r}"
+    );
+    assert!(
+        out.contains("other=403"),
+        "the proxy did not refuse the other port\n{r}"
+    );
+    assert!(!out.contains("DIRECT"), "a direct connection got out\n{r}");
+    std::thread::sleep(Duration::from_millis(200));
+    assert!(granted_hits.load(std::sync::atomic::Ordering::SeqCst) >= 1);
+    assert_eq!(
+        other_hits.load(std::sync::atomic::Ordering::SeqCst),
+        0,
+        "the other port was reached\n{r}"
+    );
+}

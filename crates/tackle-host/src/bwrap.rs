@@ -58,7 +58,8 @@ pub(crate) struct View<'a> {
     /// Files and directories that stay invisible even inside a granted root (Tackle's config
     /// file and state directory).
     pub hidden: &'a [PathBuf],
-    pub network: bool,
+    /// More paths to show read-only (the network bridge program).
+    pub also_read: &'a [PathBuf],
     /// Descriptors of compiled seccomp filters the child inherits.
     pub seccomp: &'a [i32],
 }
@@ -163,7 +164,7 @@ pub(crate) fn args(view: &View<'_>, program: &Path, program_args: &[OsString]) -
     for dir in program_dirs(view.home) {
         a.push(["--ro-bind-try"]).path(&dir).path(&dir);
     }
-    for r in view.read {
+    for r in view.read.iter().chain(view.also_read) {
         a.push(["--ro-bind-try"]).path(r).path(r);
     }
     for w in view.write.iter().chain([&view.workspace.to_path_buf()]) {
@@ -185,10 +186,8 @@ pub(crate) fn args(view: &View<'_>, program: &Path, program_args: &[OsString]) -
         "/",
     ]);
     a.push(["--chdir"]).path(view.cwd);
+    // No network: a command with a network grant reaches it through the bridge and the proxy.
     a.push(["--unshare-all"]);
-    if view.network {
-        a.push(["--share-net"]);
-    }
     for fd in view.seccomp {
         a.push(["--add-seccomp-fd"]);
         a.0.push(fd.to_string().into());
@@ -233,7 +232,7 @@ impl Args {
 mod tests {
     use super::*;
 
-    fn view<'a>(hidden: &'a [PathBuf], network: bool) -> View<'a> {
+    fn view<'a>(hidden: &'a [PathBuf], bridge: &'a [PathBuf]) -> View<'a> {
         View {
             cwd: Path::new("/w"),
             workspace: Path::new("/w"),
@@ -242,7 +241,7 @@ mod tests {
             write: &[],
             home: Some(Path::new("/home/u")),
             hidden,
-            network,
+            also_read: bridge,
             seccomp: &[],
         }
     }
@@ -256,7 +255,7 @@ mod tests {
 
     #[test]
     fn home_is_replaced_and_the_workspace_is_writable() {
-        let a = joined(&args(&view(&[], false), Path::new("/usr/bin/bash"), &[]));
+        let a = joined(&args(&view(&[], &[]), Path::new("/usr/bin/bash"), &[]));
         assert!(a.contains("--tmpfs /home/u"), "{a}");
         assert!(a.contains("--bind-try /w /w"), "{a}");
         assert!(
@@ -267,15 +266,23 @@ mod tests {
     }
 
     #[test]
-    fn the_network_is_shared_only_when_granted() {
-        let a = joined(&args(&view(&[], true), Path::new("/bin/true"), &[]));
-        assert!(a.contains("--share-net"), "{a}");
+    fn the_network_is_never_shared_and_the_bridge_is_read_only() {
+        let bridge = [PathBuf::from("/opt/tackle/tackle")];
+        let a = joined(&args(&view(&[], &bridge), Path::new("/bin/true"), &[]));
+        assert!(
+            !a.contains("--share-net") && a.contains("--unshare-all"),
+            "{a}"
+        );
+        assert!(
+            a.contains("--ro-bind-try /opt/tackle/tackle /opt/tackle/tackle"),
+            "{a}"
+        );
     }
 
     #[test]
     fn the_tmpdir_is_bound_after_the_hidden_state_dir() {
         let hidden = [std::env::temp_dir()];
-        let a = joined(&args(&view(&hidden, false), Path::new("/bin/true"), &[]));
+        let a = joined(&args(&view(&hidden, &[]), Path::new("/bin/true"), &[]));
         let hide = a.find(&format!("--tmpfs {}", hidden[0].display()));
         let tmp = a.find("--bind /s/tmp/x /s/tmp/x");
         assert!(hide.is_some() && tmp.is_some() && hide < tmp, "{a}");

@@ -41,6 +41,10 @@ pub struct HostConfig {
     pub hidden: Vec<PathBuf>,
     /// `security.sandbox: required`: refuse to run commands without the namespace sandbox.
     pub sandbox_required: bool,
+    /// The program that bridges a sandboxed command's network to the filtering proxy (the
+    /// `tackle` binary itself, `tackle __net-bridge`). Without one, a command with a network
+    /// grant gets no network at all.
+    pub net_bridge: Option<PathBuf>,
 }
 
 impl HostConfig {
@@ -60,6 +64,7 @@ impl HostConfig {
             user_agent: concat!("tackle/", env!("CARGO_PKG_VERSION")).to_string(),
             hidden: Vec::new(),
             sandbox_required: false,
+            net_bridge: None,
         }
     }
 

@@ -39,8 +39,11 @@ pub(crate) struct ExecScope<'a> {
     pub approved: bool,
     /// Kept invisible inside the sandbox: Tackle's config file and state directory.
     pub hidden: &'a [PathBuf],
-    /// The call has a network grant: the sandbox keeps the host's network.
-    pub network: bool,
+    /// The call's network grant: its traffic goes through the filtering proxy.
+    pub network: Option<&'a tackle_protocol::NetworkGrant>,
+    /// The program that bridges the sandbox to the proxy (see `HostConfig::net_bridge`).
+    pub net_bridge: Option<&'a Path>,
+    pub dns_overrides: &'a [(String, std::net::IpAddr)],
     /// `security.sandbox: required`: no command runs without the namespace sandbox.
     pub sandbox_required: bool,
 }
@@ -110,6 +113,23 @@ pub(crate) async fn run(scope: &ExecScope<'_>, req: ExecRequest) -> Result<ExecO
     prepare_tmpdir(scope.tmpdir)?;
     let (program, args) = command_line(&req.command)?;
     let namespaces = bwrap::usable();
+    // With a network grant, the command reaches the network only through the proxy, which
+    // lives as long as this call.
+    let proxy = match (&namespaces, scope.network) {
+        (Ok(_), Some(grant)) => net_proxy(scope, grant)?,
+        _ => None,
+    };
+    let (program, args) = match &proxy {
+        Some((p, bridge)) => {
+            let mut a: Vec<OsString> = vec!["__net-bridge".into(), p.socket.clone().into()];
+            a.push("--".into());
+            a.push(program.into());
+            a.extend(args);
+            (bridge.to_path_buf(), a)
+        }
+        None => (program, args),
+    };
+    let bridge_exe: Vec<PathBuf> = proxy.iter().map(|(_, b)| b.to_path_buf()).collect();
     let filters = match &namespaces {
         Ok(_) => seccomp_filters(scope.sandbox_required)?,
         Err(_) => Vec::new(),
@@ -125,7 +145,7 @@ pub(crate) async fn run(scope: &ExecScope<'_>, req: ExecRequest) -> Result<ExecO
                 write: &scope.guard.roots.write,
                 home: scope.guard.home.as_deref(),
                 hidden: scope.hidden,
-                network: scope.network,
+                also_read: &bridge_exe,
                 seccomp: &filter_fds,
             };
             let mut c = Command::new(bwrap);
@@ -157,6 +177,20 @@ pub(crate) async fn run(scope: &ExecScope<'_>, req: ExecRequest) -> Result<ExecO
     for (k, v) in &req.env {
         validate_env_name(k)?;
         cmd.env(k, v);
+    }
+    if proxy.is_some() {
+        let url = format!("http://127.0.0.1:{}", crate::proxy::BRIDGE_PORT);
+        for k in [
+            "http_proxy",
+            "https_proxy",
+            "HTTP_PROXY",
+            "HTTPS_PROXY",
+            "ALL_PROXY",
+            "all_proxy",
+        ] {
+            cmd.env(k, &url);
+        }
+        cmd.env_remove("NO_PROXY").env_remove("no_proxy");
     }
     let stdin = if req.stdin.is_some() {
         Stdio::piped()
@@ -225,6 +259,23 @@ fn only_these_descriptors(keep: &[i32]) -> std::io::Result<()> {
         )
     };
     Ok(())
+}
+
+/// The proxy for a call with a network grant, and the bridge that reaches it; none (no
+/// network at all, said once) where no bridge program is known.
+fn net_proxy<'s>(
+    scope: &ExecScope<'s>,
+    grant: &tackle_protocol::NetworkGrant,
+) -> Result<Option<(crate::proxy::Proxy, &'s Path)>, HostError> {
+    let Some(bridge) = scope.net_bridge else {
+        static WARNED: AtomicBool = AtomicBool::new(false);
+        if !WARNED.swap(true, Ordering::Relaxed) {
+            tracing::warn!("commands with a network grant get no network: no bridge to the filtering proxy is configured");
+        }
+        return Ok(None);
+    };
+    let proxy = crate::proxy::start(scope.tmpdir, grant, scope.dns_overrides)?;
+    Ok(Some((proxy, bridge)))
 }
 
 /// The compiled seccomp filters, or none (said once) where they cannot be built here.

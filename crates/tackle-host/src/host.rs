@@ -221,7 +221,9 @@ impl ToolHost for NativeHost {
             cancel: &self.cancel,
             approved: self.approved,
             hidden: &c.hidden,
-            network: self.grants.network.is_some(),
+            network: self.grants.network.as_ref(),
+            net_bridge: c.net_bridge.as_deref(),
+            dns_overrides: &c.dns_overrides,
             sandbox_required: c.sandbox_required,
         };
         exec::run(&scope, req).await

@@ -48,6 +48,7 @@ mod fs;
 mod host;
 mod net;
 mod paths;
+mod proxy;
 mod report;
 mod safe_open;
 mod sandbox;

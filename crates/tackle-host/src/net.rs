@@ -58,6 +58,13 @@ pub(crate) struct PinnedResolver {
 type BoxError = Box<dyn std::error::Error + Send + Sync>;
 
 impl PinnedResolver {
+    pub(crate) fn new(reach: Reach, overrides: &[(String, IpAddr)]) -> Self {
+        Self {
+            reach,
+            overrides: overrides.to_vec().into(),
+        }
+    }
+
     pub(crate) async fn lookup(&self, host: String) -> Result<Vec<SocketAddr>, BoxError> {
         let fixed: Vec<SocketAddr> = self
             .overrides

@@ -44,7 +44,7 @@ pub fn enforcement_report() -> Vec<Enforcement> {
             protection: "network_isolation",
             enforced: namespaces.is_ok(),
             detail: match &namespaces {
-                Ok(_) => "commands have no network unless the call has a network grant; with one they get the host network unfiltered (the filtering proxy is not built yet)".into(),
+                Ok(_) => "commands have no network of their own; with a network grant they reach it through a filtering proxy (HTTP_PROXY/HTTPS_PROXY) that applies the endpoint grants and the SSRF guard to every request".into(),
                 Err(_) => "commands share the host network".into(),
             },
         },
