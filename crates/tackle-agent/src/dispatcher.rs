@@ -154,6 +154,9 @@ impl Dispatcher {
         let outcome = outcome
             .map(|mut out| {
                 out.content = self.config.sanitizer.sanitize(&out.content);
+                if let Some(structured) = out.structured.as_mut() {
+                    self.config.sanitizer.clean_value(structured);
+                }
                 out
             })
             .map_err(|mut e| {

@@ -77,6 +77,28 @@ impl Sanitizer {
         out
     }
 
+    /// Every string in a machine-readable result, keys included, cleaned like text: what is
+    /// removed from `content` never comes back through `structured`.
+    pub fn clean_value(&self, value: &mut serde_json::Value) {
+        use serde_json::Value;
+        match value {
+            Value::String(s) => {
+                if let Cow::Owned(c) = self.clean(s) {
+                    *s = c;
+                }
+            }
+            Value::Array(items) => items.iter_mut().for_each(|v| self.clean_value(v)),
+            Value::Object(map) => {
+                let entries = std::mem::take(map);
+                for (k, mut v) in entries {
+                    self.clean_value(&mut v);
+                    map.insert(self.clean(&k).into_owned(), v);
+                }
+            }
+            Value::Null | Value::Bool(_) | Value::Number(_) => {}
+        }
+    }
+
     /// The full treatment: clean, then cut to the limit at a char boundary with a note.
     pub fn sanitize(&self, text: &str) -> String {
         let cleaned = self.clean(text);

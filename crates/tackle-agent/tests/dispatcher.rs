@@ -112,6 +112,11 @@ impl Tool for Probe {
         if self.output == "panic" {
             panic!("probe panicked");
         }
+        if let Some(blob) = self.output.strip_prefix("structured:") {
+            let mut out = ToolOutput::text("see structured");
+            out.structured = Some(json!({"value": blob, "list": [blob], blob: {"deep": blob}}));
+            return Ok(out);
+        }
         Ok(ToolOutput::text(self.output.clone()))
     }
 }
@@ -523,4 +528,29 @@ async fn concurrent_calls_run_in_parallel() {
         "{:?}",
         started.elapsed()
     );
+}
+
+#[tokio::test]
+async fn structured_output_is_sanitized_like_content() {
+    let hex = "ab".repeat(80);
+    let blob = format!("data:image/png;base64,{} and {hex}", "QUJD".repeat(50));
+    let f = fixture(
+        ApprovalMode::Never,
+        SecurityConfig::default(),
+        Duration::ZERO,
+        &format!("structured:{blob}"),
+        Duration::from_secs(5),
+    );
+    let out = f
+        .run(
+            call("probe", json!({"target": "x"})),
+            Arc::new(tackle_agent::approvers::NonInteractiveApprover),
+        )
+        .await
+        .expect("the probe runs");
+    let text = serde_json::to_string(&out.structured).unwrap_or_default();
+    assert!(!text.contains("QUJDQUJD") && !text.contains(&hex), "{text}");
+    // Values and keys alike: four places each for the data URI and the hex run.
+    assert_eq!(text.matches("[base64 data removed]").count(), 4, "{text}");
+    assert_eq!(text.matches("[hex data removed]").count(), 4, "{text}");
 }
