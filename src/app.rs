@@ -133,6 +133,19 @@ impl App {
         }
     }
 
+    /// Before one call: a tool already in the registry (every built-in) waits for nothing; an
+    /// MCP tool waits only for its own server (up to its start-up timeout), so a server that
+    /// never starts delays only calls to its own tools.
+    pub async fn settle_mcp_for(&self, tool: &str) {
+        if self.dispatcher.registry().get(tool).is_some() {
+            return;
+        }
+        if let Some(mcp) = &self.mcp {
+            mcp.wait_settled_for(tool, Duration::from_secs(60)).await;
+            self.dispatcher.registry().refresh();
+        }
+    }
+
     /// Stop MCP servers quietly before the process exits.
     pub async fn shutdown(&self) {
         if let Some(mcp) = &self.mcp {

@@ -169,3 +169,31 @@ fn describe_prints_the_full_schema() {
         "{r}"
     );
 }
+
+/// A configured MCP server that never answers delays only calls to its own tools: a built-in
+/// call returns at once, and exits without waiting for the server either.
+#[test]
+fn a_hung_mcp_server_does_not_delay_built_in_calls() {
+    let sb = Sandbox::new();
+    let cfg = sb.config(
+        "mcp_servers:\n  hang:\n    command: sleep\n    args: [\"1000\"]\n    startup_timeout_secs: 30\n",
+    );
+    let r = run(sb.tackle(
+        &cfg,
+        &[
+            "tools",
+            "call",
+            "calculate",
+            r#"{"expression": "1+1"}"#,
+            "--json",
+        ],
+    ));
+    assert_eq!(r.code, 0, "{r}");
+    assert_eq!(json_of(&r.stdout)["content"], "2", "{r}");
+    // Far below the server's 30 s start-up timeout, which the call used to wait out.
+    assert!(
+        r.elapsed < std::time::Duration::from_secs(5),
+        "took {:?}\n{r}",
+        r.elapsed
+    );
+}

@@ -33,7 +33,7 @@ pub async fn run(global: &Global, cmd: ToolsCommand) -> Result<i32> {
         } => {
             let args = parse_arguments(&arguments)?;
             let app = App::build(global, &Selection { agent, template })?;
-            app.settle_mcp().await;
+            app.settle_mcp_for(&name).await;
             let code = if explain {
                 explain_call(&app, &name, &args, json).await
             } else {

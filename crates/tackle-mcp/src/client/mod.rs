@@ -102,6 +102,17 @@ impl McpManager {
         let _ = tokio::time::timeout(timeout, all).await;
     }
 
+    /// Waits (up to `timeout`) only for the servers whose tools `tool` could be
+    /// (`server__tool`); a built-in tool's name waits for none.
+    pub async fn wait_settled_for(&self, tool: &str, timeout: Duration) {
+        let owners = self.servers.iter().filter(|s| {
+            tool.strip_prefix(s.name.as_str())
+                .is_some_and(|rest| rest.starts_with("__"))
+        });
+        let some = futures::future::join_all(owners.map(|s| s.wait_settled()));
+        let _ = tokio::time::timeout(timeout, some).await;
+    }
+
     /// Stop every server and wait for their connections to close.
     pub async fn shutdown(&self) {
         self.stop.cancel();
