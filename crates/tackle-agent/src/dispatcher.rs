@@ -92,8 +92,9 @@ pub struct Dispatcher {
     config: DispatcherConfig,
     audit: Option<Arc<dyn AuditSink>>,
     agents: Option<Arc<dyn AgentServices>>,
-    /// Tools the user allowed for the rest of the session with `a`.
-    session_allowed: Mutex<HashSet<String>>,
+    /// (session, tool) pairs a person allowed for the rest of that session with `a`: an
+    /// answer given in one session (one MCP client, one chat) never covers another.
+    session_allowed: Mutex<HashSet<(String, String)>>,
 }
 
 /// The outcome of the policy steps for one call, before execution.
@@ -281,7 +282,7 @@ impl Dispatcher {
                 entry,
                 policy,
                 &req.call.arguments,
-                self.allowed_for_session(name),
+                self.allowed_for_session(&req.session_id, name),
             ),
         };
         if decision.verdict == Verdict::Allow {
@@ -299,7 +300,7 @@ impl Dispatcher {
             Ok(ApprovalAnswer::ForSession) => {
                 if !escalated {
                     if let Ok(mut set) = self.session_allowed.lock() {
-                        set.insert(name.to_string());
+                        set.insert((req.session_id.clone(), name.to_string()));
                     }
                 }
                 Ok(req.approver.name().to_string())
@@ -342,10 +343,10 @@ impl Dispatcher {
         }
     }
 
-    fn allowed_for_session(&self, tool: &str) -> bool {
+    fn allowed_for_session(&self, session: &str, tool: &str) -> bool {
         self.session_allowed
             .lock()
-            .map(|set| set.contains(tool))
+            .map(|set| set.contains(&(session.to_string(), tool.to_string())))
             .unwrap_or(false)
     }
 

@@ -32,9 +32,11 @@ impl ToolService for DispatcherService {
         &self,
         call: ToolCall,
         approver: Arc<dyn Approver>,
+        session: &str,
     ) -> Result<ToolOutput, ToolError> {
+        // Each MCP session is a session of its own: approvals and TMPDIR do not leak across.
         let req = CallRequest::new(call, approver)
-            .session(self.session_id.clone())
+            .session(format!("{}-{session}", self.session_id))
             .channel("mcp");
         self.dispatcher.dispatch(req).await
     }

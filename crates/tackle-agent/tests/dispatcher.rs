@@ -345,6 +345,38 @@ async fn always_for_session_stops_further_prompts_for_that_tool() {
 }
 
 #[tokio::test]
+async fn allow_for_the_session_holds_in_that_session_only() {
+    let f = simple(ApprovalMode::Always);
+    let approver = Arc::new(Answer(ApprovalAnswer::ForSession, AtomicUsize::new(0)));
+    let in_session = |session: &str, approver: Arc<dyn Approver>| {
+        CallRequest::new(call("probe", json!({"target": "ok"})), approver).session(session)
+    };
+    f.dispatcher
+        .dispatch(in_session("mcp-a", approver.clone()))
+        .await
+        .expect("approved in session a");
+    f.dispatcher
+        .dispatch(in_session("mcp-a", approver.clone()))
+        .await
+        .expect("still allowed in session a");
+    assert_eq!(
+        approver.1.load(Ordering::SeqCst),
+        1,
+        "asked once in session a"
+    );
+    // Another client, which cannot be asked, gets no free pass from session a's answer.
+    let other = f
+        .dispatcher
+        .dispatch(in_session(
+            "mcp-b",
+            Arc::new(tackle_agent::approvers::NonInteractiveApprover),
+        ))
+        .await;
+    assert_eq!(other.map_err(|e| e.kind), Err(ErrorKind::NeedsApproval));
+    assert_eq!(f.runs.load(Ordering::SeqCst), 2);
+}
+
+#[tokio::test]
 async fn escalated_arguments_ask_even_when_auto_approved() {
     let security = SecurityConfig {
         auto_approved_tools: vec!["probe".into()],

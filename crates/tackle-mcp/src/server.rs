@@ -23,17 +23,20 @@ pub trait ToolService: Send + Sync {
     /// The tools to list, in registry order.
     fn tools(&self) -> Vec<ToolSpec>;
     /// One call through the whole pipeline. `approver` asks the MCP client's user (or says
-    /// no one can be asked, so the call ends as `needs_approval`).
+    /// no one can be asked, so the call ends as `needs_approval`). `session` names the MCP
+    /// session the call came in on (`stdio`, or one per Streamable HTTP session): what a person
+    /// allowed "for the session" holds in that session only.
     async fn call(
         &self,
         call: ToolCall,
         approver: Arc<dyn Approver>,
+        session: &str,
     ) -> Result<ToolOutput, ToolError>;
 }
 
 /// Serve over stdin/stdout until the client disconnects.
 pub async fn serve_stdio(service: Arc<dyn ToolService>) -> Result<(), McpError> {
-    wire::serve_stdio(Handler { service })
+    wire::serve_stdio(Handler::new(service, "stdio"))
         .await
         .map_err(McpError::Serve)
 }
@@ -67,7 +70,7 @@ pub async fn serve_http_on(
         .map_err(|e| McpError::Serve(e.to_string()))?;
     check_bind(addr, bearer_token.as_deref())?;
     let mcp = wire::http_service(
-        Handler { service },
+        Handler::new(service, "http"),
         allowed_hosts(addr),
         cancel.child_token(),
     );

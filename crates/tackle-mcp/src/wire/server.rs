@@ -27,6 +27,24 @@ const APPROVAL_TIMEOUT: Duration = Duration::from_secs(300);
 #[derive(Clone)]
 pub(crate) struct Handler {
     pub service: Arc<dyn ToolService>,
+    /// The MCP session this handler serves (one handler per Streamable HTTP session).
+    pub session: String,
+}
+
+impl Handler {
+    pub(crate) fn new(service: Arc<dyn ToolService>, session: &str) -> Self {
+        Self {
+            service,
+            session: session.to_string(),
+        }
+    }
+
+    /// A handler for a new session: same service, a session name of its own.
+    fn for_new_session(&self) -> Self {
+        static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+        let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        Self::new(Arc::clone(&self.service), &format!("{}-{n}", self.session))
+    }
 }
 
 impl ServerHandler for Handler {
@@ -71,7 +89,7 @@ impl ServerHandler for Handler {
         let approver = Arc::new(ElicitApprover {
             peer: cx.peer.clone(),
         });
-        let outcome = self.service.call(call, approver).await;
+        let outcome = self.service.call(call, approver, &self.session).await;
         let result: CallToolResult = serde_json::from_value(result_json(outcome))
             .map_err(|e| ErrorData::internal_error(format!("tool result: {e}"), None))?;
         Ok(CallToolResponse::Complete(result))
@@ -168,7 +186,7 @@ pub(crate) fn http_service(
         .with_allowed_hosts(allowed_hosts)
         .with_cancellation_token(cancel);
     StreamableHttpService::new(
-        move || Ok(handler.clone()),
+        move || Ok(handler.for_new_session()),
         Arc::new(LocalSessionManager::default()),
         config,
     )

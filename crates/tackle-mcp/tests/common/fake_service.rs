@@ -30,6 +30,7 @@ impl ToolService for FakeService {
         &self,
         call: ToolCall,
         approver: Arc<dyn Approver>,
+        _session: &str,
     ) -> Result<ToolOutput, ToolError> {
         match call.name.as_str() {
             "echo" => {
