@@ -48,27 +48,15 @@ pub fn bash_path() -> Option<&'static Path> {
 }
 
 fn locate() -> Option<PathBuf> {
-    let from_path = std::env::var_os("PATH")
-        .map(|p| {
-            std::env::split_paths(&p)
-                .map(|d| d.join("bash"))
-                .collect::<Vec<_>>()
-        })
-        .unwrap_or_default();
     BASH_CANDIDATES
         .iter()
         .map(PathBuf::from)
-        .chain(from_path)
-        .find(|p| is_executable(p))
-}
-
-fn is_executable(p: &Path) -> bool {
-    use std::os::unix::fs::PermissionsExt;
-    std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+        .find(|p| crate::exec::is_executable(p))
+        .or_else(|| crate::exec::find_program("bash"))
 }
 
 /// Why a line could not be read back by bash.
-#[derive(Debug, thiserror::Error)]
+#[derive(Debug, Clone, thiserror::Error)]
 pub(crate) enum ReadBackError {
     #[error("bash is not installed (looked in {} and PATH); shell lines run only in bash, the grammar the policy checks", BASH_CANDIDATES.join(", "))]
     Missing,
@@ -81,6 +69,51 @@ pub(crate) enum ReadBackError {
 /// The line as bash itself reads it, printed back in bash's canonical form. The line goes in on
 /// standard input: with `-c`, `--pretty-print` would run it.
 pub(crate) async fn read_back(line: &str) -> Result<String, ReadBackError> {
+    // A call is checked before approval and again when it runs: the second check of the same
+    // line reuses bash's answer instead of starting bash again.
+    if let Some(known) = recent().lookup(line) {
+        return known;
+    }
+    let result = ask_bash(line).await;
+    if !matches!(result, Err(ReadBackError::Failed(_))) {
+        recent().remember(line, &result);
+    }
+    result
+}
+
+/// Bash's readings of the last few lines (only answers bash gave, never a failure to ask).
+struct Recent(
+    std::sync::Mutex<std::collections::VecDeque<(String, Result<String, ReadBackError>)>>,
+);
+
+/// How many readings are kept.
+const RECENT: usize = 32;
+
+fn recent() -> &'static Recent {
+    static RECENT_LINES: OnceLock<Recent> = OnceLock::new();
+    RECENT_LINES.get_or_init(|| Recent(Default::default()))
+}
+
+impl Recent {
+    fn lookup(&self, line: &str) -> Option<Result<String, ReadBackError>> {
+        let lines = self.0.lock().ok()?;
+        lines
+            .iter()
+            .find(|(l, _)| l == line)
+            .map(|(_, r)| r.clone())
+    }
+
+    fn remember(&self, line: &str, result: &Result<String, ReadBackError>) {
+        if let Ok(mut lines) = self.0.lock() {
+            if lines.len() >= RECENT {
+                lines.pop_front();
+            }
+            lines.push_back((line.to_string(), result.clone()));
+        }
+    }
+}
+
+async fn ask_bash(line: &str) -> Result<String, ReadBackError> {
     let bash = bash_path().ok_or(ReadBackError::Missing)?;
     let mut child = tokio::process::Command::new(bash)
         .args(BASH_ARGS)

@@ -152,19 +152,14 @@ pub(crate) async fn run(scope: &ExecScope<'_>, req: ExecRequest) -> Result<ExecO
             c.args(bwrap::args(&view, &program, &args));
             c
         }
-        Err(why) if scope.sandbox_required => {
-            return Err(HostError::Denied(Decision::deny(
-                "security.sandbox = required",
-                format!("commands run only inside the full sandbox here, and {why}"),
-            )))
-        }
+        Err(why) if scope.sandbox_required => return Err(sandbox_required(why)),
         Err(why) => {
             static WARNED: AtomicBool = AtomicBool::new(false);
-            if !WARNED.swap(true, Ordering::Relaxed) {
-                tracing::warn!(
-                    "commands run WITHOUT namespace isolation ({why}): the home directory, Tackle's config and other processes are reachable, the network is not cut off, and background processes may outlive their call; `security.sandbox: required` refuses such commands"
-                );
-            }
+            warn_once(&WARNED, || {
+                format!(
+                "commands run WITHOUT namespace isolation ({why}): the home directory, Tackle's config and other processes are reachable, the network is not cut off, and background processes may outlive their call; `security.sandbox: required` refuses such commands"
+            )
+            });
             let mut c = Command::new(&program);
             c.args(&args);
             c
@@ -269,9 +264,9 @@ fn net_proxy<'s>(
 ) -> Result<Option<(crate::proxy::Proxy, &'s Path)>, HostError> {
     let Some(bridge) = scope.net_bridge else {
         static WARNED: AtomicBool = AtomicBool::new(false);
-        if !WARNED.swap(true, Ordering::Relaxed) {
-            tracing::warn!("commands with a network grant get no network: no bridge to the filtering proxy is configured");
-        }
+        warn_once(&WARNED, || {
+            "commands with a network grant get no network: no bridge to the filtering proxy is configured".into()
+        });
         return Ok(None);
     };
     let proxy = crate::proxy::start(scope.tmpdir, grant, scope.dns_overrides)?;
@@ -282,17 +277,31 @@ fn net_proxy<'s>(
 fn seccomp_filters(required: bool) -> Result<Vec<std::os::fd::OwnedFd>, HostError> {
     match crate::seccomp::filters() {
         Ok(f) => Ok(f),
-        Err(why) if required => Err(HostError::Denied(Decision::deny(
-            "security.sandbox = required",
-            format!("commands run only inside the full sandbox here, and its seccomp filter cannot be built: {why}"),
+        Err(why) if required => Err(sandbox_required(&format!(
+            "its seccomp filter cannot be built: {why}"
         ))),
         Err(why) => {
             static WARNED: AtomicBool = AtomicBool::new(false);
-            if !WARNED.swap(true, Ordering::Relaxed) {
-                tracing::warn!("commands run without the seccomp filter: {why}");
-            }
+            warn_once(&WARNED, || {
+                format!("commands run without the seccomp filter: {why}")
+            });
             Ok(Vec::new())
         }
+    }
+}
+
+/// `security.sandbox: required` refuses a command that would run without a layer.
+fn sandbox_required(missing: &str) -> HostError {
+    HostError::Denied(Decision::deny(
+        "security.sandbox = required",
+        format!("commands run only inside the full sandbox here, and {missing}"),
+    ))
+}
+
+/// A warning about a missing protection, logged once per process (at the first command).
+fn warn_once(flag: &AtomicBool, message: impl FnOnce() -> String) {
+    if !flag.swap(true, Ordering::Relaxed) {
+        tracing::warn!("{}", message());
     }
 }
 
@@ -317,19 +326,21 @@ fn command_line(command: &ExecCommand) -> Result<(PathBuf, Vec<OsString>), HostE
     }
 }
 
-fn find_program(program: &str) -> Option<PathBuf> {
-    use std::os::unix::fs::PermissionsExt;
-    let runnable = |p: &Path| {
-        std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
-    };
+/// `program` as given when it holds a `/`, else the first match in `PATH`.
+pub(crate) fn find_program(program: &str) -> Option<PathBuf> {
     if program.contains('/') {
         let p = PathBuf::from(program);
-        return runnable(&p).then_some(p);
+        return is_executable(&p).then_some(p);
     }
     let path = std::env::var_os("PATH")?;
     std::env::split_paths(&path)
         .map(|d| d.join(program))
-        .find(|p| runnable(p))
+        .find(|p| is_executable(p))
+}
+
+pub(crate) fn is_executable(p: &Path) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
 }
 
 fn spawn_error(command: &ExecCommand, e: std::io::Error) -> HostError {
@@ -409,12 +420,12 @@ fn writable_roots(scope: &ExecScope<'_>) -> Vec<PathBuf> {
 fn apply_sandbox(cmd: &mut Command, sandbox: &Prepared) {
     static WARNED: AtomicBool = AtomicBool::new(false);
     let Some(fd) = sandbox.raw_fd() else {
-        if !WARNED.swap(true, Ordering::Relaxed) {
-            tracing::warn!(
+        warn_once(&WARNED, || {
+            format!(
                 "shell commands run WITHOUT an OS sandbox: {}",
                 sandbox.status
-            );
-        }
+            )
+        });
         tracing::debug!("sandbox {}", sandbox.status);
         return;
     };

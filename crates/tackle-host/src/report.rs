@@ -58,7 +58,7 @@ pub fn enforcement_report() -> Vec<Enforcement> {
             },
         },
         {
-            let filter = crate::seccomp::filters();
+            let filter = crate::seccomp::available();
             Enforcement {
                 protection: "seccomp",
                 enforced: namespaces.is_ok() && filter.is_ok(),

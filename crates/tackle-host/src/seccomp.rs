@@ -70,12 +70,20 @@ pub fn blocked_syscalls() -> impl Iterator<Item = (i64, &'static str)> {
 /// `clone3` → `ENOSYS`), each in a memory file bubblewrap reads. Close-on-exec is set: the
 /// child clears it for itself (see `exec`), so no other command inherits them.
 pub(crate) fn filters() -> Result<Vec<OwnedFd>, String> {
+    compiled()?.iter().map(|bytes| memfd_with(bytes)).collect()
+}
+
+/// Whether the filter can be built here (for `tackle doctor`), without making files for it.
+pub(crate) fn available() -> Result<(), String> {
+    compiled().map(|_| ())
+}
+
+fn compiled() -> Result<&'static [Vec<u8>], String> {
     static COMPILED: std::sync::OnceLock<Result<Vec<Vec<u8>>, String>> = std::sync::OnceLock::new();
-    let compiled = COMPILED
+    COMPILED
         .get_or_init(compile)
-        .as_ref()
-        .map_err(Clone::clone)?;
-    compiled.iter().map(|bytes| memfd_with(bytes)).collect()
+        .as_deref()
+        .map_err(Clone::clone)
 }
 
 fn compile() -> Result<Vec<Vec<u8>>, String> {
