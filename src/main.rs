@@ -7,6 +7,7 @@ mod cli;
 mod commands;
 mod config;
 mod exit;
+mod mcp_service;
 mod net_bridge;
 mod render;
 mod runtime;

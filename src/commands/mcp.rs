@@ -3,11 +3,12 @@
 use crate::app::{App, Selection};
 use crate::cli::{Global, McpCommand};
 use crate::exit::{self, usage};
+use crate::mcp_service::DispatcherService;
 use anyhow::Result;
 use std::net::SocketAddr;
 use std::sync::Arc;
-use tackle_agent::DispatcherService;
 use tackle_mcp::ServerState;
+use tokio_util::sync::CancellationToken;
 
 pub async fn run(global: &Global, cmd: McpCommand) -> Result<i32> {
     match cmd {
@@ -41,8 +42,11 @@ async fn serve(global: &Global, selection: &Selection, http: Option<&str>) -> Re
                     "--http {addr} is not a loopback address; set `mcp.bearer_token` in the config to serve beyond this machine"
                 )));
             }
-            eprintln!("serving MCP over Streamable HTTP at http://{addr}/mcp");
-            tackle_mcp::serve_http(service, addr, token).await?;
+            let listener = tackle_mcp::bind_http(addr, token.as_deref()).await?;
+            // The bound address, so `--http 127.0.0.1:0` says which port it got.
+            let bound = listener.local_addr().unwrap_or(addr);
+            eprintln!("serving MCP over Streamable HTTP at http://{bound}/mcp");
+            tackle_mcp::serve_http_on(service, listener, token, CancellationToken::new()).await?;
         }
     }
     Ok(exit::OK)

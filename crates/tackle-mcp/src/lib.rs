@@ -9,7 +9,10 @@
 //!
 //! **Server** ([`serve_stdio`], [`serve_http`]): serves a [`ToolService`] (the agent's full
 //! dispatcher) to other MCP clients; approvals are asked back through MCP elicitation, or the
-//! call ends as `needs_approval` when the client cannot be asked.
+//! call ends as `needs_approval` when the client cannot be asked. A client's
+//! `notifications/cancelled` stops the call it names. Over HTTP, requests whose `Origin` is not
+//! a local page, or whose `Host` does not name this machine, are refused with 403 before
+//! anything else looks at them (browsers and DNS rebinding).
 //!
 //! Not here: policy decisions (the dispatcher makes them for MCP tools like any other), file
 //! writes (oversized results go through an injected [`ResultSpill`]), config loading.
@@ -43,7 +46,7 @@ mod wire;
 
 pub use client::{McpManager, McpOptions, ServerState, ServerStatus};
 pub use content::{ResultSpill, SpillError};
-pub use server::{serve_http, serve_http_on, serve_stdio, ToolService};
+pub use server::{bind_http, serve_http, serve_http_on, serve_stdio, ToolService};
 
 use std::net::SocketAddr;
 

@@ -32,6 +32,27 @@ pub trait ToolService: Send + Sync {
         approver: Arc<dyn Approver>,
         session: &str,
     ) -> Result<ToolOutput, ToolError>;
+
+    /// [`call`](Self::call) that the MCP client can stop: `cancel` fires when the client sends
+    /// `notifications/cancelled` for the request, or when its session or connection ends. This
+    /// is what the server calls. A service that runs processes passes `cancel` down, so they are
+    /// killed and the stop is recorded; the default stops waiting and drops the call.
+    async fn call_cancellable(
+        &self,
+        call: ToolCall,
+        approver: Arc<dyn Approver>,
+        session: &str,
+        cancel: CancellationToken,
+    ) -> Result<ToolOutput, ToolError> {
+        let name = call.name.clone();
+        tokio::select! {
+            biased;
+            () = cancel.cancelled() => Err(ToolError::failed(format!(
+                "`{name}` was cancelled by the MCP client"
+            ))),
+            outcome = self.call(call, approver, session) => outcome,
+        }
+    }
 }
 
 /// Serve over stdin/stdout until the client disconnects.
@@ -48,14 +69,23 @@ pub async fn serve_http(
     addr: SocketAddr,
     bearer_token: Option<String>,
 ) -> Result<(), McpError> {
-    check_bind(addr, bearer_token.as_deref())?;
-    let listener = tokio::net::TcpListener::bind(addr)
+    let listener = bind_http(addr, bearer_token.as_deref()).await?;
+    serve_http_on(service, listener, bearer_token, CancellationToken::new()).await
+}
+
+/// The listener [`serve_http_on`] serves: refuses a non-loopback address without a bearer
+/// token before binding. With port 0 the system picks one (`local_addr` tells which).
+pub async fn bind_http(
+    addr: SocketAddr,
+    bearer_token: Option<&str>,
+) -> Result<tokio::net::TcpListener, McpError> {
+    check_bind(addr, bearer_token)?;
+    tokio::net::TcpListener::bind(addr)
         .await
         .map_err(|e| McpError::Bind {
             addr,
             why: e.to_string(),
-        })?;
-    serve_http_on(service, listener, bearer_token, CancellationToken::new()).await
+        })
 }
 
 /// [`serve_http`] on a bound listener, stopping when `cancel` fires (tests bind port 0).
@@ -75,9 +105,12 @@ pub async fn serve_http_on(
         cancel.child_token(),
     );
     let token = Arc::new(bearer_token.filter(|t| !t.is_empty()));
+    let local = Arc::new(LocalOnly::for_bind(addr));
+    // Layers run outside in: the browser guard first, then the token.
     let router = axum::Router::new()
         .route_service("/mcp", mcp)
-        .layer(axum::middleware::from_fn_with_state(token, require_bearer));
+        .layer(axum::middleware::from_fn_with_state(token, require_bearer))
+        .layer(axum::middleware::from_fn_with_state(local, require_local));
     axum::serve(listener, router)
         .with_graceful_shutdown(cancel.cancelled_owned())
         .await
@@ -91,18 +124,146 @@ fn check_bind(addr: SocketAddr, token: Option<&str>) -> Result<(), McpError> {
     Ok(())
 }
 
+/// The names this machine answers to from a browser on it.
+const LOOPBACK_NAMES: [&str; 3] = ["localhost", "127.0.0.1", "::1"];
+
 /// `Host` values accepted (DNS-rebinding guard): loopback names, plus the bound address
 /// when it is a specific non-loopback one. An unspecified bind (`0.0.0.0`) cannot know its
 /// names, so the check is off there and the required token is the guard.
 fn allowed_hosts(addr: SocketAddr) -> Vec<String> {
-    let mut hosts: Vec<String> = ["localhost", "127.0.0.1", "::1"].map(String::from).to_vec();
     if addr.ip().is_unspecified() {
         return Vec::new();
     }
+    let mut hosts: Vec<String> = LOOPBACK_NAMES.map(String::from).to_vec();
     if !addr.ip().is_loopback() {
         hosts.push(addr.ip().to_string());
     }
     hosts
+}
+
+/// The browser guard (the MCP transport spec's "servers MUST validate the Origin header").
+///
+/// A web page the user visits can make their browser send requests to `127.0.0.1`; Tackle
+/// must never run a tool for one. So:
+/// - `Origin`, when present (browsers send it on every cross-origin request and on every
+///   POST), must be `http` or `https` on a loopback name, any port (a page this machine
+///   serves itself), or on the specific address bound. Everything else is refused with 403,
+///   `Origin: null` included: browsers send `null` from sandboxed frames, `file:` and `data:`
+///   pages and after cross-site redirects, all of which a remote page can produce. No
+///   `Origin` at all is a non-browser client (an agent, `curl`) and passes, to the token check.
+/// - `Host` must be one of [`allowed_hosts`] when the list is not empty (DNS rebinding: a
+///   page on `evil.example` whose name is re-pointed at 127.0.0.1 is same-origin with us in
+///   the browser's eyes and sends no foreign `Origin`, but its `Host` still says
+///   `evil.example`). It costs one header comparison. The SDK checks `Host` too; it is checked
+///   here as well so that the guard does not depend on an SDK default.
+struct LocalOnly {
+    /// Accepted `Host` names; empty turns the `Host` check off (an unspecified bind).
+    hosts: Vec<String>,
+    /// Accepted `Origin` host names (any port, `http` or `https`).
+    origin_hosts: Vec<String>,
+}
+
+impl LocalOnly {
+    fn for_bind(addr: SocketAddr) -> Self {
+        let mut origin_hosts: Vec<String> = LOOPBACK_NAMES.map(String::from).to_vec();
+        if !addr.ip().is_loopback() && !addr.ip().is_unspecified() {
+            origin_hosts.push(addr.ip().to_string());
+        }
+        Self {
+            hosts: allowed_hosts(addr),
+            origin_hosts,
+        }
+    }
+
+    /// Why the request is refused, if it is.
+    fn refuse(&self, headers: &axum::http::HeaderMap) -> Option<&'static str> {
+        for origin in headers.get_all(axum::http::header::ORIGIN) {
+            let allowed = origin
+                .to_str()
+                .ok()
+                .and_then(origin_host)
+                .is_some_and(|host| self.origin_hosts.iter().any(|a| a == &host));
+            if !allowed {
+                return Some(
+                    "this server takes requests from local pages only: Origin must be http(s)://localhost, 127.0.0.1 or [::1] (any port)\n",
+                );
+            }
+        }
+        if !self.hosts.is_empty() {
+            let mut hosts = headers.get_all(axum::http::header::HOST).iter();
+            let allowed = match (hosts.next(), hosts.next()) {
+                (Some(host), None) => host
+                    .to_str()
+                    .ok()
+                    .and_then(authority_host)
+                    .is_some_and(|host| self.hosts.iter().any(|a| a == &host)),
+                _ => false,
+            };
+            if !allowed {
+                return Some(
+                    "the Host header must name this machine (localhost, 127.0.0.1 or [::1])\n",
+                );
+            }
+        }
+        None
+    }
+}
+
+async fn require_local(State(local): State<Arc<LocalOnly>>, req: Request, next: Next) -> Response {
+    match local.refuse(req.headers()) {
+        None => next.run(req).await,
+        Some(why) => {
+            tracing::warn!(
+                origin = ?req.headers().get(axum::http::header::ORIGIN),
+                host = ?req.headers().get(axum::http::header::HOST),
+                "refused an MCP request from a non-local origin or host"
+            );
+            (StatusCode::FORBIDDEN, why).into_response()
+        }
+    }
+}
+
+/// The host of a serialised origin (`scheme://host[:port]`, RFC 6454) when the scheme is
+/// `http` or `https`; lower-cased, IPv6 without brackets. `None` for anything else (`null`,
+/// a path, user info, another scheme).
+fn origin_host(origin: &str) -> Option<String> {
+    let (scheme, authority) = origin.split_once("://")?;
+    if !scheme.eq_ignore_ascii_case("http") && !scheme.eq_ignore_ascii_case("https") {
+        return None;
+    }
+    authority_host(authority)
+}
+
+/// The host of `host[:port]` or `[v6][:port]`, lower-cased, IPv6 without brackets; `None`
+/// when anything else is there (a path, user info, a bad port).
+fn authority_host(authority: &str) -> Option<String> {
+    let (host, port) = match authority.strip_prefix('[') {
+        Some(v6) => {
+            let (host, rest) = v6.split_once(']')?;
+            let port = match rest {
+                "" => None,
+                _ => Some(rest.strip_prefix(':')?),
+            };
+            (host, port)
+        }
+        None => match authority.split_once(':') {
+            Some((host, port)) => (host, Some(port)),
+            None => (authority, None),
+        },
+    };
+    if let Some(port) = port {
+        if port.is_empty()
+            || !port.bytes().all(|b| b.is_ascii_digit())
+            || port.parse::<u16>().is_err()
+        {
+            return None;
+        }
+    }
+    let valid = |b: u8| b.is_ascii_alphanumeric() || b == b'.' || b == b'-' || b == b':';
+    if host.is_empty() || !host.bytes().all(valid) {
+        return None;
+    }
+    Some(host.to_ascii_lowercase())
 }
 
 async fn require_bearer(
@@ -192,6 +353,196 @@ mod tests {
         assert!(check_bind(public, Some("s3cret")).is_ok());
         assert!(check_bind("127.0.0.1:0".parse().unwrap(), None).is_ok());
         assert!(check_bind("[::1]:0".parse().unwrap(), None).is_ok());
+    }
+
+    fn headers(pairs: &[(&str, &str)]) -> axum::http::HeaderMap {
+        let mut map = axum::http::HeaderMap::new();
+        for (name, value) in pairs {
+            map.append(
+                axum::http::HeaderName::from_bytes(name.as_bytes()).unwrap(),
+                axum::http::HeaderValue::from_str(value).unwrap(),
+            );
+        }
+        map
+    }
+
+    #[test]
+    fn only_local_origins_pass_and_no_origin_is_a_non_browser_client() {
+        let local = LocalOnly::for_bind("127.0.0.1:8765".parse().unwrap());
+        let host = ("host", "127.0.0.1:8765");
+        for ok in [
+            "http://127.0.0.1:8765",
+            "http://127.0.0.1",
+            "https://127.0.0.1:9",
+            "http://localhost:3000",
+            "HTTP://LocalHost",
+            "http://[::1]:8765",
+            "https://[::1]",
+        ] {
+            assert_eq!(
+                local.refuse(&headers(&[host, ("origin", ok)])),
+                None,
+                "{ok}"
+            );
+        }
+        assert_eq!(local.refuse(&headers(&[host])), None, "no Origin");
+        for bad in [
+            "http://evil.example",
+            "null",
+            "",
+            "http://127.0.0.1.evil.example",
+            "http://localhost.evil.example:8765",
+            "http://localhost@evil.example",
+            "http://evil.example@localhost",
+            "http://localhost/",
+            "http://localhost:8765/path",
+            "http://localhost:99999",
+            "http://localhost:",
+            "ftp://localhost",
+            "file://",
+            "localhost",
+            "http://[::1",
+            "http://[::1]x",
+            "http://10.0.0.1",
+        ] {
+            assert!(
+                local.refuse(&headers(&[host, ("origin", bad)])).is_some(),
+                "{bad:?} passed"
+            );
+        }
+        // Two Origin headers: each must pass.
+        assert!(local
+            .refuse(&headers(&[
+                host,
+                ("origin", "http://localhost"),
+                ("origin", "http://evil.example")
+            ]))
+            .is_some());
+    }
+
+    #[test]
+    fn the_host_must_name_this_machine_unless_the_bind_is_unspecified() {
+        let local = LocalOnly::for_bind("127.0.0.1:8765".parse().unwrap());
+        for ok in ["127.0.0.1:8765", "localhost", "LOCALHOST:1", "[::1]:8765"] {
+            assert_eq!(local.refuse(&headers(&[("host", ok)])), None, "{ok}");
+        }
+        for bad in [
+            "evil.example:8765",
+            "127.0.0.1.nip.io",
+            "localhost.:8765",
+            "127.0.0.1:8765/x",
+            "",
+        ] {
+            assert!(
+                local.refuse(&headers(&[("host", bad)])).is_some(),
+                "{bad:?} passed"
+            );
+        }
+        assert!(local.refuse(&headers(&[])).is_some(), "no Host");
+        assert!(local
+            .refuse(&headers(&[("host", "localhost"), ("host", "evil.example")]))
+            .is_some());
+
+        // 0.0.0.0 cannot know its names: any Host, but still only local origins.
+        let any = LocalOnly::for_bind("0.0.0.0:8765".parse().unwrap());
+        assert_eq!(any.refuse(&headers(&[("host", "box.lan:8765")])), None);
+        assert!(any
+            .refuse(&headers(&[
+                ("host", "box.lan"),
+                ("origin", "http://box.lan")
+            ]))
+            .is_some());
+
+        // A specific address: its own origin and Host pass too.
+        let lan = LocalOnly::for_bind("192.0.2.7:8765".parse().unwrap());
+        assert_eq!(
+            lan.refuse(&headers(&[
+                ("host", "192.0.2.7:8765"),
+                ("origin", "http://192.0.2.7:8765")
+            ])),
+            None
+        );
+        assert!(lan.refuse(&headers(&[("host", "evil.example")])).is_some());
+    }
+
+    struct NoTools;
+
+    #[async_trait]
+    impl ToolService for NoTools {
+        fn tools(&self) -> Vec<ToolSpec> {
+            Vec::new()
+        }
+        async fn call(
+            &self,
+            call: ToolCall,
+            _approver: Arc<dyn Approver>,
+            _session: &str,
+        ) -> Result<ToolOutput, ToolError> {
+            Err(ToolError::not_found(call.name))
+        }
+    }
+
+    /// The status code of one raw HTTP/1.1 request.
+    async fn status_of(addr: SocketAddr, request: &str) -> String {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let mut stream = tokio::net::TcpStream::connect(addr).await.unwrap();
+        stream.write_all(request.as_bytes()).await.unwrap();
+        let mut reply = Vec::new();
+        let _ = tokio::time::timeout(
+            std::time::Duration::from_secs(10),
+            stream.read_to_end(&mut reply),
+        )
+        .await;
+        let reply = String::from_utf8_lossy(&reply).into_owned();
+        reply
+            .split_whitespace()
+            .nth(1)
+            .unwrap_or_default()
+            .to_string()
+    }
+
+    #[tokio::test]
+    async fn a_foreign_origin_is_refused_before_the_token_is_looked_at() {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let cancel = CancellationToken::new();
+        let _stop = cancel.clone().drop_guard();
+        tokio::spawn(serve_http_on(
+            Arc::new(NoTools),
+            listener,
+            Some("s3cret".into()),
+            cancel,
+        ));
+        let post = |extra: &str| {
+            format!(
+                "POST /mcp HTTP/1.1\r\nHost: {addr}\r\n{extra}Content-Type: application/json\r\n\
+                 Accept: application/json, text/event-stream\r\nContent-Length: 2\r\n\
+                 Connection: close\r\n\r\n{{}}"
+            )
+        };
+        let evil = "Origin: http://evil.example\r\n";
+        let bearer = "Authorization: Bearer s3cret\r\n";
+        assert_eq!(status_of(addr, &post(evil)).await, "403");
+        assert_eq!(
+            status_of(addr, &post(&format!("{evil}{bearer}"))).await,
+            "403",
+            "the right token does not make a foreign page local"
+        );
+        assert_eq!(status_of(addr, &post("Origin: null\r\n")).await, "403");
+        assert_eq!(status_of(addr, &post("")).await, "401");
+        let rebound = format!(
+            "POST /mcp HTTP/1.1\r\nHost: evil.example:{}\r\n{bearer}Content-Length: 0\r\n\
+             Connection: close\r\n\r\n",
+            addr.port()
+        );
+        assert_eq!(status_of(addr, &rebound).await, "403");
+        // Past both guards, the MCP endpoint itself answers (here: not a valid message).
+        let local = format!("Origin: http://localhost:{}\r\n{bearer}", addr.port());
+        let status = status_of(addr, &post(&local)).await;
+        assert!(
+            status != "403" && status != "401" && !status.is_empty(),
+            "{status}"
+        );
     }
 
     #[test]
