@@ -151,6 +151,7 @@ impl App {
         if let Some(mcp) = &self.mcp {
             mcp.shutdown().await;
         }
+        self.dispatcher.end_sessions();
     }
 
     /// The state directory the config asks for (or the XDG default).

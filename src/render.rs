@@ -61,7 +61,8 @@ pub async fn render(mut events: UnboundedReceiver<AgentEvent>, json: bool) {
                 match reason {
                     DoneReason::LoopGuard => eprintln!("stopped: {text}"),
                     DoneReason::Cancelled => eprintln!("(cancelled)"),
-                    DoneReason::Answer | DoneReason::MaxIterations => {}
+                    // The error itself is reported once, by the command that ran the turn.
+                    DoneReason::Answer | DoneReason::MaxIterations | DoneReason::Error => {}
                 }
             }
             AgentEvent::Iteration { .. } | AgentEvent::Usage { .. } => {}

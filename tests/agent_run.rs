@@ -349,6 +349,32 @@ fn a_rejected_api_key_is_a_clear_error() {
 }
 
 #[test]
+fn a_provider_failure_ends_the_json_stream_with_a_done_error_event() {
+    let Some(llm) = FakeLlm::start(
+        "rules:\n  - name: nope\n    respond: {status: 401, error: \"invalid x-api-key\"}\n",
+    ) else {
+        return;
+    };
+    for (kind, stream) in PLAIN {
+        let sb = Sandbox::new();
+        let r = tackle_run(&sb, &llm, kind, stream, "", "anything json", &["--json"]);
+        assert_eq!(r.code, 1, "{r}");
+        let last: Value = r
+            .stdout
+            .lines()
+            .last()
+            .and_then(|l| serde_json::from_str(l).ok())
+            .unwrap_or_else(|| panic!("no final JSON event\n{r}"));
+        assert_eq!(last["event"], "done", "{r}");
+        assert_eq!(last["reason"], "error", "{r}");
+        assert!(
+            last["text"].as_str().is_some_and(|t| t.contains("API key")),
+            "the event says why\n{r}"
+        );
+    }
+}
+
+#[test]
 fn a_rate_limit_is_retried_and_then_succeeds() {
     let Some(llm) = FakeLlm::start(concat!(
         "rules:\n",

@@ -197,3 +197,32 @@ fn a_hung_mcp_server_does_not_delay_built_in_calls() {
         r.elapsed
     );
 }
+
+#[test]
+fn the_session_tmpdir_is_removed_when_the_command_ends() {
+    let sb = Sandbox::new();
+    let cfg = sb.config("");
+    let r = run(sb.tackle(
+        &cfg,
+        &[
+            "tools",
+            "call",
+            "shell",
+            r#"{"command": "echo left > \"$TMPDIR/left.txt\" && echo \"$TMPDIR\""}"#,
+            "--yes",
+        ],
+    ));
+    assert_eq!(r.code, 0, "{r}");
+    let line = r.stdout.lines().find(|l| l.starts_with('/'));
+    let tmpdir = std::path::PathBuf::from(line.unwrap_or_else(|| panic!("no TMPDIR printed\n{r}")));
+    assert!(
+        tmpdir.starts_with(sb.state()),
+        "the TMPDIR lives in the state dir: {}",
+        tmpdir.display()
+    );
+    assert!(
+        !tmpdir.exists(),
+        "{} outlived the command",
+        tmpdir.display()
+    );
+}

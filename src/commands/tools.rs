@@ -125,8 +125,10 @@ async fn call(app: &App, name: &str, args: Value, yes: bool, as_json: bool) -> R
         name: name.to_string(),
         arguments: args,
     };
+    // One session per invocation: its TMPDIR goes when the command ends, so two commands
+    // running at once never share (or remove) each other's.
     let request = CallRequest::new(call, approver_for_cli(yes))
-        .session("cli")
+        .session(format!("cli-{}", std::process::id()))
         .channel("cli");
     let outcome = app.dispatcher.dispatch(request).await;
     print_outcome(&outcome, as_json)?;

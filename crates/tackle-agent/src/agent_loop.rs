@@ -127,18 +127,54 @@ impl AgentLoop {
         events: &EventSink,
         cancel: &CancellationToken,
     ) -> Result<TurnOutcome, LoopError> {
-        session.push(Message::user(input)).await?;
         let mut tally = Tally::default();
         let mut iteration = 0;
-        while iteration < self.config.max_iterations {
-            iteration += 1;
-            emit(events, AgentEvent::Iteration { n: iteration });
+        let outcome = self
+            .turn_steps(
+                session,
+                input,
+                &approver,
+                events,
+                cancel,
+                &mut tally,
+                &mut iteration,
+            )
+            .await;
+        if let Err(e) = &outcome {
+            // Readers of the event stream (`run --json`) always get a final event, with why.
+            emit(
+                events,
+                AgentEvent::Done {
+                    reason: DoneReason::Error,
+                    text: e.to_string(),
+                    iterations: iteration,
+                },
+            );
+        }
+        outcome
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    async fn turn_steps(
+        &self,
+        session: &mut Session,
+        input: &str,
+        approver: &Arc<dyn Approver>,
+        events: &EventSink,
+        cancel: &CancellationToken,
+        tally: &mut Tally,
+        iteration: &mut u32,
+    ) -> Result<TurnOutcome, LoopError> {
+        session.push(Message::user(input)).await?;
+        while *iteration < self.config.max_iterations {
+            *iteration += 1;
+            emit(events, AgentEvent::Iteration { n: *iteration });
             let Some(turn) = self.model_turn(session, true, events, cancel).await? else {
                 return Ok(self.finish(
                     DoneReason::Cancelled,
                     String::new(),
-                    iteration,
-                    &tally,
+                    *iteration,
+                    tally,
                     events,
                 ));
             };
@@ -150,7 +186,7 @@ impl AgentLoop {
                 ))
                 .await?;
             if calls.is_empty() {
-                return Ok(self.finish(DoneReason::Answer, turn.text, iteration, &tally, events));
+                return Ok(self.finish(DoneReason::Answer, turn.text, *iteration, tally, events));
             }
             if tally.repeated(&calls) {
                 let note = format!(
@@ -161,10 +197,10 @@ impl AgentLoop {
                         .push(Message::tool_result(&c.call.id, note.clone(), true))
                         .await?;
                 }
-                return Ok(self.finish(DoneReason::LoopGuard, note, iteration, &tally, events));
+                return Ok(self.finish(DoneReason::LoopGuard, note, *iteration, tally, events));
             }
             let results = self
-                .run_calls(&calls, session.id(), &approver, events, cancel, &mut tally)
+                .run_calls(&calls, session.id(), approver, events, cancel, tally)
                 .await;
             for (c, (content, is_error)) in calls.iter().zip(results) {
                 session
@@ -183,8 +219,8 @@ impl AgentLoop {
                 return Ok(self.finish(
                     DoneReason::Cancelled,
                     String::new(),
-                    iteration,
-                    &tally,
+                    *iteration,
+                    tally,
                     events,
                 ));
             }
@@ -199,7 +235,7 @@ impl AgentLoop {
             }
             None => String::new(),
         };
-        Ok(self.finish(DoneReason::MaxIterations, text, iteration, &tally, events))
+        Ok(self.finish(DoneReason::MaxIterations, text, *iteration, tally, events))
     }
 
     fn finish(

@@ -3,6 +3,8 @@
 //! sanitize → audit. Every front end calls [`Dispatcher::dispatch`].
 
 use crate::audit::{AuditEvent, AuditSink};
+use crate::path_locks::lock_paths;
+use crate::plan::Plan;
 use crate::registry::{Entry, Registry};
 use crate::sanitizer::Sanitizer;
 use futures::FutureExt;
@@ -97,14 +99,6 @@ pub struct Dispatcher {
     session_allowed: Mutex<HashSet<(String, String)>>,
 }
 
-/// The outcome of the policy steps for one call, before execution.
-struct Cleared {
-    entry: Arc<Entry>,
-    host: Arc<dyn ToolHost>,
-    scope: CallScope,
-    approver: String,
-}
-
 impl Dispatcher {
     pub fn new(
         registry: Arc<Registry>,
@@ -139,19 +133,19 @@ impl Dispatcher {
         &self.config
     }
 
+    /// The process is ending: the host drops what it kept for each session (its TMPDIR).
+    pub fn end_sessions(&self) {
+        self.host.end_all_sessions();
+    }
+
     /// Run one call through every step. Never panics, never hangs past the timeout.
     pub async fn dispatch(&self, req: CallRequest) -> Result<ToolOutput, ToolError> {
         let started = Instant::now();
         let args_summary = self.summarize_args(&req.call.arguments);
-        let result = match self.clear(&req).await {
-            Ok(cleared) => {
-                let approver = cleared.approver.clone();
-                let outcome = self.execute(cleared, &req).await;
-                (outcome, approver)
-            }
+        let (outcome, approver) = match self.clear(&req).await {
+            Ok((plan, approver)) => (self.execute(plan, &req).await, approver),
             Err(e) => (Err(e), String::new()),
         };
-        let (outcome, approver) = result;
         let outcome = outcome
             .map(|mut out| {
                 out.content = self.config.sanitizer.sanitize(&out.content);
@@ -169,43 +163,56 @@ impl Dispatcher {
         outcome
     }
 
-    /// The policy steps: lookup, validation, resolution, capability pre-check, approval.
-    async fn clear(&self, req: &CallRequest) -> Result<Cleared, ToolError> {
-        let entry = self.lookup(&req.call.name)?;
-        validate(&entry, &req.call.arguments)?;
+    /// Lookup, validation, policy resolution and every planned capability checked against
+    /// the grant: what the call would do and what stands in its way, nothing run. The one
+    /// source for `dispatch`, `--explain` and the approval prompt.
+    pub async fn plan(
+        &self,
+        call: &ToolCall,
+        session: &str,
+        cancel: &CancellationToken,
+    ) -> Result<Plan, ToolError> {
+        let entry = self.lookup(&call.name)?;
+        validate(&entry, &call.arguments)?;
         let policy = self.resolve(&entry);
-        let scope = self.scope(&req.call.name, &req.session_id, &policy, &req.cancel);
+        let scope = self.scope(&call.name, session, &policy, cancel);
         let host = self.host.scoped(&scope);
-        let cx = self.context(&scope, &req.channel, Arc::clone(&host));
-        // A capability the policy could not check (`Ask`) needs a person for this very call.
-        let mut unchecked = None;
-        for cap in entry.tool.planned_capabilities(&req.call.arguments, &cx) {
+        let cx = self.context(&scope, "plan", Arc::clone(&host));
+        let mut capabilities = Vec::new();
+        for cap in entry.tool.planned_capabilities(&call.arguments, &cx) {
             let decision = host.check(&cap).await;
-            match decision.verdict {
-                Verdict::Deny => return Err(ToolError::denied(decision)),
-                Verdict::Ask => unchecked = unchecked.or(Some(decision)),
-                Verdict::Allow => {}
-            }
+            capabilities.push((cap, decision));
         }
-        let approver = self
-            .approve(&entry, &policy, req, unchecked.as_ref())
-            .await?;
-        let (scope, host) = if unchecked.is_some() {
-            let scope = CallScope {
-                approved: true,
-                ..scope
-            };
-            let host = self.host.scoped(&scope);
-            (scope, host)
-        } else {
-            (scope, host)
-        };
-        Ok(Cleared {
+        let (approval, escalated) = self.approval_for_call(
+            &entry,
+            &policy,
+            &call.arguments,
+            self.allowed_for_session(session, &call.name),
+        );
+        Ok(Plan {
             entry,
-            host,
+            policy,
             scope,
-            approver,
+            host,
+            capabilities,
+            approval,
+            escalated,
         })
+    }
+
+    /// The plan, a denial stopping it, then approval; returns the plan to run (re-scoped
+    /// when a person approved what the policy could not check) and who approved.
+    async fn clear(&self, req: &CallRequest) -> Result<(Plan, String), ToolError> {
+        let mut plan = self.plan(&req.call, &req.session_id, &req.cancel).await?;
+        if let Some(denial) = plan.denial() {
+            return Err(ToolError::denied(denial.clone()));
+        }
+        let approver = self.approve(&plan, req).await?;
+        if plan.unchecked().is_some() {
+            plan.scope.approved = true;
+            plan.host = self.host.scoped(&plan.scope);
+        }
+        Ok((plan, approver))
     }
 
     fn lookup(&self, name: &str) -> Result<Arc<Entry>, ToolError> {
@@ -266,33 +273,20 @@ impl Dispatcher {
     }
 
     /// Returns who approved (`policy` when no one had to).
-    async fn approve(
-        &self,
-        entry: &Entry,
-        policy: &ResolvedPolicy,
-        req: &CallRequest,
-        unchecked: Option<&Decision>,
-    ) -> Result<String, ToolError> {
-        let name = entry.spec.name.as_str();
-        let (decision, escalated) = match unchecked {
-            // Neither the auto-approved list nor an earlier "allow for the session" covers
-            // what the policy could not check.
-            Some(d) => (d.clone(), true),
-            None => self.approval_for_call(
-                entry,
-                policy,
-                &req.call.arguments,
-                self.allowed_for_session(&req.session_id, name),
-            ),
-        };
+    async fn approve(&self, plan: &Plan, req: &CallRequest) -> Result<String, ToolError> {
+        let name = plan.entry.spec.name.as_str();
+        let (decision, escalated) = plan.approval_needed();
         if decision.verdict == Verdict::Allow {
             return Ok("policy".to_string());
         }
+        let summary = plan
+            .summary()
+            .unwrap_or_else(|| format!("{name} {}", self.summarize_args(&req.call.arguments)));
         let ask = ApprovalRequest {
             tool: name.to_string(),
             arguments: req.call.arguments.clone(),
-            summary: self.plan_summary(entry, req),
-            grants: policy.grants.clone(),
+            summary,
+            grants: plan.policy.grants.clone(),
             why: decision.why.clone(),
         };
         match req.approver.ask(&ask).await {
@@ -350,49 +344,35 @@ impl Dispatcher {
             .unwrap_or(false)
     }
 
-    fn plan_summary(&self, entry: &Entry, req: &CallRequest) -> String {
-        let caps = entry
-            .tool
-            .planned_capabilities(&req.call.arguments, &self.dummy_context());
-        if caps.is_empty() {
-            return format!(
-                "{} {}",
-                entry.spec.name,
-                self.summarize_args(&req.call.arguments)
-            );
-        }
-        caps.iter()
-            .map(Capability::summary)
-            .collect::<Vec<_>>()
-            .join("\n")
-    }
-
-    /// A context for pure planning (no host calls happen through it).
-    fn dummy_context(&self) -> ToolContext {
-        let scope = CallScope {
-            tool: String::new(),
-            session_id: String::new(),
-            agent: self.config.agent.clone(),
-            workspace: self.config.workspace.clone(),
-            grants: Grants::default(),
-            cancel: CancellationToken::new(),
-            approved: false,
-        };
-        let host = self.host.scoped(&scope);
-        ToolContext::new(&scope, "plan", host)
-    }
-
-    async fn execute(&self, cleared: Cleared, req: &CallRequest) -> Result<ToolOutput, ToolError> {
-        let Cleared {
+    async fn execute(&self, plan: Plan, req: &CallRequest) -> Result<ToolOutput, ToolError> {
+        let writes: Vec<PathBuf> = plan
+            .written_paths()
+            .iter()
+            .map(|p| plan.host.canonical(p))
+            .collect();
+        let Plan {
             entry, host, scope, ..
-        } = cleared;
+        } = plan;
         let cx = self.context(&scope, &req.channel, host);
         let limit = entry.tool.timeout().unwrap_or(self.config.default_timeout);
+        let cancelled = || {
+            Err(ToolError::failed(format!(
+                "`{}` was cancelled",
+                entry.spec.name
+            )))
+        };
+        // Writers of the same file go one at a time (see path_locks); waiting for another
+        // call's edit is not this call's run time.
+        let _writing = tokio::select! {
+            biased;
+            () = scope.cancel.cancelled() => return cancelled(),
+            guards = lock_paths(&writes) => guards,
+        };
         let call =
             AssertUnwindSafe(entry.tool.call(req.call.arguments.clone(), &cx)).catch_unwind();
         tokio::select! {
             biased;
-            () = scope.cancel.cancelled() => Err(ToolError::failed(format!("`{}` was cancelled", entry.spec.name))),
+            () = scope.cancel.cancelled() => cancelled(),
             res = tokio::time::timeout(limit, call) => match res {
                 Ok(Ok(result)) => result,
                 Ok(Err(_panic)) => Err(ToolError::failed(format!(
@@ -411,33 +391,22 @@ impl Dispatcher {
         }
     }
 
-    /// `--explain`: resolve and decide, run nothing.
+    /// `--explain`: the plan a call would have in a fresh session, nothing run.
     pub async fn explain(&self, name: &str, arguments: &Value) -> Result<Explanation, ToolError> {
-        let entry = self.lookup(name)?;
-        validate(&entry, arguments)?;
-        let policy = self.resolve(&entry);
-        let scope = self.scope(name, "", &policy, &CancellationToken::new());
-        let host = self.host.scoped(&scope);
-        let cx = self.context(&scope, "explain", Arc::clone(&host));
-        let mut capabilities = Vec::new();
-        for cap in entry.tool.planned_capabilities(arguments, &cx) {
-            let decision = host.check(&cap).await;
-            capabilities.push((cap, decision));
-        }
-        let (approval, _) = self.approval_for_call(&entry, &policy, arguments, false);
-        // As in dispatch: a denial stands; a capability the policy could not check asks.
-        let first = |v: Verdict| capabilities.iter().find(|(_, d)| d.verdict == v);
-        let decision = first(Verdict::Deny)
-            .or_else(|| first(Verdict::Ask))
-            .map(|(_, d)| d.clone())
-            .unwrap_or_else(|| approval.clone());
+        let call = ToolCall {
+            id: "explain".to_string(),
+            name: name.to_string(),
+            arguments: arguments.clone(),
+        };
+        let plan = self.plan(&call, "", &CancellationToken::new()).await?;
+        let decision = plan.decision();
         Ok(Explanation {
             tool: name.to_string(),
-            approval: policy.approval,
-            grants: policy.grants,
-            sources: policy.sources,
-            capabilities,
-            approval_decision: approval,
+            approval: plan.policy.approval,
+            grants: plan.policy.grants,
+            sources: plan.policy.sources,
+            capabilities: plan.capabilities,
+            approval_decision: plan.approval,
             decision,
         })
     }

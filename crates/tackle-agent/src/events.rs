@@ -52,6 +52,9 @@ pub enum DoneReason {
     LoopGuard,
     /// Ctrl-C.
     Cancelled,
+    /// The turn could not go on (the provider failed, the session store failed); the text
+    /// says why.
+    Error,
 }
 
 /// Where the loop sends events. Sending never blocks the loop; a closed receiver is ignored.

@@ -11,7 +11,9 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use tackle_policy::path::Access;
-use tackle_protocol::{FileContent, HostError, ReadRequest, WriteReport, WriteRequest};
+use tackle_protocol::{
+    FileContent, FileVersion, HostError, ReadRequest, WriteReport, WriteRequest,
+};
 
 fn io_err(path: &Path, e: io::Error) -> HostError {
     if e.kind() == io::ErrorKind::NotFound {
@@ -75,11 +77,55 @@ pub(crate) fn read(
     file.take(cap)
         .read_to_end(&mut bytes)
         .map_err(|e| io_err(&path, e))?;
+    let whole = req.offset == 0 && bytes.len() as u64 == total_size;
+    let version = version_of(&meta, whole.then(|| digest(&bytes)));
     Ok(FileContent {
         path,
         bytes,
         total_size,
+        version: Some(version),
     })
+}
+
+/// Change detection, not integrity against an adversary: whoever could forge a collision
+/// could as well have written the file after the check.
+fn digest(bytes: &[u8]) -> u64 {
+    use std::hash::Hasher;
+    let mut h = std::hash::DefaultHasher::new();
+    h.write(bytes);
+    h.finish()
+}
+
+fn version_of(meta: &fs::Metadata, digest: Option<u64>) -> FileVersion {
+    use std::os::unix::fs::MetadataExt;
+    let ns = |s: i64, n: i64| i128::from(s) * 1_000_000_000 + i128::from(n);
+    FileVersion {
+        dev: meta.dev(),
+        ino: meta.ino(),
+        size: meta.size(),
+        mtime_ns: ns(meta.mtime(), meta.mtime_nsec()),
+        ctime_ns: ns(meta.ctime(), meta.ctime_nsec()),
+        digest,
+    }
+}
+
+/// The version of `name` in `dir` now (`None`: absent), read through a descriptor that
+/// refuses a link; with a digest when `with_digest`.
+fn current_version(dir: &Dir, name: &OsStr, with_digest: bool) -> io::Result<Option<FileVersion>> {
+    let mut file = match dir.open_file(name) {
+        Ok(f) => f,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(e),
+    };
+    let meta = file.metadata()?;
+    let digest = if with_digest && meta.is_file() {
+        let mut bytes = Vec::new();
+        file.read_to_end(&mut bytes)?;
+        Some(digest(&bytes))
+    } else {
+        None
+    };
+    Ok(Some(version_of(&meta, digest)))
 }
 
 /// Write a whole file atomically; see `write_atomic` for how.
@@ -108,10 +154,17 @@ pub(crate) fn write(guard: &PathGuard, req: &WriteRequest) -> Result<WriteReport
                 target.display()
             )));
         }
-        Ok(m) => Some(m.permissions()),
+        Ok(m) => Some(m),
         Err(_) => None,
     };
-    write_atomic(&target, &req.data, previous.clone())?;
+    // What must still be there at the rename: the version the caller read, else what was
+    // there when this write began (nothing, or that file unchanged).
+    let before = Precondition {
+        expected: req.expected,
+        seen: previous.as_ref().map(|m| version_of(m, None)),
+    };
+    let perms = previous.as_ref().map(|m| m.permissions());
+    write_atomic(&target, &req.data, perms, &before)?;
     Ok(WriteReport {
         path: target,
         bytes_written: req.data.len() as u64,
@@ -169,6 +222,34 @@ fn create_dirs_inside_grant(guard: &PathGuard, dir: &Path) -> Result<(), HostErr
 
 static TEMP_COUNTER: AtomicU64 = AtomicU64::new(0);
 
+/// The state the target must be in for the rename to go ahead.
+struct Precondition {
+    expected: Option<FileVersion>,
+    seen: Option<FileVersion>,
+}
+
+impl Precondition {
+    /// Checked immediately before the rename, through the held directory: a file changed or
+    /// created since it was read (or since this write began) is reported, not overwritten.
+    fn holds(&self, dir: &Dir, name: &OsStr) -> io::Result<bool> {
+        let want_digest = self.expected.is_some_and(|e| e.digest.is_some());
+        let now = current_version(dir, name, want_digest)?;
+        let matches = |want: &Option<FileVersion>| match (want, &now) {
+            (None, None) => true,
+            (Some(w), Some(n)) => w.same_as(n),
+            _ => false,
+        };
+        Ok(match self.expected {
+            Some(_) => matches(&self.expected),
+            None => matches(&self.seen),
+        })
+    }
+
+    fn target_absent(&self) -> bool {
+        self.expected.is_none() && self.seen.is_none()
+    }
+}
+
 /// Temp file in the same directory, fsync, rename over the target, fsync the directory, so a
 /// reader sees the old file or the new one and never half of one. The directory is held open
 /// (reached without links) and the temp file and rename are relative to it; the rename
@@ -177,6 +258,7 @@ fn write_atomic(
     target: &Path,
     data: &[u8],
     perms: Option<fs::Permissions>,
+    before: &Precondition,
 ) -> Result<(), HostError> {
     let dir_path = target.parent().unwrap_or(Path::new("/"));
     let name = target.file_name().unwrap_or_default();
@@ -187,10 +269,31 @@ fn write_atomic(
         name.to_string_lossy(),
         std::process::id()
     ));
-    let result = write_temp(&dir, &tmp, data, perms).and_then(|()| dir.rename(&tmp, name));
-    if let Err(e) = result {
-        let _ = dir.remove(&tmp);
-        return Err(io_err(target, e));
+    let result = write_temp(&dir, &tmp, data, perms).and_then(|()| {
+        if !before.holds(&dir, name)? {
+            return Ok(false);
+        }
+        if before.target_absent() {
+            match dir.rename_noreplace(&tmp, name) {
+                Err(e) if e.kind() == io::ErrorKind::AlreadyExists => Ok(false),
+                other => other.map(|()| true),
+            }
+        } else {
+            dir.rename(&tmp, name).map(|()| true)
+        }
+    });
+    match result {
+        Ok(true) => {}
+        Ok(false) => {
+            let _ = dir.remove(&tmp);
+            return Err(HostError::Conflict {
+                path: target.to_path_buf(),
+            });
+        }
+        Err(e) => {
+            let _ = dir.remove(&tmp);
+            return Err(io_err(target, e));
+        }
     }
     let _ = dir.sync();
     Ok(())

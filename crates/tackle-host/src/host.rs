@@ -20,6 +20,8 @@ use tokio_util::sync::CancellationToken;
 struct Shared {
     config: HostConfig,
     clients: Arc<Clients>,
+    /// Every session a host was scoped for, whose `TMPDIR` goes at the end.
+    sessions: std::sync::Mutex<std::collections::HashSet<String>>,
 }
 
 /// Makes a [`NativeHost`] for each call. Build one at start-up and keep it.
@@ -34,6 +36,7 @@ impl NativeHostProvider {
             shared: Arc::new(Shared {
                 config,
                 clients: Arc::default(),
+                sessions: Default::default(),
             }),
         }
     }
@@ -68,6 +71,18 @@ impl HostProvider for NativeHostProvider {
     fn scoped(&self, scope: &CallScope) -> Arc<dyn ToolHost> {
         Arc::new(self.host(scope))
     }
+
+    fn end_all_sessions(&self) {
+        let sessions: Vec<String> = match self.shared.sessions.lock() {
+            Ok(mut set) => set.drain().collect(),
+            Err(_) => return,
+        };
+        for id in sessions {
+            if let Err(e) = self.end_session(&id) {
+                tracing::warn!("could not remove the TMPDIR of session {id}: {e}");
+            }
+        }
+    }
 }
 
 /// The capability boundary for one call: canonical workspace, resolved grants, cancel token.
@@ -91,6 +106,11 @@ impl NativeHost {
         let fs_roots =
             canonical_roots(roots(scope.grants.fs.as_ref(), &workspace, home.as_deref()));
         let tmpdir = session_tmpdir(&shared.config, &scope.session_id);
+        if let Ok(mut set) = shared.sessions.lock() {
+            if !set.contains(&scope.session_id) {
+                set.insert(scope.session_id.clone());
+            }
+        }
         Self {
             grants: scope.grants.clone(),
             guard: PathGuard {
@@ -163,6 +183,13 @@ async fn blocking<T: Send + 'static>(
 impl ToolHost for NativeHost {
     fn workspace(&self) -> &Path {
         &self.guard.workspace
+    }
+
+    fn canonical(&self, path: &Path) -> PathBuf {
+        self.guard
+            .resolve(path)
+            .map(|c| c.path)
+            .unwrap_or_else(|_| path.to_path_buf())
     }
 
     fn grants(&self) -> &Grants {

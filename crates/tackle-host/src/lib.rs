@@ -44,6 +44,7 @@ mod bash;
 mod bwrap;
 mod config;
 mod exec;
+mod fd_walk;
 mod fs;
 mod host;
 mod net;

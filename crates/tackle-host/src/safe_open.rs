@@ -105,6 +105,21 @@ fn open_at(dirfd: libc::c_int, name: &OsStr, flags: libc::c_int) -> io::Result<O
     Ok(unsafe { OwnedFd::from_raw_fd(fd) })
 }
 
+/// What a directory entry is, without following it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Kind {
+    Dir,
+    File,
+    Link,
+    Other,
+}
+
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Stat {
+    pub kind: Kind,
+    pub size: u64,
+}
+
 /// A directory held open so that files are created and renamed inside *it*.
 pub(crate) struct Dir {
     fd: OwnedFd,
@@ -147,6 +162,117 @@ impl Dir {
         }
         // SAFETY: a fresh descriptor that nothing else owns.
         Ok(unsafe { File::from_raw_fd(fd) })
+    }
+
+    /// Open the directory `name` here, refusing a link in its place: a directory swapped
+    /// for a link between the listing and the open is not entered.
+    pub fn open_dir(&self, name: &OsStr) -> io::Result<Dir> {
+        let flags = libc::O_DIRECTORY | libc::O_RDONLY | libc::O_NOFOLLOW | libc::O_CLOEXEC;
+        Ok(Dir {
+            fd: open_at(self.fd.as_raw_fd(), name, flags)?,
+        })
+    }
+
+    /// `fstatat(AT_SYMLINK_NOFOLLOW)`: what `name` here is, a link reported as a link.
+    pub fn stat(&self, name: &OsStr) -> io::Result<Stat> {
+        let c = cstr(name.as_bytes())?;
+        let mut st = std::mem::MaybeUninit::<libc::stat>::uninit();
+        // SAFETY: valid fd and C string; `st` is written by the kernel on success.
+        let rc = unsafe {
+            libc::fstatat(
+                self.fd.as_raw_fd(),
+                c.as_ptr(),
+                st.as_mut_ptr(),
+                libc::AT_SYMLINK_NOFOLLOW,
+            )
+        };
+        if rc != 0 {
+            return Err(io::Error::last_os_error());
+        }
+        // SAFETY: fstatat succeeded, so the struct is initialised.
+        let st = unsafe { st.assume_init() };
+        let kind = match st.st_mode & libc::S_IFMT {
+            libc::S_IFDIR => Kind::Dir,
+            libc::S_IFREG => Kind::File,
+            libc::S_IFLNK => Kind::Link,
+            _ => Kind::Other,
+        };
+        Ok(Stat {
+            kind,
+            size: u64::try_from(st.st_size).unwrap_or(0),
+        })
+    }
+
+    /// The names in this directory (without `.` and `..`), sorted, read from the held
+    /// descriptor rather than from a path that could be swapped meanwhile.
+    pub fn names(&self) -> io::Result<Vec<std::ffi::OsString>> {
+        // SAFETY: dup of a descriptor we hold; fdopendir takes ownership of the copy.
+        let copy = unsafe { libc::fcntl(self.fd.as_raw_fd(), libc::F_DUPFD_CLOEXEC, 0) };
+        if copy < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        // SAFETY: `copy` is a fresh directory descriptor.
+        let stream = unsafe { libc::fdopendir(copy) };
+        if stream.is_null() {
+            let err = io::Error::last_os_error();
+            // SAFETY: fdopendir failed, so `copy` is still ours to close.
+            unsafe { libc::close(copy) };
+            return Err(err);
+        }
+        // The stream starts where the descriptor's offset is; a held directory may have
+        // been read before.
+        // SAFETY: a valid stream.
+        unsafe { libc::rewinddir(stream) };
+        let mut names = Vec::new();
+        loop {
+            // SAFETY: a valid stream; the entry is copied out before the next call.
+            let entry = unsafe { libc::readdir(stream) };
+            if entry.is_null() {
+                break;
+            }
+            // SAFETY: readdir returned a valid dirent whose d_name is NUL-terminated.
+            let name = unsafe { std::ffi::CStr::from_ptr((*entry).d_name.as_ptr()) };
+            let bytes = name.to_bytes();
+            if bytes != b"." && bytes != b".." {
+                names.push(OsStr::from_bytes(bytes).to_os_string());
+            }
+        }
+        // SAFETY: a valid stream, closed once (this also closes `copy`).
+        unsafe { libc::closedir(stream) };
+        names.sort();
+        Ok(names)
+    }
+
+    /// Open the file `name` here for reading, refusing a link in its place.
+    pub fn open_file(&self, name: &OsStr) -> io::Result<File> {
+        let flags = libc::O_RDONLY | libc::O_NOFOLLOW | libc::O_NONBLOCK | libc::O_CLOEXEC;
+        Ok(File::from(open_at(self.fd.as_raw_fd(), name, flags)?))
+    }
+
+    /// Move `from` to `to` only if `to` does not exist (`EEXIST` otherwise), so a file
+    /// created meanwhile is never replaced. Where the kernel or file system lacks
+    /// `RENAME_NOREPLACE`, a hard link does the same (and fails the same way).
+    pub fn rename_noreplace(&self, from: &OsStr, to: &OsStr) -> io::Result<()> {
+        let (f, t) = (cstr(from.as_bytes())?, cstr(to.as_bytes())?);
+        let fd = self.fd.as_raw_fd();
+        #[cfg(target_os = "linux")]
+        {
+            // SAFETY: valid fd and C strings.
+            let rc =
+                unsafe { libc::renameat2(fd, f.as_ptr(), fd, t.as_ptr(), libc::RENAME_NOREPLACE) };
+            if rc == 0 {
+                return Ok(());
+            }
+            let err = io::Error::last_os_error();
+            if !matches!(err.raw_os_error(), Some(libc::EINVAL) | Some(libc::ENOSYS)) {
+                return Err(err);
+            }
+        }
+        // SAFETY: valid fd and C strings.
+        if unsafe { libc::linkat(fd, f.as_ptr(), fd, t.as_ptr(), 0) } != 0 {
+            return Err(io::Error::last_os_error());
+        }
+        self.remove(from)
     }
 
     /// Atomically replace `to` with `from`, both names in this directory.

@@ -1,16 +1,16 @@
 //! `list` and `search`: directory walks with ripgrep's crates, confined to the grant.
 //!
-//! The walk never follows links; an entry that *is* a link is yielded only when its target
-//! is itself readable under the grant. Every yielded path is checked, so neither a `../..`
+//! The walk goes by descriptor (see `fd_walk`) and never follows links; an entry that *is* a
+//! link is yielded only when its target is itself readable under the grant. Every yielded path is checked, so neither a `../..`
 //! glob nor a link can surface anything outside.
 
+use crate::fd_walk::{walk, Entry, Flow, WalkOptions};
 use crate::paths::{canonicalize_lenient, PathGuard};
-use crate::safe_open::open_no_links;
+use crate::safe_open::Kind;
 use globset::{GlobBuilder, GlobMatcher};
 use grep_regex::RegexMatcherBuilder;
 use grep_searcher::sinks::Lossy;
 use grep_searcher::{BinaryDetection, SearcherBuilder};
-use ignore::WalkBuilder;
 use std::path::{Path, PathBuf};
 use tackle_policy::path::Access;
 use tackle_protocol::text::truncate_at_char_boundary;
@@ -64,33 +64,39 @@ fn walk_root(guard: &PathGuard, requested: &Path) -> Result<PathBuf, HostError> 
     Ok(canon.path)
 }
 
-fn walker(root: &Path, hidden: bool, gitignore: bool, max_depth: Option<usize>) -> WalkBuilder {
-    let mut b = WalkBuilder::new(root);
-    b.hidden(!hidden)
-        .git_ignore(gitignore)
-        .git_exclude(gitignore)
-        .git_global(false)
-        .ignore(gitignore)
-        .require_git(false)
-        .follow_links(false)
-        .max_depth(max_depth)
-        .sort_by_file_path(|a, b| a.cmp(b));
-    b
+fn options(hidden: bool, gitignore: bool, max_depth: Option<usize>) -> WalkOptions {
+    WalkOptions {
+        include_hidden: hidden,
+        respect_gitignore: gitignore,
+        max_depth,
+    }
+}
+
+/// The directories above `root`, outermost first: their ignore files apply below them, as
+/// in ripgrep.
+fn ancestors(root: &Path) -> Vec<PathBuf> {
+    let mut v: Vec<PathBuf> = root.ancestors().skip(1).map(Path::to_path_buf).collect();
+    v.reverse();
+    v
 }
 
 /// Is this walked entry safe to yield? Plain entries are checked as they are (the walk
-/// starts from a canonical root and does not follow links); links by their target.
-fn admitted(guard: &PathGuard, entry: &ignore::DirEntry) -> bool {
-    if !guard.decide(entry.path(), Access::Read).is_allowed() {
+/// starts from a canonical root and enters no link); links by their target.
+fn admitted(guard: &PathGuard, entry: &Entry) -> bool {
+    if !guard.decide(entry.path, Access::Read).is_allowed() {
         return false;
     }
-    if !entry.path_is_symlink() {
+    if entry.stat.kind != Kind::Link {
         return true;
     }
-    match canonicalize_lenient(entry.path()) {
+    match canonicalize_lenient(entry.path) {
         Ok(c) => c.exists && guard.decide(&c.path, Access::Read).is_allowed(),
         Err(_) => false,
     }
+}
+
+fn walk_error(root: &Path, e: std::io::Error) -> HostError {
+    HostError::Io(format!("{}: {e}", root.display()))
 }
 
 pub(crate) fn list(
@@ -105,32 +111,31 @@ pub(crate) fn list(
         return Ok(single_file(&root));
     }
     let mut out = Vec::new();
-    let walk = walker(
-        &root,
-        req.include_hidden,
-        req.respect_gitignore,
-        req.max_depth,
-    )
-    .build();
-    for entry in walk.flatten() {
-        if out.len() >= cap {
-            break;
+    if cap == 0 {
+        return Ok(out);
+    }
+    let opts = options(req.include_hidden, req.respect_gitignore, req.max_depth);
+    walk(&root, &ancestors(&root), opts, &mut |entry| {
+        if !admitted(guard, entry) {
+            return Flow::Continue;
         }
-        if entry.depth() == 0 || !admitted(guard, &entry) {
-            continue;
-        }
-        let rel = entry.path().strip_prefix(&root).unwrap_or(entry.path());
-        let rel_ws = entry.path().strip_prefix(&guard.workspace).ok();
+        let rel = entry.path.strip_prefix(&root).unwrap_or(entry.path);
+        let rel_ws = entry.path.strip_prefix(&guard.workspace).ok();
         if glob.as_ref().is_some_and(|g| !g.matches(rel, rel_ws)) {
-            continue;
+            return Flow::Continue;
         }
-        let meta = entry.metadata().ok();
         out.push(DirEntry {
             path: rel.to_path_buf(),
-            is_dir: entry.file_type().is_some_and(|t| t.is_dir()),
-            size: meta.map(|m| m.len()).unwrap_or(0),
+            is_dir: entry.stat.kind == Kind::Dir,
+            size: entry.stat.size,
         });
-    }
+        if out.len() >= cap {
+            Flow::Stop
+        } else {
+            Flow::Continue
+        }
+    })
+    .map_err(|e| walk_error(&root, e))?;
     Ok(out)
 }
 
@@ -165,34 +170,31 @@ pub(crate) fn search(
         .line_number(true)
         .build();
     let mut hits = Vec::new();
-    for entry in walker(&root, req.include_hidden, true, None)
-        .build()
-        .flatten()
-    {
-        if hits.len() >= cap {
-            break;
-        }
+    if cap == 0 {
+        return Ok(hits);
+    }
+    let opts = options(req.include_hidden, true, None);
+    walk(&root, &ancestors(&root), opts, &mut |entry| {
         // Links are skipped outright: a file is searched only where it really lives.
-        if !entry.file_type().is_some_and(|t| t.is_file()) || !admitted(guard, &entry) {
-            continue;
+        if entry.stat.kind != Kind::File || !admitted(guard, entry) {
+            return Flow::Continue;
         }
         let rel = entry
-            .path()
+            .path
             .strip_prefix(&root)
-            .unwrap_or(entry.path())
+            .unwrap_or(entry.path)
             .to_path_buf();
-        let rel_ws = entry.path().strip_prefix(&guard.workspace).ok();
+        let rel_ws = entry.path.strip_prefix(&guard.workspace).ok();
         if glob.as_ref().is_some_and(|g| !g.matches(&rel, rel_ws)) {
-            continue;
+            return Flow::Continue;
         }
-        // Opened without following links, so a file swapped for a link (or its directory
-        // for a linked one) after the walk saw it is skipped rather than read.
-        let Ok(fd) = open_no_links(entry.path(), libc::O_RDONLY | libc::O_NONBLOCK) else {
-            continue;
+        // Opened relative to the directory that listed it, without following a link: a
+        // file swapped for a link after the listing is skipped rather than read.
+        let Ok(file) = entry.dir.open_file(entry.name) else {
+            return Flow::Continue;
         };
-        let file = std::fs::File::from(fd);
         if !file.metadata().is_ok_and(|m| m.is_file()) {
-            continue;
+            return Flow::Continue;
         }
         let sink = Lossy(|line_number, line: &str| {
             let line = line.trim_end_matches(['\n', '\r']);
@@ -205,6 +207,12 @@ pub(crate) fn search(
         });
         // An unreadable file is skipped like ripgrep does; it is not the caller's error.
         let _ = searcher.search_file(&matcher, &file, sink);
-    }
+        if hits.len() >= cap {
+            Flow::Stop
+        } else {
+            Flow::Continue
+        }
+    })
+    .map_err(|e| walk_error(&root, e))?;
     Ok(hits)
 }

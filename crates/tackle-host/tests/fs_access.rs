@@ -8,6 +8,7 @@ use tackle_protocol::{Capability, FsGrant, Grants, HostError, ReadRequest, Verdi
 
 fn write_req(path: impl Into<std::path::PathBuf>, data: &str, create_dirs: bool) -> WriteRequest {
     WriteRequest {
+        expected: None,
         path: path.into(),
         data: data.as_bytes().to_vec(),
         create_dirs,

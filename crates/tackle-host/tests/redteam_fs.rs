@@ -14,6 +14,7 @@ const SECRET: &str = "TOP-SECRET-OUTSIDE";
 
 fn write_req(path: impl Into<PathBuf>, create_dirs: bool) -> WriteRequest {
     WriteRequest {
+        expected: None,
         path: path.into(),
         data: b"payload".to_vec(),
         create_dirs,

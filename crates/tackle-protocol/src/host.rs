@@ -77,6 +77,41 @@ pub struct FileContent {
     pub path: PathBuf,
     pub bytes: Vec<u8>,
     pub total_size: u64,
+    /// Which file this was, to hand back in [`WriteRequest::expected`] so a write of an
+    /// edited copy fails instead of silently losing a change made since the read.
+    pub version: Option<FileVersion>,
+}
+
+/// One state of one file: its identity and timestamps from the open descriptor, and a digest
+/// of the whole content when the read covered all of it (timestamps are too coarse to catch
+/// a same-size rewrite within a few milliseconds).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FileVersion {
+    pub dev: u64,
+    pub ino: u64,
+    pub size: u64,
+    pub mtime_ns: i128,
+    pub ctime_ns: i128,
+    pub digest: Option<u64>,
+}
+
+impl FileVersion {
+    /// Same file, same state: the digest is compared only when both sides have one.
+    pub fn same_as(&self, other: &FileVersion) -> bool {
+        let meta = (self.dev, self.ino, self.size, self.mtime_ns, self.ctime_ns)
+            == (
+                other.dev,
+                other.ino,
+                other.size,
+                other.mtime_ns,
+                other.ctime_ns,
+            );
+        let content = match (self.digest, other.digest) {
+            (Some(a), Some(b)) => a == b,
+            _ => true,
+        };
+        meta && content
+    }
 }
 
 /// Write a whole file, atomically.
@@ -86,6 +121,10 @@ pub struct WriteRequest {
     pub data: Vec<u8>,
     /// Create missing parent directories (inside the grant).
     pub create_dirs: bool,
+    /// The file must still be this version when the new content replaces it (an edit of
+    /// what was read); otherwise the write fails with [`HostError::Conflict`]. Without it the
+    /// host still refuses to replace a file that changed while this write was under way.
+    pub expected: Option<FileVersion>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -223,6 +262,9 @@ pub enum HostError {
     Cancelled,
     #[error("{0} is not supported by this host")]
     Unsupported(&'static str),
+    /// The file is no longer what the caller read or saw: nothing was written.
+    #[error("{} changed since read — re-read and retry (nothing was written)", .path.display())]
+    Conflict { path: PathBuf },
 }
 
 impl From<HostError> for ToolError {
@@ -252,10 +294,21 @@ pub trait ToolHost: Send + Sync {
     async fn search(&self, req: SearchRequest) -> Result<Vec<SearchHit>, HostError>;
     async fn exec(&self, req: ExecRequest) -> Result<ExecOutput, HostError>;
     async fn http(&self, req: HttpRequest) -> Result<HttpResponse, HostError>;
+
+    /// The one name of the file `path` denotes (links resolved, `..` folded; a missing tail
+    /// kept as written), so two spellings of one file compare equal. Never fails: a path
+    /// that cannot be resolved is returned as given.
+    fn canonical(&self, path: &Path) -> PathBuf {
+        path.to_path_buf()
+    }
 }
 
 /// Makes a [`ToolHost`] for one call: the dispatcher resolves the policy, then asks for a host
 /// scoped to it.
 pub trait HostProvider: Send + Sync {
     fn scoped(&self, scope: &CallScope) -> Arc<dyn ToolHost>;
+
+    /// The process is ending: remove what the host kept for every session it served (each
+    /// session's `TMPDIR`), so nothing a command left there outlives the session.
+    fn end_all_sessions(&self) {}
 }

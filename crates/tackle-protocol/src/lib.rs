@@ -37,9 +37,9 @@ pub use decision::{Decision, Verdict};
 pub use error::{ErrorKind, ToolError};
 pub use grants::{Endpoint, FsGrant, Grants, NetworkGrant, OpaqueMode, ShellGrant, ToolPolicy};
 pub use host::{
-    Capability, DirEntry, ExecCommand, ExecOutput, ExecRequest, FileContent, HostError,
-    HostProvider, HttpRequest, HttpResponse, ListRequest, ReadRequest, SearchHit, SearchRequest,
-    ToolHost, WriteReport, WriteRequest,
+    Capability, DirEntry, ExecCommand, ExecOutput, ExecRequest, FileContent, FileVersion,
+    HostError, HostProvider, HttpRequest, HttpResponse, ListRequest, ReadRequest, SearchHit,
+    SearchRequest, ToolHost, WriteReport, WriteRequest,
 };
 pub use spec::{ApprovalMode, NameError, Risk, ToolName, ToolSpec};
 pub use tool::{CallScope, Extension, Tool, ToolCatalog, ToolContext};

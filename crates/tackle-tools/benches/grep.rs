@@ -134,6 +134,7 @@ fn bench_edit(c: &mut Criterion) {
     }
     let path = w.host.workspace().join("big.txt");
     let write = WriteRequest {
+        expected: None,
         path,
         data: text.into_bytes(),
         create_dirs: false,

@@ -207,6 +207,7 @@ impl ToolHost for MockHost {
             path,
             bytes: data.get(start..end).unwrap_or_default().to_vec(),
             total_size: data.len() as u64,
+            version: None,
         })
     }
 

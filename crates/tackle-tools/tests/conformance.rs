@@ -162,6 +162,7 @@ async fn git_available(host: &dyn ToolHost) -> bool {
 async fn setup(b: &Bench, case: &Case) -> Result<(), String> {
     for (path, spec) in &case.files {
         let req = WriteRequest {
+            expected: None,
             path: b.ws.join(path),
             data: spec.bytes()?,
             create_dirs: true,

@@ -11,8 +11,8 @@ use similar::{Algorithm, DiffTag, TextDiff};
 use std::time::Duration;
 use tackle_protocol::text::{preview, truncate_at_char_boundary};
 use tackle_protocol::{
-    ApprovalMode, Capability, ReadRequest, Risk, Tool, ToolContext, ToolError, ToolOutput,
-    ToolSpec, WriteRequest,
+    ApprovalMode, Capability, FileVersion, ReadRequest, Risk, Tool, ToolContext, ToolError,
+    ToolOutput, ToolSpec, WriteRequest,
 };
 
 /// Files larger than this are not edited in memory.
@@ -76,7 +76,7 @@ impl Tool for EditFile {
         let args: Args = parse_args(args)?;
         let mode = mode_of(args.old_text, args.new_text, args.edits, args.diff)?;
         let path = resolve(cx, &args.path);
-        let (original, real_path) = read_text(cx, &path).await?;
+        let (original, real_path, version) = read_text(cx, &path).await?;
         let name = shown(cx, &real_path);
         let crlf = is_crlf(&original);
         let work = if crlf {
@@ -110,6 +110,9 @@ impl Tool for EditFile {
                 path: real_path,
                 data: data.into_bytes(),
                 create_dirs: false,
+                // A change made since the read (another edit, a command) is reported rather
+                // than overwritten with an edit of the older text.
+                expected: version,
             })
             .await?;
         Ok(ToolOutput::text(summary(
@@ -163,11 +166,11 @@ fn mode_of(
     }
 }
 
-/// The whole file as UTF-8 text, and the canonical path the host read.
+/// The whole file as UTF-8 text, the canonical path the host read and the version read.
 async fn read_text(
     cx: &ToolContext,
     path: &std::path::Path,
-) -> Result<(String, std::path::PathBuf), ToolError> {
+) -> Result<(String, std::path::PathBuf, Option<FileVersion>), ToolError> {
     let read = ReadRequest {
         path: path.to_path_buf(),
         offset: 0,
@@ -194,7 +197,7 @@ async fn read_text(
             e.utf8_error().valid_up_to()
         ))
     })?;
-    Ok((text, content.path))
+    Ok((text, content.path, content.version))
 }
 
 /// Every line ends in CRLF (a file mixing endings is edited byte for byte instead).

@@ -52,6 +52,7 @@ impl Tool for WriteFile {
         let report = cx
             .host()
             .write(WriteRequest {
+                expected: None,
                 path: resolve(cx, &args.path),
                 data: args.content.into_bytes(),
                 create_dirs: true,

@@ -1,0 +1,84 @@
+//! One [`Plan`] per call: everything the dispatcher decided before running it. `dispatch`,
+//! `--explain` and the approval prompt all read the same plan, so what `--explain` says is
+//! what a call does.
+
+use crate::registry::Entry;
+use std::path::PathBuf;
+use std::sync::Arc;
+use tackle_policy::resolve::ResolvedPolicy;
+use tackle_protocol::{CallScope, Capability, Decision, ToolHost, Verdict};
+
+pub struct Plan {
+    pub(crate) entry: Arc<Entry>,
+    pub policy: ResolvedPolicy,
+    pub(crate) scope: CallScope,
+    pub(crate) host: Arc<dyn ToolHost>,
+    /// Each capability the tool said it will use, with the host's decision for it.
+    pub capabilities: Vec<(Capability, Decision)>,
+    /// The approval decision for this tool, these arguments and this session.
+    pub approval: Decision,
+    /// The approval comes from the arguments (e.g. `git push`), above the tool's own mode:
+    /// neither the auto-approved list nor an "allow for the session" covers it.
+    pub escalated: bool,
+}
+
+impl Plan {
+    /// A capability the grant denies: the call stops here, whoever would approve.
+    pub fn denial(&self) -> Option<&Decision> {
+        self.first(Verdict::Deny)
+    }
+
+    /// A capability the policy could not check (e.g. an opaque shell line under
+    /// `opaque: ask`): a person must approve this very call.
+    pub fn unchecked(&self) -> Option<&Decision> {
+        self.first(Verdict::Ask)
+    }
+
+    fn first(&self, verdict: Verdict) -> Option<&Decision> {
+        self.capabilities
+            .iter()
+            .find(|(_, d)| d.verdict == verdict)
+            .map(|(_, d)| d)
+    }
+
+    /// What must be approved before the call runs, and whether only a person for this call
+    /// can do it (never remembered for the session). Allow = nothing to ask.
+    pub fn approval_needed(&self) -> (&Decision, bool) {
+        match self.unchecked() {
+            Some(d) => (d, true),
+            None => (&self.approval, self.escalated),
+        }
+    }
+
+    /// The overall outcome: a denial stands, else what approval needs.
+    pub fn decision(&self) -> Decision {
+        self.denial()
+            .unwrap_or_else(|| self.approval_needed().0)
+            .clone()
+    }
+
+    /// The planned capabilities, one per line, for the approval prompt.
+    pub fn summary(&self) -> Option<String> {
+        if self.capabilities.is_empty() {
+            return None;
+        }
+        Some(
+            self.capabilities
+                .iter()
+                .map(|(c, _)| c.summary())
+                .collect::<Vec<_>>()
+                .join("\n"),
+        )
+    }
+
+    /// The files this call will write: calls writing the same file run one at a time.
+    pub fn written_paths(&self) -> Vec<PathBuf> {
+        self.capabilities
+            .iter()
+            .filter_map(|(c, _)| match c {
+                Capability::FileWrite { path } => Some(path.clone()),
+                _ => None,
+            })
+            .collect()
+    }
+}
