@@ -28,6 +28,14 @@ async fn serve(global: &Global, selection: &Selection, http: Option<&str>) -> Re
         Arc::clone(&app.dispatcher),
         "mcp-serve",
     ));
+    let served = serve_on(&app, service, http).await;
+    // Every MCP session's TMPDIR goes with the server, however serving ended.
+    app.shutdown().await;
+    served?;
+    Ok(exit::OK)
+}
+
+async fn serve_on(app: &App, service: Arc<DispatcherService>, http: Option<&str>) -> Result<()> {
     match http {
         None => tackle_mcp::serve_stdio(service).await?,
         Some(addr) => {
@@ -46,10 +54,29 @@ async fn serve(global: &Global, selection: &Selection, http: Option<&str>) -> Re
             // The bound address, so `--http 127.0.0.1:0` says which port it got.
             let bound = listener.local_addr().unwrap_or(addr);
             eprintln!("serving MCP over Streamable HTTP at http://{bound}/mcp");
-            tackle_mcp::serve_http_on(service, listener, token, CancellationToken::new()).await?;
+            let stop = CancellationToken::new();
+            tokio::spawn(cancel_on_signal(stop.clone()));
+            tackle_mcp::serve_http_on(service, listener, token, stop).await?;
         }
     }
-    Ok(exit::OK)
+    Ok(())
+}
+
+/// Ctrl-C or SIGTERM ends the HTTP server gracefully (so the clean-up after it runs).
+async fn cancel_on_signal(stop: CancellationToken) {
+    let term = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => {}
+        () = term => {}
+    }
+    stop.cancel();
 }
 
 async fn list(global: &Global) -> Result<i32> {
