@@ -488,3 +488,23 @@ fn ctrl_c_cancels_the_turn_and_kills_running_tools() {
     }
     assert!(!sb.workspace().join("finished.txt").exists());
 }
+
+#[test]
+fn with_no_system_prompt_configured_the_model_is_told_the_workspace_rules_and_date() {
+    let Some(llm) = FakeLlm::start(concat!(
+        "rules:\n",
+        "  - name: default-prompt\n    when: {messages_contain: \"is denied, do not look for another way around\"}\n    respond: {content: \"saw the default prompt\"}\n",
+        "  - name: other\n    respond: {content: \"saw no default prompt\"}\n",
+    )) else {
+        return;
+    };
+    let sb = Sandbox::new();
+    let r = tackle_run(&sb, &llm, "anthropic", true, "", "prompt check one", &[]);
+    assert_eq!(r.code, 0, "{r}");
+    assert!(r.stdout.contains("saw the default prompt"), "{r}");
+    // An agent's own prompt replaces it.
+    let own = "agents:\n  - name: mine\n    backend: fake\n    model: fake-model\n    system_prompt: Answer briefly.\n";
+    let r = tackle_run(&sb, &llm, "openai", true, own, "prompt check two", &[]);
+    assert_eq!(r.code, 0, "{r}");
+    assert!(r.stdout.contains("saw no default prompt"), "{r}");
+}

@@ -10,7 +10,7 @@ use futures::StreamExt;
 use serde_json::Value;
 use std::collections::HashMap;
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::Duration;
 use tackle_llm::{
     AssembledToolCall, Assembler, ChatRequest, Completion, LlmError, Provider, StreamEvent, ToolDef,
 };
@@ -18,6 +18,19 @@ use tackle_protocol::message::Message;
 use tackle_protocol::text::preview;
 use tackle_protocol::{Approver, ToolCall, ToolError, ToolOutput};
 use tokio_util::sync::CancellationToken;
+
+/// The system prompt of an agent that configures none: where it works, that its tools are
+/// guarded, and the date (models otherwise guess both). An agent's own prompt replaces it.
+pub fn default_prompt(workspace: &std::path::Path) -> String {
+    let today = time::OffsetDateTime::now_utc().date();
+    format!(
+        "You are an assistant working on the user's machine, in the workspace {}. \
+         Every tool call passes a policy: a call may be denied, or wait for the user's approval. \
+         When a call is denied, do not look for another way around the rule; say what you needed and why. \
+         Today's date is {today} (UTC).",
+        workspace.display()
+    )
+}
 
 /// How one agent runs.
 #[derive(Debug, Clone)]
@@ -312,9 +325,11 @@ impl AgentLoop {
 
     fn request(&self, session: &Session, with_tools: bool) -> ChatRequest {
         let mut messages = Vec::new();
-        if let Some(prompt) = &self.config.system_prompt {
-            messages.push(Message::system(prompt.clone()));
-        }
+        let prompt = match &self.config.system_prompt {
+            Some(own) => own.clone(),
+            None => default_prompt(&self.dispatcher.config().workspace),
+        };
+        messages.push(Message::system(prompt));
         messages.extend(session.context());
         let mut req = ChatRequest::new(
             self.config.model.clone(),
@@ -372,7 +387,6 @@ impl AgentLoop {
         events: &EventSink,
         cancel: &CancellationToken,
     ) -> Result<ToolOutput, ToolError> {
-        let started = Instant::now();
         emit(
             events,
             AgentEvent::ToolCallStarted {
@@ -381,14 +395,15 @@ impl AgentLoop {
                 arguments: c.call.arguments.clone(),
             },
         );
-        let outcome = match &c.parse_error {
-            Some(e) => Err(e.clone()),
+        let (outcome, ran_for) = match &c.parse_error {
+            Some(e) => (Err(e.clone()), Duration::ZERO),
             None => {
                 let req = CallRequest::new(c.call.clone(), Arc::clone(approver))
                     .session(session_id)
                     .channel("agent")
                     .cancel(cancel.child_token());
-                self.dispatcher.dispatch(req).await
+                // The tool's own run time: waiting for a person's answer is not the tool's.
+                self.dispatcher.dispatch_timed(req).await
             }
         };
         let (ok, error_kind, text) = match &outcome {
@@ -403,7 +418,7 @@ impl AgentLoop {
                 ok,
                 error_kind,
                 preview: preview(text, 300),
-                duration_ms: u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX),
+                duration_ms: u64::try_from(ran_for.as_millis()).unwrap_or(u64::MAX),
             },
         );
         outcome

@@ -27,9 +27,14 @@ impl Approver for NonInteractiveApprover {
     }
 
     async fn ask(&self, req: &ApprovalRequest) -> Result<ApprovalAnswer, ApprovalUnavailable> {
+        let remedy = if req.remedy.is_empty() {
+            String::new()
+        } else {
+            format!(", or {}", req.remedy)
+        };
         Err(ApprovalUnavailable(format!(
-            "`{}` needs approval ({}), and no one can be asked here: run in a terminal to answer the prompt, pass --yes, or add `{}` to security.auto_approved_tools",
-            req.tool, req.why, req.tool
+            "{}; no one can be asked here: run in a terminal to answer the prompt, pass --yes{remedy}",
+            req.why
         )))
     }
 }

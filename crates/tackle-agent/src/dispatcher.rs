@@ -140,10 +140,24 @@ impl Dispatcher {
 
     /// Run one call through every step. Never panics, never hangs past the timeout.
     pub async fn dispatch(&self, req: CallRequest) -> Result<ToolOutput, ToolError> {
+        self.dispatch_timed(req).await.0
+    }
+
+    /// [`Self::dispatch`], also returning how long the tool itself ran (zero when it never
+    /// started): the time a person took to answer the approval is not in it.
+    pub async fn dispatch_timed(
+        &self,
+        req: CallRequest,
+    ) -> (Result<ToolOutput, ToolError>, Duration) {
         let started = Instant::now();
         let args_summary = self.summarize_args(&req.call.arguments);
+        let mut ran_for = Duration::ZERO;
         let (outcome, approver) = match self.clear(&req).await {
-            Ok((plan, approver)) => (self.execute(plan, &req).await, approver),
+            Ok((plan, approver)) => {
+                let (outcome, ran) = self.execute(plan, &req).await;
+                ran_for = ran;
+                (outcome, approver)
+            }
             Err(e) => (Err(e), String::new()),
         };
         let outcome = outcome
@@ -160,7 +174,7 @@ impl Dispatcher {
             });
         self.record(&req, args_summary, &outcome, approver, started.elapsed())
             .await;
-        outcome
+        (outcome, ran_for)
     }
 
     /// Lookup, validation, policy resolution and every planned capability checked against
@@ -288,6 +302,7 @@ impl Dispatcher {
             summary,
             grants: plan.policy.grants.clone(),
             why: decision.why.clone(),
+            remedy: plan.remedy(),
         };
         match req.approver.ask(&ask).await {
             Ok(ApprovalAnswer::Once) => Ok(req.approver.name().to_string()),
@@ -344,7 +359,12 @@ impl Dispatcher {
             .unwrap_or(false)
     }
 
-    async fn execute(&self, plan: Plan, req: &CallRequest) -> Result<ToolOutput, ToolError> {
+    /// The call's outcome and how long the tool ran (from when it could start).
+    async fn execute(
+        &self,
+        plan: Plan,
+        req: &CallRequest,
+    ) -> (Result<ToolOutput, ToolError>, Duration) {
         let writes: Vec<PathBuf> = plan
             .written_paths()
             .iter()
@@ -365,12 +385,13 @@ impl Dispatcher {
         // call's edit is not this call's run time.
         let _writing = tokio::select! {
             biased;
-            () = scope.cancel.cancelled() => return cancelled(),
+            () = scope.cancel.cancelled() => return (cancelled(), Duration::ZERO),
             guards = lock_paths(&writes) => guards,
         };
+        let running = Instant::now();
         let call =
             AssertUnwindSafe(entry.tool.call(req.call.arguments.clone(), &cx)).catch_unwind();
-        tokio::select! {
+        let outcome = tokio::select! {
             biased;
             () = scope.cancel.cancelled() => cancelled(),
             res = tokio::time::timeout(limit, call) => match res {
@@ -388,7 +409,8 @@ impl Dispatcher {
                     )))
                 }
             },
-        }
+        };
+        (outcome, running.elapsed())
     }
 
     /// `--explain`: the plan a call would have in a fresh session, nothing run.

@@ -6,7 +6,7 @@ use crate::registry::Entry;
 use std::path::PathBuf;
 use std::sync::Arc;
 use tackle_policy::resolve::ResolvedPolicy;
-use tackle_protocol::{CallScope, Capability, Decision, ToolHost, Verdict};
+use tackle_protocol::{ApprovalMode, CallScope, Capability, Decision, ToolHost, Verdict};
 
 pub struct Plan {
     pub(crate) entry: Arc<Entry>,
@@ -55,6 +55,25 @@ impl Plan {
         self.denial()
             .unwrap_or_else(|| self.approval_needed().0)
             .clone()
+    }
+
+    /// What setting would let such a call run unasked; empty when none can (see
+    /// [`tackle_protocol::ApprovalRequest::remedy`]).
+    pub fn remedy(&self) -> String {
+        let name = &self.entry.spec.name;
+        if self.unchecked().is_some() || self.escalated {
+            // Neither the auto list nor a session answer covers these: a person must look.
+            return String::new();
+        }
+        match self.policy.approval {
+            ApprovalMode::Always => format!(
+                "set `security.tool_policies.{name}.approval: unless_auto_approved` and add `{name}` to `security.auto_approved_tools` (an `always` tool asks whatever the list says)"
+            ),
+            ApprovalMode::UnlessAutoApproved => {
+                format!("add `{name}` to `security.auto_approved_tools`")
+            }
+            ApprovalMode::Never => String::new(),
+        }
     }
 
     /// The planned capabilities, one per line, for the approval prompt.

@@ -586,3 +586,57 @@ async fn structured_output_is_sanitized_like_content() {
     assert_eq!(text.matches("[base64 data removed]").count(), 4, "{text}");
     assert_eq!(text.matches("[hex data removed]").count(), 4, "{text}");
 }
+
+/// Answers yes after a person's thinking time.
+struct SlowYes(Duration);
+
+#[async_trait]
+impl Approver for SlowYes {
+    fn name(&self) -> &str {
+        "slow"
+    }
+    async fn ask(&self, _: &ApprovalRequest) -> Result<ApprovalAnswer, ApprovalUnavailable> {
+        tokio::time::sleep(self.0).await;
+        Ok(ApprovalAnswer::Once)
+    }
+}
+
+#[tokio::test]
+async fn the_reported_run_time_is_the_tools_own_not_the_wait_for_an_answer() {
+    let f = fixture(
+        ApprovalMode::Always,
+        SecurityConfig::default(),
+        Duration::from_millis(50),
+        "done",
+        Duration::from_secs(5),
+    );
+    let started = std::time::Instant::now();
+    let (out, ran) = f
+        .dispatcher
+        .dispatch_timed(CallRequest::new(
+            call("probe", json!({"target": "ok"})),
+            Arc::new(SlowYes(Duration::from_millis(600))),
+        ))
+        .await;
+    assert!(out.is_ok(), "{out:?}");
+    assert!(started.elapsed() >= Duration::from_millis(600));
+    assert!(ran >= Duration::from_millis(50), "{ran:?}");
+    assert!(
+        ran < Duration::from_millis(500),
+        "the answer's wait was counted: {ran:?}"
+    );
+}
+
+#[tokio::test]
+async fn a_call_that_never_ran_reports_no_run_time() {
+    let f = simple(ApprovalMode::Always);
+    let (out, ran) = f
+        .dispatcher
+        .dispatch_timed(CallRequest::new(
+            call("probe", json!({"target": "forbidden"})),
+            Arc::new(AutoApprover),
+        ))
+        .await;
+    assert_eq!(out.map_err(|e| e.kind), Err(ErrorKind::Denied));
+    assert_eq!(ran, Duration::ZERO);
+}

@@ -17,6 +17,10 @@ pub struct ApprovalRequest {
     pub grants: Grants,
     /// Why approval is needed (the approval decision's `why`).
     pub why: String,
+    /// What would let such a call run without asking, in the config's terms (empty when no
+    /// setting can: the call needs a person every time). An approver that cannot ask puts it
+    /// in its error, beside what its own front end offers (`--yes`, a terminal, elicitation).
+    pub remedy: String,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

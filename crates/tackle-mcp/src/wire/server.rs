@@ -151,10 +151,14 @@ impl Approver for ElicitApprover {
             .supported_elicitation_modes()
             .contains(&ElicitationMode::Form)
         {
+            let remedy = if req.remedy.is_empty() {
+                String::new()
+            } else {
+                format!(", or {}", req.remedy)
+            };
             return Err(ApprovalUnavailable(format!(
                 "`{}` needs approval, and this MCP client cannot be asked (it did not declare \
-                 the elicitation capability); list the tool in security.auto_approved_tools \
-                 or use a client that supports elicitation",
+                 the elicitation capability): use a client that supports elicitation{remedy}",
                 req.tool
             )));
         }
@@ -265,6 +269,7 @@ mod tests {
                     summary: "ask".into(),
                     grants: Default::default(),
                     why: "`ask` always asks".into(),
+                    remedy: String::new(),
                 };
                 let answer = approver.ask(&req).await;
                 *self.asked.lock().unwrap() = Some(answer);

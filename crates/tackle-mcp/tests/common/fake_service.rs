@@ -54,6 +54,7 @@ async fn guarded(arguments: Value, approver: &dyn Approver) -> Result<ToolOutput
         summary: "exec guarded".into(),
         grants: Grants::default(),
         why: "`guarded` always asks".into(),
+        remedy: String::new(),
     };
     match approver.ask(&req).await {
         Ok(ApprovalAnswer::Once) => Ok(ToolOutput::text(format!(
