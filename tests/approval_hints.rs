@@ -168,7 +168,6 @@ fn mcp_call(sb: &Sandbox, yaml: &str, tool: &str, args: &str) -> Value {
         json!({"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":tool,"arguments":arguments}}),
     );
     let answer = read_id(2);
-    drop(send);
     let _ = child.kill();
     let _ = child.wait();
     answer
