@@ -19,24 +19,7 @@ const BASH_CANDIDATES: &[&str] = &["/usr/bin/bash", "/bin/bash", "/usr/local/bin
 /// Options that make bash read no start-up file and inherit no settings.
 pub(crate) const BASH_ARGS: &[&str] = &["--noprofile", "--norc"];
 
-/// Variables that would make bash run code or change its grammar at start-up; never passed on,
-/// even when the operator's passthrough list names them.
-pub(crate) fn is_shell_startup_variable(name: &str) -> bool {
-    matches!(
-        name,
-        "BASH_ENV"
-            | "ENV"
-            | "SHELLOPTS"
-            | "BASHOPTS"
-            | "POSIXLY_CORRECT"
-            | "PS4"
-            | "IFS"
-            | "CDPATH"
-            | "GLOBIGNORE"
-            | "BASH_XTRACEFD"
-            | "PROMPT_COMMAND"
-    ) || name.starts_with("BASH_FUNC_")
-}
+pub(crate) use tackle_protocol::env::is_shell_startup_variable;
 
 /// How long bash may take to read a line back.
 const READ_BACK_TIMEOUT: Duration = Duration::from_secs(5);

@@ -21,8 +21,6 @@ use tokio::process::{Child, Command};
 use tokio_util::sync::CancellationToken;
 
 /// Variables every child gets from our own environment, when set.
-const BASE_ENV: &[&str] = &["PATH", "HOME", "LANG", "TERM", "USER", "TZ"];
-
 /// How long output may still be drained after the process ended, for descendants that left
 /// the process group (`setsid`) and kept the pipes open.
 const DRAIN_GRACE: Duration = Duration::from_secs(2);
@@ -384,19 +382,10 @@ fn prepare_tmpdir(dir: &Path) -> Result<(), HostError> {
         })
 }
 
-/// The scrubbed base: the fixed allowlist, `LC_*`, and the operator's passthrough entries.
+/// The scrubbed base every command starts from (one rule for every child; see
+/// `tackle_protocol::env`).
 pub(crate) fn base_env(passthrough: &[String]) -> Vec<(String, String)> {
-    std::env::vars()
-        .filter(|(k, _)| !bash::is_shell_startup_variable(k))
-        .filter(|(k, _)| {
-            BASE_ENV.contains(&k.as_str())
-                || k.starts_with("LC_")
-                || passthrough.iter().any(|p| match p.strip_suffix('*') {
-                    Some(prefix) => k.starts_with(prefix),
-                    None => p == k,
-                })
-        })
-        .collect()
+    tackle_protocol::env::inherited(std::env::vars_os(), passthrough)
 }
 
 /// Tools may add variables, but not ones that change what code the loader runs.

@@ -5,7 +5,8 @@
 //! backoff, `tools/list_changed`, re-initialised HTTP sessions) and exposes each server as an
 //! [`Extension`](tackle_protocol::Extension) whose tools are named `<server>__<tool>`. Every
 //! MCP tool is medium risk and needs approval unless auto-approved: the server's annotations
-//! are shown to the model, never trusted for policy.
+//! are shown to the model, and trusted for policy only where the operator sets
+//! `trust_annotations: true` for that server (a read-only tool then runs as Low · never).
 //!
 //! **Server** ([`serve_stdio`], [`serve_http`]): serves a [`ToolService`] (the agent's full
 //! dispatcher) to other MCP clients; approvals are asked back through MCP elicitation, or the

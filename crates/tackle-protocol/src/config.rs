@@ -236,6 +236,11 @@ pub struct McpServerConfig {
     /// Seconds one tool call may take.
     #[serde(default)]
     pub call_timeout_secs: Option<u64>,
+    /// Believe this server's tool annotations for policy: a tool it marks `readOnlyHint`
+    /// (and not `destructiveHint`) becomes Low risk with approval `never`. Off by default,
+    /// because annotations are the server's own claims.
+    #[serde(default)]
+    pub trust_annotations: bool,
 }
 
 /// `mcp:` how `tackle mcp serve` serves.

@@ -22,6 +22,7 @@ pub mod approval;
 pub mod call;
 pub mod config;
 pub mod decision;
+pub mod env;
 pub mod error;
 pub mod grants;
 pub mod host;

@@ -40,6 +40,11 @@ struct Inner {
 }
 
 impl Server {
+    /// The operator believes this server's tool annotations (`trust_annotations`).
+    pub fn trusts_annotations(&self) -> bool {
+        self.config.trust_annotations
+    }
+
     pub fn new(name: String, config: McpServerConfig, options: Arc<McpOptions>) -> Arc<Self> {
         Arc::new(Self {
             prefix: naming::server_prefix(&name),

@@ -20,12 +20,24 @@ pub(crate) struct McpTool {
 
 impl McpTool {
     pub fn new(server: Weak<Server>, registry_name: String, remote: RemoteTool) -> Self {
-        let owner = server.upgrade().map(|s| s.name.clone()).unwrap_or_default();
+        let (owner, trusted) = server
+            .upgrade()
+            .map(|s| (s.name.clone(), s.trusts_annotations()))
+            .unwrap_or_default();
+        // Annotations are the server's claims: shown, and used to lower the policy only
+        // where the operator said this server's claims hold (`trust_annotations`).
+        let read_only = remote.annotations.as_ref().is_some_and(|a| {
+            a.read_only_hint == Some(true) && a.destructive_hint != Some(true)
+        });
+        let (risk, approval) = if trusted && read_only {
+            (Risk::Low, ApprovalMode::Never)
+        } else {
+            (Risk::Medium, ApprovalMode::UnlessAutoApproved)
+        };
         let spec = ToolSpec::new(&registry_name, &content::describe(&remote, &owner), &owner)
             .parameters(object_schema(remote.input_schema))
-            // Annotations are the server's claims: shown, never used to lower approval.
-            .risk(Risk::Medium)
-            .approval(ApprovalMode::UnlessAutoApproved);
+            .risk(risk)
+            .approval(approval);
         Self {
             server,
             remote_name: remote.name,

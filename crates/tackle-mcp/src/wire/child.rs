@@ -7,9 +7,6 @@ use std::path::Path;
 use std::sync::{Arc, Mutex};
 use tokio::io::{AsyncBufReadExt, BufReader};
 
-/// Variables a child keeps from our environment; everything else must be named in its `env`.
-const PASSED_THROUGH: [&str; 3] = ["PATH", "HOME", "LANG"];
-
 /// How many bytes of the child's last stderr line are kept for error messages.
 const STDERR_TAIL: usize = 400;
 
@@ -29,11 +26,8 @@ pub(crate) fn spawn(
 ) -> Result<TokioChildProcess, WireError> {
     let mut cmd = tokio::process::Command::new(spec.command);
     cmd.args(spec.args).env_clear().kill_on_drop(true);
-    for key in PASSED_THROUGH {
-        if let Some(value) = std::env::var_os(key) {
-            cmd.env(key, value);
-        }
-    }
+    // The same inherited base as every command Tackle runs; the rest must be in its `env`.
+    cmd.envs(tackle_protocol::env::inherited(std::env::vars_os(), &[]));
     for (k, v) in spec.env {
         cmd.env(k, v);
     }
