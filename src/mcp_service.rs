@@ -4,9 +4,10 @@
 //! its HTTP stack).
 
 use async_trait::async_trait;
+use std::collections::HashMap;
 use std::hash::{BuildHasher, Hasher};
-use std::sync::Arc;
-use tackle_agent::{CallRequest, Dispatcher};
+use std::sync::{Arc, Mutex};
+use tackle_agent::{CallRequest, Dispatcher, SessionApprovals};
 use tackle_mcp::ToolService;
 use tackle_protocol::{Approver, ToolCall, ToolError, ToolOutput, ToolSpec};
 use tokio_util::sync::CancellationToken;
@@ -14,6 +15,8 @@ use tokio_util::sync::CancellationToken;
 pub struct DispatcherService {
     dispatcher: Arc<Dispatcher>,
     session_id: String,
+    /// Each MCP session's "allow for the session" answers.
+    approvals: Mutex<HashMap<String, Arc<SessionApprovals>>>,
 }
 
 impl DispatcherService {
@@ -23,6 +26,15 @@ impl DispatcherService {
         Self {
             dispatcher,
             session_id: format!("{prefix}-{}", process_tag()),
+            approvals: Mutex::new(HashMap::new()),
+        }
+    }
+
+    fn approvals_of(&self, session: &str) -> Arc<SessionApprovals> {
+        match self.approvals.lock() {
+            Ok(mut map) => Arc::clone(map.entry(session.to_string()).or_default()),
+            // Poisoned: ask again rather than fail the call.
+            Err(_) => Arc::default(),
         }
     }
 }
@@ -68,6 +80,7 @@ impl ToolService for DispatcherService {
         // Each MCP session is a session of its own: approvals and TMPDIR do not leak across.
         let req = CallRequest::new(call, approver)
             .session(format!("{}-{session}", self.session_id))
+            .approvals(self.approvals_of(session))
             .channel("mcp")
             .cancel(cancel);
         self.dispatcher.dispatch(req).await

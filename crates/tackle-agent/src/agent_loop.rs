@@ -213,7 +213,7 @@ impl AgentLoop {
                 return Ok(self.finish(DoneReason::LoopGuard, note, *iteration, tally, events));
             }
             let results = self
-                .run_calls(&calls, session.id(), approver, events, cancel, tally)
+                .run_calls(&calls, session, approver, events, cancel, tally)
                 .await;
             for (c, (content, is_error)) in calls.iter().zip(results) {
                 session
@@ -353,7 +353,7 @@ impl AgentLoop {
     async fn run_calls(
         &self,
         calls: &[ParsedCall],
-        session_id: &str,
+        session: &Session,
         approver: &Arc<dyn Approver>,
         events: &EventSink,
         cancel: &CancellationToken,
@@ -361,7 +361,7 @@ impl AgentLoop {
     ) -> Vec<(String, bool)> {
         let futures = calls
             .iter()
-            .map(|c| self.run_one(c, session_id, approver, events, cancel));
+            .map(|c| self.run_one(c, session, approver, events, cancel));
         let outcomes = futures::future::join_all(futures).await;
         outcomes
             .into_iter()
@@ -382,7 +382,7 @@ impl AgentLoop {
     async fn run_one(
         &self,
         c: &ParsedCall,
-        session_id: &str,
+        session: &Session,
         approver: &Arc<dyn Approver>,
         events: &EventSink,
         cancel: &CancellationToken,
@@ -399,7 +399,8 @@ impl AgentLoop {
             Some(e) => (Err(e.clone()), Duration::ZERO),
             None => {
                 let req = CallRequest::new(c.call.clone(), Arc::clone(approver))
-                    .session(session_id)
+                    .session(session.id())
+                    .approvals(Arc::clone(session.approvals()))
                     .channel("agent")
                     .cancel(cancel.child_token());
                 // The tool's own run time: waiting for a person's answer is not the tool's.

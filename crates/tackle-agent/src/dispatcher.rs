@@ -7,13 +7,13 @@ use crate::path_locks::lock_paths;
 use crate::plan::Plan;
 use crate::registry::{Entry, Registry};
 use crate::sanitizer::Sanitizer;
+use crate::session_approvals::SessionApprovals;
 use futures::FutureExt;
 use serde::Serialize;
 use serde_json::Value;
-use std::collections::HashSet;
 use std::panic::AssertUnwindSafe;
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tackle_policy::resolve::{approval_decision, resolve, ResolvedPolicy};
 use tackle_protocol::config::SecurityConfig;
@@ -43,6 +43,9 @@ pub struct CallRequest {
     pub call: ToolCall,
     pub approver: Arc<dyn Approver>,
     pub session_id: String,
+    /// The session's "allow for the session" answers (a fresh, empty set by default: a
+    /// one-off call remembers nothing).
+    pub approvals: Arc<SessionApprovals>,
     pub channel: String,
     pub cancel: CancellationToken,
 }
@@ -53,6 +56,7 @@ impl CallRequest {
             call,
             approver,
             session_id: String::new(),
+            approvals: Arc::default(),
             channel: "cli".to_string(),
             cancel: CancellationToken::new(),
         }
@@ -60,6 +64,12 @@ impl CallRequest {
 
     pub fn session(mut self, session_id: impl Into<String>) -> Self {
         self.session_id = session_id.into();
+        self
+    }
+
+    /// The calling session's approvals, shared by all its calls.
+    pub fn approvals(mut self, approvals: Arc<SessionApprovals>) -> Self {
+        self.approvals = approvals;
         self
     }
 
@@ -94,9 +104,6 @@ pub struct Dispatcher {
     config: DispatcherConfig,
     audit: Option<Arc<dyn AuditSink>>,
     agents: Option<Arc<dyn AgentServices>>,
-    /// (session, tool) pairs a person allowed for the rest of that session with `a`: an
-    /// answer given in one session (one MCP client, one chat) never covers another.
-    session_allowed: Mutex<HashSet<(String, String)>>,
 }
 
 impl Dispatcher {
@@ -111,7 +118,6 @@ impl Dispatcher {
             config,
             audit: None,
             agents: None,
-            session_allowed: Mutex::new(HashSet::new()),
         }
     }
 
@@ -184,6 +190,7 @@ impl Dispatcher {
         &self,
         call: &ToolCall,
         session: &str,
+        approvals: &SessionApprovals,
         cancel: &CancellationToken,
     ) -> Result<Plan, ToolError> {
         let entry = self.lookup(&call.name)?;
@@ -201,7 +208,7 @@ impl Dispatcher {
             &entry,
             &policy,
             &call.arguments,
-            self.allowed_for_session(session, &call.name),
+            approvals.allows(&call.name),
         );
         Ok(Plan {
             entry,
@@ -217,7 +224,9 @@ impl Dispatcher {
     /// The plan, a denial stopping it, then approval; returns the plan to run (re-scoped
     /// when a person approved what the policy could not check) and who approved.
     async fn clear(&self, req: &CallRequest) -> Result<(Plan, String), ToolError> {
-        let mut plan = self.plan(&req.call, &req.session_id, &req.cancel).await?;
+        let mut plan = self
+            .plan(&req.call, &req.session_id, &req.approvals, &req.cancel)
+            .await?;
         if let Some(denial) = plan.denial() {
             return Err(ToolError::denied(denial.clone()));
         }
@@ -308,9 +317,7 @@ impl Dispatcher {
             Ok(ApprovalAnswer::Once) => Ok(req.approver.name().to_string()),
             Ok(ApprovalAnswer::ForSession) => {
                 if !escalated {
-                    if let Ok(mut set) = self.session_allowed.lock() {
-                        set.insert((req.session_id.clone(), name.to_string()));
-                    }
+                    req.approvals.allow(name);
                 }
                 Ok(req.approver.name().to_string())
             }
@@ -350,13 +357,6 @@ impl Dispatcher {
                 false,
             ),
         }
-    }
-
-    fn allowed_for_session(&self, session: &str, tool: &str) -> bool {
-        self.session_allowed
-            .lock()
-            .map(|set| set.contains(&(session.to_string(), tool.to_string())))
-            .unwrap_or(false)
     }
 
     /// The call's outcome and how long the tool ran (from when it could start).
@@ -420,7 +420,10 @@ impl Dispatcher {
             name: name.to_string(),
             arguments: arguments.clone(),
         };
-        let plan = self.plan(&call, "", &CancellationToken::new()).await?;
+        let fresh = SessionApprovals::default();
+        let plan = self
+            .plan(&call, "", &fresh, &CancellationToken::new())
+            .await?;
         let decision = plan.decision();
         Ok(Explanation {
             tool: name.to_string(),

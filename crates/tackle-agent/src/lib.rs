@@ -33,6 +33,7 @@ pub mod plan;
 pub mod registry;
 pub mod sanitizer;
 pub mod session;
+pub mod session_approvals;
 
 pub use agent_loop::{AgentLoop, LoopConfig, LoopError, TurnOutcome};
 pub use audit::{AuditEvent, AuditSink};
@@ -43,3 +44,4 @@ pub use plan::Plan;
 pub use registry::{Registry, RegistryError};
 pub use sanitizer::Sanitizer;
 pub use session::Session;
+pub use session_approvals::SessionApprovals;

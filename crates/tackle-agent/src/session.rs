@@ -1,5 +1,7 @@
 //! A conversation: its messages in memory, mirrored to the append-only store when there is one.
 
+use crate::session_approvals::SessionApprovals;
+use std::sync::Arc;
 use tackle_protocol::message::{Message, Role};
 use tackle_store::{Entry, EntryKind, SessionId, Store, StoreError};
 
@@ -9,9 +11,17 @@ pub struct Session {
     /// The summary the context starts from (the latest Summary entry), if any.
     summary: Option<String>,
     messages: Vec<Message>,
+    /// "Allow for the session" answers given in this session (not stored: a resumed session
+    /// asks again).
+    approvals: Arc<SessionApprovals>,
 }
 
 impl Session {
+    /// The session's approvals, carried by each of its calls.
+    pub fn approvals(&self) -> &Arc<SessionApprovals> {
+        &self.approvals
+    }
+
     /// A session that lives only in memory.
     pub fn ephemeral(id: impl Into<String>) -> Self {
         Self {
@@ -19,6 +29,7 @@ impl Session {
             store: None,
             summary: None,
             messages: Vec::new(),
+            approvals: Arc::default(),
         }
     }
 
@@ -30,6 +41,7 @@ impl Session {
             store: Some(store),
             summary: None,
             messages: Vec::new(),
+            approvals: Arc::default(),
         })
     }
 
@@ -62,6 +74,7 @@ impl Session {
             store: Some(store),
             summary,
             messages,
+            approvals: Arc::default(),
         })
     }
 

@@ -9,6 +9,7 @@ use std::time::Duration;
 use tackle_agent::approvers::{AutoApprover, NonInteractiveApprover};
 use tackle_agent::{
     AuditEvent, AuditSink, CallRequest, Dispatcher, DispatcherConfig, Registry, Sanitizer,
+    SessionApprovals,
 };
 use tackle_protocol::config::{SecurityConfig, ToolPolicyConfig};
 use tackle_protocol::*;
@@ -146,6 +147,8 @@ struct Fixture {
     dispatcher: Dispatcher,
     runs: Arc<AtomicUsize>,
     audit: Arc<Audit>,
+    /// One session's approvals, shared by every `run`.
+    approvals: Arc<SessionApprovals>,
 }
 
 fn fixture(
@@ -186,6 +189,7 @@ fn fixture(
         dispatcher,
         runs,
         audit,
+        approvals: Arc::default(),
     }
 }
 
@@ -196,7 +200,7 @@ impl Fixture {
         approver: Arc<dyn Approver>,
     ) -> Result<ToolOutput, ToolError> {
         self.dispatcher
-            .dispatch(CallRequest::new(call, approver))
+            .dispatch(CallRequest::new(call, approver).approvals(Arc::clone(&self.approvals)))
             .await
     }
 }
@@ -348,8 +352,15 @@ async fn always_for_session_stops_further_prompts_for_that_tool() {
 async fn allow_for_the_session_holds_in_that_session_only() {
     let f = simple(ApprovalMode::Always);
     let approver = Arc::new(Answer(ApprovalAnswer::ForSession, AtomicUsize::new(0)));
+    let (a, b) = (
+        Arc::new(SessionApprovals::default()),
+        Arc::new(SessionApprovals::default()),
+    );
     let in_session = |session: &str, approver: Arc<dyn Approver>| {
-        CallRequest::new(call("probe", json!({"target": "ok"})), approver).session(session)
+        let approvals = if session == "mcp-a" { &a } else { &b };
+        CallRequest::new(call("probe", json!({"target": "ok"})), approver)
+            .session(session)
+            .approvals(Arc::clone(approvals))
     };
     f.dispatcher
         .dispatch(in_session("mcp-a", approver.clone()))

@@ -1,0 +1,24 @@
+//! "Allow for the rest of this session" answers, held by the session that gave them: each
+//! call carries its session's set, so an answer in one chat or one MCP session never covers
+//! another, and the set goes when the session does (the dispatcher keeps no per-session state).
+
+use std::collections::HashSet;
+use std::sync::Mutex;
+
+#[derive(Debug, Default)]
+pub struct SessionApprovals {
+    tools: Mutex<HashSet<String>>,
+}
+
+impl SessionApprovals {
+    /// A person allowed `tool` for the rest of this session.
+    pub fn allows(&self, tool: &str) -> bool {
+        self.tools.lock().is_ok_and(|set| set.contains(tool))
+    }
+
+    pub fn allow(&self, tool: &str) {
+        if let Ok(mut set) = self.tools.lock() {
+            set.insert(tool.to_string());
+        }
+    }
+}
