@@ -79,6 +79,10 @@ impl App {
             config.tools.coding_tools || selection.template.as_deref() == Some("coder");
         let mcp = start_mcp(&config, &state_dir);
         let mut extensions = extensions(&config, agent.as_ref(), coding_tools);
+        if agents.is_none() {
+            // A front end without an agent (`tools`, `mcp serve`) lists only what it can run.
+            extensions = extensions.into_iter().map(without_agent_tools).collect();
+        }
         if let Some(manager) = &mcp {
             extensions.extend(manager.extensions().into_iter().filter(|ext| {
                 agent
@@ -185,6 +189,47 @@ fn extensions(
         .collect()
 }
 
+/// Tools that only work inside a running agent (they ask it through [`AgentServices`]).
+const AGENT_TOOLS: &[&str] = &["compact"];
+
+/// `ext` without its agent tools; calling one by name says where it works instead.
+fn without_agent_tools(ext: Arc<dyn Extension>) -> Arc<dyn Extension> {
+    let owns_agent_tools = ext
+        .tools()
+        .iter()
+        .any(|t| AGENT_TOOLS.contains(&t.spec().name.as_str()));
+    if owns_agent_tools {
+        Arc::new(WithoutAgentTools(ext))
+    } else {
+        ext
+    }
+}
+
+struct WithoutAgentTools(Arc<dyn Extension>);
+
+impl Extension for WithoutAgentTools {
+    fn name(&self) -> &str {
+        self.0.name()
+    }
+
+    fn tools(&self) -> Vec<Arc<dyn tackle_protocol::Tool>> {
+        self.0
+            .tools()
+            .into_iter()
+            .filter(|t| !AGENT_TOOLS.contains(&t.spec().name.as_str()))
+            .collect()
+    }
+
+    fn unavailable(&self, tool: &str) -> Option<String> {
+        if AGENT_TOOLS.contains(&tool) {
+            return Some(format!(
+                "`{tool}` works only inside an agent's conversation (`tackle run`, `tackle chat`)"
+            ));
+        }
+        self.0.unavailable(tool)
+    }
+}
+
 /// The state store; without it no decision could be audited, so it is required.
 pub fn open_store(state_dir: &Path) -> Result<Store> {
     Store::open(state_dir).map_err(|e| anyhow::anyhow!("cannot open the state store: {e}"))
@@ -257,12 +302,19 @@ fn resolve_workspace(flag: Option<&Path>, configured: Option<&str>) -> Result<Pa
         (None, Some(c)) => PathBuf::from(c),
         (None, None) => PathBuf::from("."),
     };
-    std::fs::canonicalize(&raw).map_err(|e| {
+    let dir = std::fs::canonicalize(&raw).map_err(|e| {
         usage(format!(
             "workspace {} is not usable ({e}); pass --workspace DIR with an existing directory",
             raw.display()
         ))
-    })
+    })?;
+    if !dir.is_dir() {
+        return Err(usage(format!(
+            "workspace {} is not a directory; pass --workspace DIR with an existing directory",
+            raw.display()
+        )));
+    }
+    Ok(dir)
 }
 
 fn resolve_state_dir(configured: Option<&str>, home: Option<&Path>) -> PathBuf {

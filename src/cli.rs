@@ -27,7 +27,8 @@ pub struct Global {
     /// More logging (-v info, -vv debug).
     #[arg(short, long, global = true, action = clap::ArgAction::Count)]
     pub verbose: u8,
-    /// Only errors.
+    /// Only errors on stderr: no tool-call lines, session line or warnings (the answer and
+    /// --json output still go to stdout).
     #[arg(short, long, global = true)]
     pub quiet: bool,
 }
@@ -44,35 +45,96 @@ pub enum Command {
     /// Serve Tackle's guarded tools over MCP, or list the configured MCP servers.
     #[command(subcommand)]
     Mcp(McpCommand),
-    /// Config check and which protections are enforced on this machine.
-    Doctor,
+    /// Check what is configured (backends, MCP servers, state store) and which protections
+    /// are enforced on this machine; exit 1 when something configured is broken.
+    Doctor(DoctorArgs),
+    /// The audit log: one line per tool call, oldest first.
+    Audit(AuditArgs),
+    /// Stored sessions: list them, show one, remove one.
+    #[command(subcommand)]
+    Sessions(SessionsCommand),
+}
+
+#[derive(Debug, Args)]
+pub struct DoctorArgs {
+    /// Print `{"status", "checks": [{"name", "status", "detail"}]}` JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct AuditArgs {
+    /// Only this session's calls.
+    #[arg(long, value_name = "ID")]
+    pub session: Option<String>,
+    /// Only calls of this tool.
+    #[arg(long, value_name = "NAME")]
+    pub tool: Option<String>,
+    /// Only calls since this long ago (`90s`, `30m`, `2h`, `7d`, `1w`) or this RFC 3339 time
+    /// or date (`2026-01-02T03:04:05Z`, `2026-01-02`).
+    #[arg(long, value_name = "DURATION|TIME")]
+    pub since: Option<String>,
+    /// At most the newest N calls.
+    #[arg(long, value_name = "N")]
+    pub limit: Option<usize>,
+    /// Print a JSON array of the records.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum SessionsCommand {
+    /// Every session, most recently active first: id, times, messages, first user message.
+    List {
+        /// Print a JSON array.
+        #[arg(long)]
+        json: bool,
+    },
+    /// One session's messages and tool calls.
+    Show {
+        /// The session's id, as `tackle sessions list` shows it.
+        id: String,
+        /// Print the session and its stored entries as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Delete a session and its messages (the audit log keeps its records).
+    Rm {
+        /// The session's id, as `tackle sessions list` shows it.
+        id: String,
+    },
 }
 
 #[derive(Debug, Subcommand)]
 pub enum ToolsCommand {
     /// Every tool the agent would see: name, owner extension, risk, approval.
     List {
+        /// Print a JSON array of {name, owner, risk, approval, description}.
         #[arg(long)]
         json: bool,
         /// Show the tools of this agent (default: the first agent).
-        #[arg(long)]
+        #[arg(long, value_name = "NAME")]
         agent: Option<String>,
-        /// Include the opt-in coding tools (`grep`, `find`).
+        /// `coder`: include the opt-in coding tools (`grep`, `find`).
         #[arg(long, value_parser = ["coder"])]
         template: Option<String>,
     },
     /// Full description and JSON Schema of one tool.
     Describe {
+        /// The tool's name, as `tackle tools list` shows it.
         name: String,
-        #[arg(long)]
+        /// Describe the tool as this agent has it (default: the first agent).
+        #[arg(long, value_name = "NAME")]
         agent: Option<String>,
+        /// `coder`: include the opt-in coding tools (`grep`, `find`).
         #[arg(long, value_parser = ["coder"])]
         template: Option<String>,
     },
     /// One call through the whole dispatcher (validation, policy, approval, sandbox, sanitizer).
     Call {
+        /// The tool's name, as `tackle tools list` shows it.
         name: String,
-        /// Arguments as a JSON object.
+        /// Arguments as a JSON object, e.g. '{"expression": "1+1"}'.
         arguments: String,
         /// Approve any call that needs approval.
         #[arg(long)]
@@ -80,11 +142,14 @@ pub enum ToolsCommand {
         /// Print `{"ok", "content", "error"}` JSON.
         #[arg(long)]
         json: bool,
-        /// Print the resolved policy and the decision with its why; run nothing.
+        /// Print the resolved policy and the decision with its why; run nothing (exit 3 when
+        /// the decision is deny).
         #[arg(long)]
         explain: bool,
-        #[arg(long)]
+        /// Call the tool under this agent's policy (default: the first agent).
+        #[arg(long, value_name = "NAME")]
         agent: Option<String>,
+        /// `coder`: include the opt-in coding tools (`grep`, `find`).
         #[arg(long, value_parser = ["coder"])]
         template: Option<String>,
     },
@@ -96,10 +161,10 @@ pub struct RunArgs {
     #[arg(short, long)]
     pub message: String,
     /// The agent to run (default: the first agent in the config).
-    #[arg(long)]
+    #[arg(long, value_name = "NAME")]
     pub agent: Option<String>,
     /// Resume this session (created if new).
-    #[arg(long)]
+    #[arg(long, value_name = "ID")]
     pub session: Option<String>,
     /// `coder`: also register the coding tools (`grep`, `find`).
     #[arg(long, value_parser = ["coder"])]
@@ -115,10 +180,12 @@ pub struct RunArgs {
 #[derive(Debug, Args)]
 pub struct ChatArgs {
     /// Resume this session.
-    #[arg(long)]
+    #[arg(long, value_name = "ID")]
     pub session: Option<String>,
-    #[arg(long)]
+    /// The agent to chat with (default: the first agent in the config).
+    #[arg(long, value_name = "NAME")]
     pub agent: Option<String>,
+    /// `coder`: also register the coding tools (`grep`, `find`).
     #[arg(long, value_parser = ["coder"])]
     pub template: Option<String>,
 }
@@ -130,8 +197,10 @@ pub enum McpCommand {
         /// Serve Streamable HTTP at ADDR (e.g. 127.0.0.1:8765) instead of stdio.
         #[arg(long, value_name = "ADDR")]
         http: Option<String>,
-        #[arg(long)]
+        /// Serve the tools of this agent, under its policy (default: the first agent).
+        #[arg(long, value_name = "NAME")]
         agent: Option<String>,
+        /// `coder`: include the opt-in coding tools (`grep`, `find`).
         #[arg(long, value_parser = ["coder"])]
         template: Option<String>,
     },

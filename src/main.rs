@@ -1,6 +1,14 @@
 //! `tackle`: the command-line front end. Parses flags, loads config once, and hands typed
 //! structs to the library crates.
 
+/// `println!` that returns an error instead of panicking: a closed stdout is
+/// [`exit::StdoutClosed`], which ends the command quietly.
+macro_rules! outln {
+    ($($arg:tt)*) => {
+        writeln!($crate::exit::stdout(), $($arg)*)
+    };
+}
+
 mod app;
 mod approval;
 mod cli;
@@ -12,6 +20,7 @@ mod net_bridge;
 mod render;
 mod runtime;
 mod spill;
+mod term;
 mod turn;
 
 use clap::Parser;
@@ -23,6 +32,7 @@ fn main() -> ExitCode {
     if argv.nth(1).is_some_and(|a| a == "__net-bridge") {
         return net_bridge::main(argv.collect());
     }
+    exit::quiet_closed_stdout_panics();
     let cli = cli::Cli::parse();
     init_tracing(cli.global.verbose, cli.global.quiet);
     let runtime = match tokio::runtime::Builder::new_multi_thread()
@@ -35,12 +45,19 @@ fn main() -> ExitCode {
             return ExitCode::from(1);
         }
     };
-    let code = match runtime.block_on(run(cli)) {
-        Ok(code) => code,
-        Err(e) => {
-            eprintln!("error: {e:#}");
+    // A `println!` that found stdout closed panics; the hook above keeps it quiet, and here
+    // it ends the command as a shell reports a reader that went away.
+    let ran = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| runtime.block_on(run(cli))));
+    let code = match ran {
+        Ok(Ok(code)) => code,
+        Ok(Err(e)) => {
+            if e.downcast_ref::<exit::StdoutClosed>().is_none() {
+                eprintln!("error: {e:#}");
+            }
             exit::for_error(&e)
         }
+        Err(_) if exit::stdout_closed() => exit::CLOSED_PIPE,
+        Err(panic) => std::panic::resume_unwind(panic),
     };
     ExitCode::from(u8::try_from(code).unwrap_or(1))
 }
@@ -51,7 +68,9 @@ async fn run(cli: cli::Cli) -> anyhow::Result<i32> {
         cli::Command::Chat(args) => commands::chat::run(&cli.global, args).await,
         cli::Command::Tools(cmd) => commands::tools::run(&cli.global, cmd).await,
         cli::Command::Mcp(cmd) => commands::mcp::run(&cli.global, cmd).await,
-        cli::Command::Doctor => commands::doctor::run(&cli.global).await,
+        cli::Command::Doctor(args) => commands::doctor::run(&cli.global, args).await,
+        cli::Command::Audit(args) => commands::audit::run(&cli.global, args).await,
+        cli::Command::Sessions(cmd) => commands::sessions::run(&cli.global, cmd).await,
     }
 }
 

@@ -1,27 +1,26 @@
 //! Renders the agent's event stream: the answer on stdout as it streams, one line per tool call
 //! on stderr (`→ shell  ls -la` … `✓ 0.2s` / `✗ denied: …`), or JSON lines with `--json`.
+//! Everything is written through `term`, so nothing lands inside a waiting approval prompt.
 
+use crate::term;
 use serde_json::Value;
-use std::io::Write;
 use tackle_agent::{AgentEvent, DoneReason};
 use tackle_protocol::text::preview;
 use tokio::sync::mpsc::UnboundedReceiver;
 
-/// Consume events until the sender is dropped.
-pub async fn render(mut events: UnboundedReceiver<AgentEvent>, json: bool) {
+/// Consume events until the sender is dropped. `quiet`: no tool-call lines (`-q`).
+pub async fn render(mut events: UnboundedReceiver<AgentEvent>, json: bool, quiet: bool) {
     let mut ended_with_newline = true;
     while let Some(event) = events.recv().await {
         if json {
             if let Ok(line) = serde_json::to_string(&event) {
-                println!("{line}");
+                term::out_line(&line);
             }
             continue;
         }
         match event {
             AgentEvent::TextDelta { text } => {
-                let mut out = std::io::stdout().lock();
-                let _ = write!(out, "{text}");
-                let _ = out.flush();
+                term::out(&text);
                 if !text.is_empty() {
                     ended_with_newline = text.ends_with('\n');
                 }
@@ -30,10 +29,14 @@ pub async fn render(mut events: UnboundedReceiver<AgentEvent>, json: bool) {
                 name, arguments, ..
             } => {
                 if !ended_with_newline {
-                    println!();
+                    term::out("\n");
                     ended_with_newline = true;
                 }
-                eprintln!("→ {name}  {}", args_preview(&arguments));
+                if quiet {
+                    continue;
+                }
+                let name = preview(&name, 80);
+                term::err_line(&format!("→ {name}  {}", args_preview(&arguments)));
             }
             AgentEvent::ToolCallFinished {
                 name,
@@ -43,24 +46,29 @@ pub async fn render(mut events: UnboundedReceiver<AgentEvent>, json: bool) {
                 duration_ms,
                 ..
             } => {
+                if quiet {
+                    continue;
+                }
+                let name = preview(&name, 80);
                 let secs = duration_ms as f64 / 1000.0;
-                match error_kind {
-                    None if ok => eprintln!("  ✓ {name} {secs:.1}s"),
-                    None => eprintln!(
+                let line = match error_kind {
+                    None if ok => format!("  ✓ {name} {secs:.1}s"),
+                    None => format!(
                         "  ✗ {name} {secs:.1}s (reported an error): {}",
                         first_line(&text)
                     ),
-                    Some(kind) => eprintln!("  ✗ {name} {kind}: {}", first_line(&text)),
-                }
+                    Some(kind) => format!("  ✗ {name} {kind}: {}", first_line(&text)),
+                };
+                term::err_line(&line);
             }
             AgentEvent::Done { reason, text, .. } => {
                 if !ended_with_newline {
-                    println!();
+                    term::out("\n");
                     ended_with_newline = true;
                 }
                 match reason {
-                    DoneReason::LoopGuard => eprintln!("stopped: {text}"),
-                    DoneReason::Cancelled => eprintln!("(cancelled)"),
+                    DoneReason::LoopGuard => term::err_line(&format!("stopped: {text}")),
+                    DoneReason::Cancelled => term::err_line("(cancelled)"),
                     // The error itself is reported once, by the command that ran the turn.
                     DoneReason::Answer | DoneReason::MaxIterations | DoneReason::Error => {}
                 }

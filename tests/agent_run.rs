@@ -508,3 +508,59 @@ fn with_no_system_prompt_configured_the_model_is_told_the_workspace_rules_and_da
     assert_eq!(r.code, 0, "{r}");
     assert!(r.stdout.contains("saw no default prompt"), "{r}");
 }
+
+#[test]
+fn run_json_names_the_session_first_and_a_script_can_resume_it() {
+    let Some(llm) = FakeLlm::start(concat!(
+        "rules:\n",
+        "  - name: second\n    when: {messages_contain: \"my name is Lin\", turn: 2}\n    respond: {content: \"You are Lin.\"}\n",
+        "  - name: first\n    when: {messages_contain: \"my name is Lin\"}\n    respond: {content: \"Noted.\"}\n",
+    )) else {
+        return;
+    };
+    let sb = Sandbox::new();
+    let first = tackle_run(&sb, &llm, "openai", true, "", "my name is Lin", &["--json"]);
+    assert_eq!(first.code, 0, "{first}");
+    let events: Vec<Value> = first
+        .stdout
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}\n{first}")))
+        .collect();
+    assert_eq!(
+        events.first().map(|e| &e["event"]),
+        Some(&Value::from("session")),
+        "{first}"
+    );
+    assert_eq!(
+        events.iter().filter(|e| e["event"] == "session").count(),
+        1,
+        "{first}"
+    );
+    let id = events[0]["id"]
+        .as_str()
+        .filter(|id| !id.is_empty())
+        .unwrap_or_else(|| panic!("the session event carries the id\n{first}"))
+        .to_string();
+    let second = tackle_run(
+        &sb,
+        &llm,
+        "openai",
+        true,
+        "",
+        "who am I?",
+        &["--json", "--session", &id],
+    );
+    assert_eq!(second.code, 0, "{second}");
+    let resumed: Value = second
+        .stdout
+        .lines()
+        .next()
+        .and_then(|l| serde_json::from_str(l).ok())
+        .unwrap_or_else(|| panic!("no first JSON line\n{second}"));
+    assert_eq!(resumed["event"], "session", "{second}");
+    assert_eq!(resumed["id"], id.as_str(), "the same session\n{second}");
+    assert!(
+        second.stdout.contains("You are Lin."),
+        "the resumed history reached the model\n{second}"
+    );
+}

@@ -794,3 +794,114 @@ fn mcp_serve_http_keeps_approvals_and_audit_sessions_per_mcp_session() {
     assert_eq!(a, session_of(&m("a3").display().to_string()));
     assert!(a != b && b != c && a != c, "{a} {b} {c}");
 }
+
+// ---------------------------------------------------------------------------------------------
+// Front-end contracts: what is listed can run, a taken port fails before anything claims to
+// serve, and ending an HTTP session is a success the SDKs recognise.
+
+#[test]
+fn mcp_serve_lists_no_agent_tools() {
+    let Some(python) = venv_python() else {
+        eprintln!("SKIPPED: .ci/venv is missing (run .ci/mcp-peers.sh)");
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let out = python_client(&python, &[], json!([["list"]]), &config(dir.path())).unwrap();
+    let tools: Vec<&str> = out[0]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(Value::as_str)
+        .collect();
+    assert!(tools.contains(&"calculate"), "{tools:?}");
+    assert!(
+        !tools.contains(&"compact"),
+        "`compact` needs an agent, which `mcp serve` does not run: {tools:?}"
+    );
+}
+
+#[test]
+fn mcp_serve_http_on_a_port_in_use_fails_naming_the_address_without_claiming_to_serve() {
+    let dir = tempfile::tempdir().unwrap();
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = taken.local_addr().unwrap().to_string();
+    let out = Command::new(env!("CARGO_BIN_EXE_tackle"))
+        .arg("--config")
+        .arg(config(dir.path()))
+        .args(["mcp", "serve", "--http", &addr])
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let code = out.status.code();
+    assert!(matches!(code, Some(1 | 2)), "exit {code:?}: {stderr}");
+    assert!(stderr.contains(&addr), "the error names {addr}: {stderr}");
+    assert!(!stderr.contains("serving"), "claimed to serve: {stderr}");
+    assert!(
+        out.stdout.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    drop(taken);
+}
+
+#[test]
+fn mcp_serve_http_session_termination_is_a_success_for_the_python_sdk() {
+    let Some(python) = venv_python() else {
+        eprintln!("SKIPPED: .ci/venv is missing (run .ci/mcp-peers.sh)");
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let server = HttpServe::start(&config(dir.path()));
+    let out = Command::new(&python)
+        .arg(root().join("tests/mcp_client/terminate.py"))
+        .arg(server.url())
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}\nserver: {}",
+        String::from_utf8_lossy(&out.stderr),
+        server.stderr.lock().unwrap()
+    );
+    let out: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(
+        out["tools"].as_array().is_some_and(|t| !t.is_empty()),
+        "{out}"
+    );
+    assert_eq!(
+        out["warnings"],
+        json!([]),
+        "the SDK reported a problem: {out}"
+    );
+
+    // The same by hand: DELETE with the session id answers 200, and the session is gone.
+    let init = http(server.port, "POST", &[], &initialize_msg());
+    let session = init
+        .header("mcp-session-id")
+        .unwrap_or_else(|| panic!("no session id: {} {}", init.status, init.body))
+        .to_string();
+    let ended = http(
+        server.port,
+        "DELETE",
+        &[("Mcp-Session-Id", &session)],
+        &json!({}),
+    );
+    assert!(
+        matches!(ended.status, 200 | 204),
+        "DELETE answered {}: {}",
+        ended.status,
+        ended.body
+    );
+    let after = http(
+        server.port,
+        "POST",
+        &[("Mcp-Session-Id", &session)],
+        &call_msg(2, "calculate", json!({"expression": "1+1"})),
+    );
+    assert_eq!(
+        after.status, 404,
+        "the ended session still answers: {}",
+        after.body
+    );
+}

@@ -187,7 +187,8 @@ fn explain_prints_the_decision_without_running() {
             "--explain",
         ],
     ));
-    assert_eq!(r.code, 0, "{r}");
+    // The exit code mirrors the real call's: 3 for a denial.
+    assert_eq!(r.code, 3, "{r}");
     assert!(r.stdout.contains("decision: Deny"), "{r}");
     assert!(r.stdout.contains("rm"), "{r}");
     assert!(sb.workspace().join("x").exists());

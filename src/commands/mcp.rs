@@ -82,21 +82,28 @@ async fn cancel_on_signal(stop: CancellationToken) {
 async fn list(global: &Global) -> Result<i32> {
     let app = App::build(global, &Selection::default())?;
     let Some(mcp) = &app.mcp else {
-        println!("no MCP servers configured (add them under `mcp_servers:`)");
+        outln!("no MCP servers configured (add them under `mcp_servers:`)")?;
         return Ok(exit::OK);
     };
     app.settle_mcp().await;
-    for status in mcp.status().await {
+    let printed = print_status(mcp).await;
+    app.shutdown().await;
+    printed.map(|()| exit::OK)
+}
+
+async fn print_status(mcp: &tackle_mcp::McpManager) -> Result<()> {
+    let statuses = mcp.status().await;
+    let mut out = exit::stdout();
+    for status in statuses {
         let state = match &status.state {
             ServerState::Starting => "starting".to_string(),
             ServerState::Ready => "ready".to_string(),
             ServerState::Failed(why) => format!("failed: {why}"),
         };
-        println!("{}: {state}", status.name);
+        writeln!(out, "{}: {state}", status.name)?;
         for tool in &status.tools {
-            println!("  {tool}");
+            writeln!(out, "  {tool}")?;
         }
     }
-    app.shutdown().await;
-    Ok(exit::OK)
+    Ok(())
 }

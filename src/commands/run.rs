@@ -22,9 +22,11 @@ pub async fn run(global: &Global, args: RunArgs) -> Result<i32> {
         &args.message,
         approver_for_cli(args.yes),
         args.json,
+        global.quiet,
     )
     .await;
-    if !args.json {
+    // `-q`: only errors on stderr.
+    if !args.json && !global.quiet {
         eprintln!(
             "session: {} (resume with --session {})",
             session.id(),

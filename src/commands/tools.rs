@@ -6,9 +6,9 @@ use crate::cli::{Global, ToolsCommand};
 use crate::exit::{self, usage};
 use anyhow::Result;
 use serde_json::{json, Value};
-use std::io::Write;
 use tackle_agent::CallRequest;
-use tackle_protocol::{ToolCall, ToolError, ToolOutput};
+use tackle_protocol::text::preview;
+use tackle_protocol::{ErrorKind, ToolCall, ToolError, ToolOutput, Verdict};
 
 pub async fn run(global: &Global, cmd: ToolsCommand) -> Result<i32> {
     match cmd {
@@ -48,17 +48,20 @@ pub async fn run(global: &Global, cmd: ToolsCommand) -> Result<i32> {
 async fn list(global: &Global, selection: &Selection, as_json: bool) -> Result<i32> {
     let app = App::build(global, selection)?;
     app.settle_mcp().await;
+    let printed = print_list(&app, as_json);
+    app.shutdown().await;
+    printed.map(|()| exit::OK)
+}
+
+fn print_list(app: &App, as_json: bool) -> Result<()> {
     let specs = app.dispatcher.registry().specs();
-    let mut out = std::io::stdout().lock();
+    let mut out = exit::stdout();
     if as_json {
         let rows: Vec<Value> = specs
             .iter()
             .map(|s| json!({"name": s.name, "owner": s.owner, "risk": s.risk, "approval": s.approval, "description": s.description}))
             .collect();
-        writeln!(out, "{}", serde_json::to_string_pretty(&rows)?)?;
-        drop(out);
-        app.shutdown().await;
-        return Ok(exit::OK);
+        return writeln!(out, "{}", serde_json::to_string_pretty(&rows)?);
     }
     let width = specs.iter().map(|s| s.name.len()).max().unwrap_or(4).max(4);
     writeln!(
@@ -76,7 +79,7 @@ async fn list(global: &Global, selection: &Selection, as_json: bool) -> Result<i
             s.approval
         )?;
     }
-    Ok(exit::OK)
+    Ok(())
 }
 
 async fn describe(global: &Global, selection: &Selection, name: &str) -> Result<i32> {
@@ -91,10 +94,16 @@ async fn describe(global: &Global, selection: &Selection, name: &str) -> Result<
             format!("; did you mean {}?", suggestions.join(", "))
         };
         eprintln!("error: unknown tool `{name}`{hint}");
-        return Ok(exit::for_kind(tackle_protocol::ErrorKind::NotFound));
+        app.shutdown().await;
+        return Ok(exit::for_kind(ErrorKind::NotFound));
     };
-    let s = &entry.spec;
-    let mut out = std::io::stdout().lock();
+    let printed = print_spec(&entry.spec);
+    app.shutdown().await;
+    printed.map(|()| exit::OK)
+}
+
+fn print_spec(s: &tackle_protocol::ToolSpec) -> Result<()> {
+    let mut out = exit::stdout();
     writeln!(
         out,
         "{}\n  owner: {}\n  risk: {}\n  approval: {}\n\n{}\n",
@@ -104,10 +113,7 @@ async fn describe(global: &Global, selection: &Selection, name: &str) -> Result<
         out,
         "Parameters (JSON Schema):\n{}",
         serde_json::to_string_pretty(&s.parameters)?
-    )?;
-    drop(out);
-    app.shutdown().await;
-    Ok(exit::OK)
+    )
 }
 
 /// The arguments must be a JSON value; anything else is a usage error (exit 2).
@@ -131,7 +137,8 @@ async fn call(app: &App, name: &str, args: Value, yes: bool, as_json: bool) -> R
         .session(format!("cli-{}", std::process::id()))
         .channel("cli");
     let outcome = app.dispatcher.dispatch(request).await;
-    print_outcome(&outcome, as_json)?;
+    // The call happened whether or not anyone still reads stdout: its exit code stands.
+    exit::unless_closed(print_outcome(name, &outcome, as_json))?;
     Ok(match &outcome {
         Ok(out) if out.is_error => exit::FAILED,
         Ok(_) => exit::OK,
@@ -139,12 +146,19 @@ async fn call(app: &App, name: &str, args: Value, yes: bool, as_json: bool) -> R
     })
 }
 
-fn print_outcome(outcome: &Result<ToolOutput, ToolError>, as_json: bool) -> Result<()> {
+/// `--json`: `{"ok", "content", "error"}`. `ok` is false exactly when `tackle` exits non-zero,
+/// and then `error` is `{kind, message}`: a tool that ran and reported failure (a command's
+/// non-zero exit) is `failed`, with the first line of what it reported.
+fn print_outcome(name: &str, outcome: &Result<ToolOutput, ToolError>, as_json: bool) -> Result<()> {
     if as_json {
         let v = match outcome {
             Ok(out) => {
-                let mut v =
-                    json!({"ok": !out.is_error, "content": out.content, "error": Value::Null});
+                let error = if out.is_error {
+                    json!({"kind": ErrorKind::Failed, "message": reported_error(name, &out.content)})
+                } else {
+                    Value::Null
+                };
+                let mut v = json!({"ok": !out.is_error, "content": out.content, "error": error});
                 if let Some(s) = &out.structured {
                     v["structured"] = s.clone();
                 }
@@ -158,12 +172,11 @@ fn print_outcome(outcome: &Result<ToolOutput, ToolError>, as_json: bool) -> Resu
                 json!({"ok": false, "content": "", "error": error})
             }
         };
-        println!("{}", serde_json::to_string(&v)?);
-        return Ok(());
+        return writeln!(exit::stdout(), "{}", serde_json::to_string(&v)?);
     }
     match outcome {
         Ok(out) => {
-            let mut stdout = std::io::stdout().lock();
+            let mut stdout = exit::stdout();
             write!(stdout, "{}", out.content)?;
             if !out.content.ends_with('\n') {
                 writeln!(stdout)?;
@@ -174,19 +187,37 @@ fn print_outcome(outcome: &Result<ToolOutput, ToolError>, as_json: bool) -> Resu
     Ok(())
 }
 
+/// The message of a tool-reported failure: its first non-empty line, bounded.
+fn reported_error(name: &str, content: &str) -> String {
+    match content.lines().map(str::trim).find(|l| !l.is_empty()) {
+        Some(line) => format!("`{name}` reported an error: {}", preview(line, 200)),
+        None => format!("`{name}` reported an error"),
+    }
+}
+
+/// `--explain` exits as the real call would be decided: 3 when policy denies it, else 0 (an
+/// `ask` runs nothing here, so there is no one to fail to ask).
 async fn explain_call(app: &App, name: &str, args: &Value, as_json: bool) -> Result<i32> {
     let explanation = match app.dispatcher.explain(name, args).await {
         Ok(x) => x,
         Err(e) => {
-            print_outcome(&Err(e.clone()), as_json)?;
+            exit::unless_closed(print_outcome(name, &Err(e.clone()), as_json))?;
             return Ok(exit::for_kind(e.kind));
         }
     };
+    let code = match explanation.decision.verdict {
+        Verdict::Deny => exit::for_kind(ErrorKind::Denied),
+        Verdict::Allow | Verdict::Ask => exit::OK,
+    };
+    exit::unless_closed(print_explanation(&explanation, as_json))?;
+    Ok(code)
+}
+
+fn print_explanation(explanation: &tackle_agent::Explanation, as_json: bool) -> Result<()> {
+    let mut out = exit::stdout();
     if as_json {
-        println!("{}", serde_json::to_string_pretty(&explanation)?);
-        return Ok(exit::OK);
+        return writeln!(out, "{}", serde_json::to_string_pretty(explanation)?);
     }
-    let mut out = std::io::stdout().lock();
     writeln!(out, "tool: {}", explanation.tool)?;
     writeln!(out, "approval: {}", explanation.approval)?;
     writeln!(out, "policy from: {}", explanation.sources.join(" → "))?;
@@ -214,6 +245,5 @@ async fn explain_call(app: &App, name: &str, args: &Value, as_json: bool) -> Res
         out,
         "decision: {:?}: {}",
         explanation.decision.verdict, explanation.decision.why
-    )?;
-    Ok(exit::OK)
+    )
 }

@@ -20,10 +20,39 @@ const SECTIONS: &[&str] = &[
 /// Variables that are not overrides.
 const RESERVED: &[&str] = &["TACKLE_CONFIG", "TACKLE_LOG", "TACKLE_FUZZ_CASES"];
 
-pub fn apply_env_overrides(tree: &mut Value, vars: &[(String, String)]) -> Result<(), String> {
+/// One applied override: the variable and the key it set (`tools.timeout_secs`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Override {
+    pub var: String,
+    pub key: String,
+}
+
+/// The override that set `key` (a path like `tools.timeout_secs`), or, for an error on a
+/// whole section (`unknown field `x``), the one whose field the message names.
+pub fn blame<'a>(overrides: &'a [Override], key: &str, message: &str) -> Option<&'a Override> {
+    overrides
+        .iter()
+        .rev()
+        .find(|o| key == o.key || key.starts_with(&format!("{}.", o.key)))
+        .or_else(|| {
+            overrides.iter().rev().find(|o| {
+                o.key.split_once('.').is_some_and(|(section, field)| {
+                    section == key && message.contains(&format!("`{field}`"))
+                })
+            })
+        })
+}
+
+/// Apply every `TACKLE_*` override in `vars` to `tree`; returns which keys were set by which
+/// variable, so an invalid value can be blamed on its variable.
+pub fn apply_env_overrides(
+    tree: &mut Value,
+    vars: &[(String, String)],
+) -> Result<Vec<Override>, String> {
     let Some(root) = tree.as_object_mut() else {
         return Err("the config file must be a mapping of sections at the top level".to_string());
     };
+    let mut applied = Vec::new();
     for (name, raw) in vars {
         let Some(rest) = name.strip_prefix("TACKLE_") else {
             continue;
@@ -33,7 +62,11 @@ pub fn apply_env_overrides(tree: &mut Value, vars: &[(String, String)]) -> Resul
         }
         let key = rest.to_ascii_lowercase();
         if TOP_LEVEL.contains(&key.as_str()) {
-            root.insert(key, scalar(raw));
+            root.insert(key.clone(), scalar(raw));
+            applied.push(Override {
+                var: name.clone(),
+                key,
+            });
             continue;
         }
         let mut sections: Vec<&&str> = SECTIONS.iter().collect();
@@ -51,9 +84,13 @@ pub fn apply_env_overrides(tree: &mut Value, vars: &[(String, String)]) -> Resul
         let Some(obj) = entry.as_object_mut() else {
             return Err(format!("{name}: `{section}` in the config file is not a mapping, so `{section}.{field}` cannot be set"));
         };
-        obj.insert(field, scalar(raw));
+        obj.insert(field.clone(), scalar(raw));
+        applied.push(Override {
+            var: name.clone(),
+            key: format!("{section}.{field}"),
+        });
     }
-    Ok(())
+    Ok(applied)
 }
 
 /// Parse a value as a YAML scalar (`true`, `3`, `1.5`, `[a, b]`), falling back to a string.

@@ -15,10 +15,11 @@ pub use interpolate::interpolate;
 /// Why the configuration could not be loaded; every variant says how to fix it.
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
-    #[error("cannot read config file {path}: {source}")]
+    // The cause is part of the message, not a `source`: reported once, not twice.
+    #[error("cannot read config file {path}: {cause}")]
     Read {
         path: PathBuf,
-        source: std::io::Error,
+        cause: std::io::Error,
     },
     #[error("{path}: not valid YAML: {message}")]
     Yaml { path: String, message: String },
@@ -75,7 +76,7 @@ pub fn load(
             Err(e) if !explicit && e.kind() == std::io::ErrorKind::NotFound => {
                 (String::new(), None)
             }
-            Err(source) => return Err(ConfigError::Read { path, source }),
+            Err(cause) => return Err(ConfigError::Read { path, cause }),
         },
         None => (String::new(), None),
     };
@@ -110,13 +111,24 @@ pub fn parse(
     }
     let mut warnings = Vec::new();
     interpolate(&mut tree, env, &mut warnings);
-    apply_env_overrides(&mut tree, env_vars).map_err(ConfigError::Override)?;
-    let config: Config =
-        serde_path_to_error::deserialize(tree).map_err(|e| ConfigError::Invalid {
-            origin: origin.to_string(),
-            key: display_path(&e.path().to_string()),
-            message: e.inner().to_string(),
-        })?;
+    let overrides = apply_env_overrides(&mut tree, env_vars).map_err(ConfigError::Override)?;
+    let config: Config = serde_path_to_error::deserialize(tree).map_err(|e| {
+        let path = e.path().to_string();
+        let message = e.inner().to_string();
+        // A value set by a `TACKLE_*` variable is that variable's problem, not the file's.
+        match env_override::blame(&overrides, &path, &message) {
+            Some(o) => ConfigError::Invalid {
+                origin: format!("environment variable {}", o.var),
+                key: o.key.clone(),
+                message,
+            },
+            None => ConfigError::Invalid {
+                origin: origin.to_string(),
+                key: display_path(&path),
+                message,
+            },
+        }
+    })?;
     check(&config, origin, &mut warnings)?;
     Ok((config, warnings))
 }

@@ -221,3 +221,46 @@ fn an_empty_or_missing_default_file_gives_defaults() {
     assert!(c.agents.is_empty());
     assert_eq!(c.tools.output_limit_bytes, 51_200);
 }
+
+#[test]
+fn an_invalid_env_override_is_blamed_on_its_variable() {
+    let vars = vec![("TACKLE_TOOLS_TIMEOUT_SECS".to_string(), "soon".to_string())];
+    let e = parse(
+        "tools:\n  coding_tools: true\n",
+        "/etc/t.yaml",
+        &no_env,
+        &vars,
+    )
+    .err()
+    .map(|e| e.to_string())
+    .unwrap_or_default();
+    assert!(
+        e.starts_with("environment variable TACKLE_TOOLS_TIMEOUT_SECS: `tools.timeout_secs`:"),
+        "{e}"
+    );
+    assert!(!e.contains("/etc/t.yaml"), "{e}");
+    // An invalid value in the file itself is still the file's.
+    let e = parse(
+        "tools:\n  timeout_secs: soon\n",
+        "/etc/t.yaml",
+        &no_env,
+        &[],
+    )
+    .err()
+    .map(|e| e.to_string())
+    .unwrap_or_default();
+    assert!(e.starts_with("/etc/t.yaml: `tools.timeout_secs`:"), "{e}");
+}
+
+#[test]
+fn a_config_file_that_cannot_be_read_names_the_file_and_the_cause_once() {
+    let dir = std::env::temp_dir().join(format!("tackle-no-such-dir-{}", std::process::id()));
+    let path = dir.join("config.yaml");
+    let e = load(Some(&path), &no_env, &[]).err();
+    let Some(e) = e else {
+        panic!("a missing explicit file loaded");
+    };
+    let shown = format!("{:#}", anyhow::Error::new(e));
+    assert!(shown.contains(&path.display().to_string()), "{shown}");
+    assert_eq!(shown.matches("No such file").count(), 1, "{shown}");
+}

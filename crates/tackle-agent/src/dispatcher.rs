@@ -492,7 +492,7 @@ fn validate(entry: &Entry, args: &Value) -> Result<(), ToolError> {
             } else {
                 format!("`{}`", path.trim_start_matches('/').replace('/', "."))
             };
-            format!("{field}: {err}")
+            format!("{field}: {}", bounded(&err))
         })
         .collect();
     if problems.is_empty() {
@@ -503,6 +503,22 @@ fn validate(entry: &Entry, args: &Value) -> Result<(), ToolError> {
         entry.spec.name,
         problems.join("; ")
     )))
+}
+
+/// Longest argument value quoted back in a validation error; a 100 KB value would otherwise
+/// be sent back to the model whole.
+const MAX_QUOTED_CHARS: usize = 200;
+
+/// The error with its value quoted up to [`MAX_QUOTED_CHARS`] and the full length said.
+fn bounded(err: &jsonschema::ValidationError<'_>) -> String {
+    let shown = err.instance().to_string();
+    let n = shown.chars().count();
+    if n <= MAX_QUOTED_CHARS {
+        return err.to_string();
+    }
+    let head: String = shown.chars().take(MAX_QUOTED_CHARS).collect();
+    err.masked_with(format!("{head}… ({n} characters)"))
+        .to_string()
 }
 
 fn quote_list(names: &[String]) -> String {

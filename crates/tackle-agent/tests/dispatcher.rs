@@ -158,6 +158,17 @@ fn fixture(
     output: &str,
     timeout: Duration,
 ) -> Fixture {
+    fixture_limited(approval, security, sleep, output, timeout, 100)
+}
+
+fn fixture_limited(
+    approval: ApprovalMode,
+    security: SecurityConfig,
+    sleep: Duration,
+    output: &str,
+    timeout: Duration,
+    output_limit: usize,
+) -> Fixture {
     let runs = Arc::new(AtomicUsize::new(0));
     let probe = Probe {
         name: "probe",
@@ -181,7 +192,7 @@ fn fixture(
             agent: "default".into(),
             agent_grants: None,
             default_timeout: timeout,
-            sanitizer: Sanitizer::new(100),
+            sanitizer: Sanitizer::new(output_limit),
         },
     )
     .with_audit(audit.clone());
@@ -650,4 +661,29 @@ async fn a_call_that_never_ran_reports_no_run_time() {
         .await;
     assert_eq!(out.map_err(|e| e.kind), Err(ErrorKind::Denied));
     assert_eq!(ran, Duration::ZERO);
+}
+
+#[tokio::test]
+async fn a_huge_invalid_value_is_quoted_in_part_with_its_length() {
+    // A sanitizer limit well above the quoted part, so only the quoting can keep it short.
+    let f = fixture_limited(
+        ApprovalMode::Never,
+        SecurityConfig::default(),
+        Duration::ZERO,
+        "done",
+        Duration::from_secs(5),
+        1_000_000,
+    );
+    let huge = "é".repeat(120_000);
+    let err = f
+        .run(
+            call("probe", json!({"target": "ok", "count": huge})),
+            Arc::new(AutoApprover),
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(err.kind, ErrorKind::InvalidArguments);
+    assert!(err.message.len() < 2_000, "{} bytes", err.message.len());
+    assert!(err.message.contains("120002 characters"), "{}", err.message);
+    assert!(err.message.contains("`count`"), "names the field: {}", err.message);
 }

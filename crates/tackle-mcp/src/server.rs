@@ -109,6 +109,7 @@ pub async fn serve_http_on(
     // Layers run outside in: the browser guard first, then the token.
     let router = axum::Router::new()
         .route_service("/mcp", mcp)
+        .layer(axum::middleware::from_fn(session_ended_ok))
         .layer(axum::middleware::from_fn_with_state(token, require_bearer))
         .layer(axum::middleware::from_fn_with_state(local, require_local));
     axum::serve(listener, router)
@@ -264,6 +265,18 @@ fn authority_host(authority: &str) -> Option<String> {
         return None;
     }
     Some(host.to_ascii_lowercase())
+}
+
+/// A `DELETE` that ended the session answers 200, the status the MCP SDKs take for a
+/// successful termination (the transport answers 202, which the Python SDK logs as
+/// "Session termination failed: 202").
+async fn session_ended_ok(req: Request, next: Next) -> Response {
+    let delete = req.method() == axum::http::Method::DELETE;
+    let mut response = next.run(req).await;
+    if delete && response.status() == StatusCode::ACCEPTED {
+        *response.status_mut() = StatusCode::OK;
+    }
+    response
 }
 
 async fn require_bearer(

@@ -2,11 +2,14 @@
 //! failed), appended by the dispatcher.
 
 use crate::error::StoreError;
-use crate::{now_rfc3339, Store};
+use crate::{format_ts, now_rfc3339, Store};
 use rusqlite::params;
 use serde::{Deserialize, Serialize};
+use std::time::Duration;
 use tackle_protocol::text::truncate_at_char_boundary;
 use tackle_protocol::Verdict;
+use time::format_description::well_known::Rfc3339;
+use time::OffsetDateTime;
 
 /// The longest argument summary kept; longer ones are cut at a char boundary.
 pub const ARGS_SUMMARY_MAX_BYTES: usize = 1_024;
@@ -68,13 +71,35 @@ impl Store {
 
     /// The last `n` records, oldest first.
     pub async fn audit_tail(&self, n: usize) -> Result<Vec<AuditRecord>, StoreError> {
-        let limit = i64::try_from(n).unwrap_or(i64::MAX);
+        self.audit_query(AuditQuery {
+            limit: Some(n),
+            ..AuditQuery::default()
+        })
+        .await
+    }
+
+    /// The newest records matching `query` (at most its `limit`), oldest first.
+    pub async fn audit_query(&self, query: AuditQuery) -> Result<Vec<AuditRecord>, StoreError> {
+        let since = match &query.since {
+            None => None,
+            Some(since) => since.lower_bound()?,
+        };
+        // A negative LIMIT is no limit in SQLite.
+        let limit = query
+            .limit
+            .map(|n| i64::try_from(n).unwrap_or(i64::MAX))
+            .unwrap_or(-1);
         self.with_conn(move |conn| {
             let mut stmt = conn.prepare(
                 "SELECT ts, session_id, agent, tool, args_summary, verdict, rule, why, approver, outcome, duration_ms
-                 FROM (SELECT * FROM audit ORDER BY id DESC LIMIT ?1) ORDER BY id",
+                 FROM (SELECT * FROM audit
+                       WHERE (?1 IS NULL OR session_id = ?1)
+                         AND (?2 IS NULL OR tool = ?2)
+                         AND (?3 IS NULL OR ts >= ?3)
+                       ORDER BY id DESC LIMIT ?4)
+                 ORDER BY id",
             )?;
-            let rows = stmt.query_map([limit], |r| {
+            let rows = stmt.query_map(params![query.session, query.tool, since, limit], |r| {
                 Ok((
                     AuditRecord {
                         ts: r.get(0)?,
@@ -104,6 +129,67 @@ impl Store {
             Ok(out)
         })
         .await
+    }
+}
+
+/// Which audit records [`Store::audit_query`] returns; every field left `None` matches all.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct AuditQuery {
+    /// Only this session's calls.
+    pub session: Option<String>,
+    /// Only calls of this tool (its registry name).
+    pub tool: Option<String>,
+    /// Only records at or after this time.
+    pub since: Option<AuditSince>,
+    /// At most the newest `limit` of the matching records.
+    pub limit: Option<usize>,
+}
+
+/// The start of an audit query's time window.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum AuditSince {
+    /// This long before now.
+    Ago(Duration),
+    /// An RFC 3339 time (`2026-01-02T03:04:05Z`, any offset) or a date (`2026-01-02`, UTC
+    /// midnight).
+    At(String),
+}
+
+impl AuditSince {
+    /// The bound in the stored `ts` format (whose text order is time order); `None` when it
+    /// lies before any representable time, which every record is after.
+    fn lower_bound(&self) -> Result<Option<String>, StoreError> {
+        let at = match self {
+            AuditSince::Ago(ago) => {
+                let Ok(ago) = time::Duration::try_from(*ago) else {
+                    return Ok(None);
+                };
+                match OffsetDateTime::now_utc().checked_sub(ago) {
+                    Some(at) => at,
+                    None => return Ok(None),
+                }
+            }
+            AuditSince::At(text) => parse_time(text)?,
+        };
+        Ok(Some(format_ts(at)))
+    }
+}
+
+fn parse_time(text: &str) -> Result<OffsetDateTime, StoreError> {
+    let text = text.trim();
+    let bad = |why: String| StoreError::BadTime {
+        value: text.to_string(),
+        why,
+    };
+    match OffsetDateTime::parse(text, &Rfc3339) {
+        Ok(at) => Ok(at),
+        Err(rfc) => {
+            let date_only = time::macros::format_description!("[year]-[month]-[day]");
+            match time::Date::parse(text, &date_only) {
+                Ok(date) => Ok(date.midnight().assume_utc()),
+                Err(_) => Err(bad(rfc.to_string())),
+            }
+        }
     }
 }
 

@@ -11,6 +11,13 @@ pub enum StoreError {
         source: std::io::Error,
     },
 
+    #[error("cannot create the state database {path}: {source}; set `state_dir` to a writable directory")]
+    File {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+
     #[error("state database {path}: {source}")]
     Open {
         path: PathBuf,
@@ -39,6 +46,9 @@ pub enum StoreError {
 
     #[error("agent `{agent}` already has a schedule named `{name}`; pick another name or modify that one")]
     DuplicateSchedule { agent: String, name: String },
+
+    #[error("`{value}` is not a time: {why}; give an RFC 3339 time such as 2026-01-02T03:04:05Z")]
+    BadTime { value: String, why: String },
 
     #[error("the state store's worker thread failed: {0}")]
     Task(String),

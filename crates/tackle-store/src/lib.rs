@@ -21,14 +21,15 @@ mod audit;
 mod error;
 mod memory;
 mod migrations;
+mod perms;
 mod schedules;
 mod sessions;
 
-pub use audit::{AuditRecord, ARGS_SUMMARY_MAX_BYTES};
+pub use audit::{AuditQuery, AuditRecord, AuditSince, ARGS_SUMMARY_MAX_BYTES};
 pub use error::StoreError;
 pub use memory::{BankInfo, MemoryHit};
 pub use schedules::{NewSchedule, Schedule, ScheduleKind, ScheduleUpdate};
-pub use sessions::{Entry, EntryKind, SessionId, SessionInfo, StoredEntry};
+pub use sessions::{Entry, EntryKind, SessionId, SessionInfo, SessionSummary, StoredEntry};
 
 use rusqlite::Connection;
 use std::path::{Path, PathBuf};
@@ -54,12 +55,18 @@ impl std::fmt::Debug for Store {
 impl Store {
     /// Opens (creating if needed) `state_dir/tackle.db`, in WAL mode, migrated to the latest
     /// schema. Blocks briefly; call it at start-up.
+    ///
+    /// A state directory it creates is `0700`; the database file is created `0600` before
+    /// SQLite opens it, and an existing one (with its `-wal` and `-shm` files, which SQLite
+    /// creates with the database's mode) is narrowed to `0600`. An existing directory keeps
+    /// its mode (`tackle doctor` warns when others can reach it).
     pub fn open(state_dir: &Path) -> Result<Self, StoreError> {
-        std::fs::create_dir_all(state_dir).map_err(|source| StoreError::StateDir {
+        perms::create_private_dir(state_dir).map_err(|source| StoreError::StateDir {
             path: state_dir.to_path_buf(),
             source,
         })?;
         let path = state_dir.join(DB_FILE);
+        perms::prepare_db_files(&path)?;
         let open_err = |source| StoreError::Open {
             path: path.clone(),
             source,
@@ -95,6 +102,18 @@ impl Store {
         self.path.as_deref()
     }
 
+    /// The database file and those of its `-wal` and `-shm` files that exist now; empty for
+    /// an in-memory store.
+    pub fn files(&self) -> Vec<PathBuf> {
+        self.path
+            .as_deref()
+            .map(perms::db_files)
+            .unwrap_or_default()
+            .into_iter()
+            .filter(|p| p.exists())
+            .collect()
+    }
+
     /// Runs `f` on the connection on the blocking pool.
     async fn with_conn<T, F>(&self, f: F) -> Result<T, StoreError>
     where
@@ -116,10 +135,15 @@ impl Store {
 /// Now, as RFC 3339 UTC with fixed microseconds (`2026-01-02T03:04:05.678901Z`), so text
 /// order is time order.
 pub(crate) fn now_rfc3339() -> String {
-    let now = time::OffsetDateTime::now_utc();
+    format_ts(time::OffsetDateTime::now_utc())
+}
+
+/// `at` in UTC in the stored format of [`now_rfc3339`].
+pub(crate) fn format_ts(at: time::OffsetDateTime) -> String {
+    let at = at.to_offset(time::UtcOffset::UTC);
     let fmt = time::macros::format_description!(
         "[year]-[month]-[day]T[hour]:[minute]:[second].[subsecond digits:6]Z"
     );
-    now.format(&fmt)
-        .unwrap_or_else(|_| now.unix_timestamp().to_string())
+    at.format(&fmt)
+        .unwrap_or_else(|_| at.unix_timestamp().to_string())
 }

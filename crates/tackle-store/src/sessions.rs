@@ -145,6 +145,22 @@ pub struct SessionInfo {
     pub entries: i64,
 }
 
+/// A session as `tackle sessions list` shows it: its times, how many messages it holds and
+/// the start of its first user message.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SessionSummary {
+    pub id: SessionId,
+    pub agent: String,
+    pub created_at: String,
+    pub updated_at: String,
+    /// Every entry, messages or not.
+    pub entries: i64,
+    /// User, assistant and tool-result entries.
+    pub messages: i64,
+    /// The first user message's text, cut to 200 characters.
+    pub first_user_message: Option<String>,
+}
+
 impl Store {
     /// Starts a new session for `agent`.
     pub async fn create_session(&self, agent: &str) -> Result<SessionId, StoreError> {
@@ -245,6 +261,82 @@ impl Store {
         })
         .await
     }
+}
+
+impl Store {
+    /// Every session with its message count and first user message, most recently active
+    /// first.
+    pub async fn session_summaries(&self) -> Result<Vec<SessionSummary>, StoreError> {
+        self.with_conn(|conn| {
+            let mut stmt = conn.prepare(SUMMARY_SQL)?;
+            let rows = stmt.query_map(params![None::<String>], summary_row)?;
+            Ok(rows.collect::<Result<Vec<_>, _>>()?)
+        })
+        .await
+    }
+
+    /// One session's summary; [`StoreError::UnknownSession`] when there is none by that id.
+    pub async fn session_summary(&self, id: &SessionId) -> Result<SessionSummary, StoreError> {
+        let id = id.0.clone();
+        self.with_conn(move |conn| {
+            let mut stmt = conn.prepare(SUMMARY_SQL)?;
+            stmt.query_row(params![Some(&id)], summary_row)
+                .optional()?
+                .ok_or(StoreError::UnknownSession(id))
+        })
+        .await
+    }
+
+    /// Deletes the session and every entry of it, in one transaction; returns how many
+    /// entries went. The audit log keeps its records of the session's calls.
+    pub async fn delete_session(&self, id: &SessionId) -> Result<usize, StoreError> {
+        let id = id.0.clone();
+        self.with_conn(move |conn| {
+            let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+            ensure_exists(&tx, &id)?;
+            let entries = tx.execute("DELETE FROM entries WHERE session_id = ?1", [&id])?;
+            tx.execute("DELETE FROM sessions WHERE id = ?1", [&id])?;
+            tx.commit()?;
+            Ok(entries)
+        })
+        .await
+    }
+}
+
+/// `?1` NULL lists every session, else only that one. The preview is the text of the first
+/// `user` entry that has one: a message's `content` or a plain entry's `text`. Content that is
+/// not a JSON object (which the store never writes) is skipped rather than an error.
+const SUMMARY_SQL: &str = "SELECT s.id, s.agent, s.created_at, s.updated_at,
+        (SELECT COUNT(*) FROM entries e WHERE e.session_id = s.id),
+        (SELECT COUNT(*) FROM entries e WHERE e.session_id = s.id
+            AND e.kind IN ('user', 'assistant', 'tool_result')),
+        (SELECT substr(CASE WHEN json_type(e.content, '$.content') = 'text'
+                            THEN json_extract(e.content, '$.content')
+                            ELSE json_extract(e.content, '$.text') END, 1, 200)
+           FROM entries e
+          WHERE e.session_id = s.id AND e.kind = 'user'
+            AND json_valid(e.content) AND json_type(e.content) = 'object'
+            AND (json_type(e.content, '$.content') = 'text'
+                 OR json_type(e.content, '$.text') = 'text')
+          ORDER BY e.seq LIMIT 1)
+   FROM sessions s
+  WHERE ?1 IS NULL OR s.id = ?1
+  ORDER BY s.updated_at DESC, s.rowid DESC";
+
+fn summary_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<SessionSummary> {
+    let preview = match r.get_ref(6)? {
+        rusqlite::types::ValueRef::Text(t) => Some(String::from_utf8_lossy(t).into_owned()),
+        _ => None,
+    };
+    Ok(SessionSummary {
+        id: SessionId(r.get(0)?),
+        agent: r.get(1)?,
+        created_at: r.get(2)?,
+        updated_at: r.get(3)?,
+        entries: r.get(4)?,
+        messages: r.get(5)?,
+        first_user_message: preview,
+    })
 }
 
 fn exists(conn: &Connection, id: &str) -> Result<bool, StoreError> {

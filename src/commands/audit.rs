@@ -1,0 +1,171 @@
+//! `tackle audit`: the audit log, one line per tool call, oldest first.
+
+use crate::app::{load_config, open_store, App};
+use crate::cli::{AuditArgs, Global};
+use crate::exit::{self, usage};
+use anyhow::Result;
+use std::time::Duration;
+use tackle_protocol::text::preview;
+use tackle_protocol::Verdict;
+use tackle_store::{AuditQuery, AuditRecord, AuditSince, StoreError};
+
+pub async fn run(global: &Global, args: AuditArgs) -> Result<i32> {
+    let loaded = load_config(global)?;
+    let store = open_store(&App::state_dir_for(&loaded.config))?;
+    let query = AuditQuery {
+        session: args.session,
+        tool: args.tool,
+        since: args.since.as_deref().map(parse_since),
+        limit: args.limit,
+    };
+    let records = match store.audit_query(query).await {
+        Ok(records) => records,
+        Err(e @ StoreError::BadTime { .. }) => {
+            return Err(usage(format!(
+                "--since {e}, or a duration such as 30m, 2h or 7d"
+            )))
+        }
+        Err(e) => return Err(anyhow::anyhow!("cannot read the audit log: {e}")),
+    };
+    if args.json {
+        outln!("{}", serde_json::to_string_pretty(&records)?)?;
+        return Ok(exit::OK);
+    }
+    if records.is_empty() {
+        if !global.quiet {
+            eprintln!("no audit records match");
+        }
+        return Ok(exit::OK);
+    }
+    for line in lines(&records) {
+        outln!("{line}")?;
+    }
+    Ok(exit::OK)
+}
+
+/// A duration (`90s`, `30m`, `2h`, `7d`, `1w`, or several: `1h30m`) counts back from now;
+/// anything else is a time the store parses (and refuses with a message if it is not one).
+fn parse_since(text: &str) -> AuditSince {
+    match parse_duration(text.trim()) {
+        Some(ago) => AuditSince::Ago(ago),
+        None => AuditSince::At(text.to_string()),
+    }
+}
+
+fn parse_duration(text: &str) -> Option<Duration> {
+    if text.is_empty() {
+        return None;
+    }
+    let mut total: u64 = 0;
+    let mut rest = text;
+    while !rest.is_empty() {
+        let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
+        if digits == 0 {
+            return None;
+        }
+        let (number, after) = rest.split_at(digits);
+        let unit_len = after.bytes().take_while(u8::is_ascii_alphabetic).count();
+        let (unit, after) = after.split_at(unit_len);
+        let scale: u64 = match unit {
+            "s" => 1,
+            "m" => 60,
+            "h" => 3_600,
+            "d" => 86_400,
+            "w" => 604_800,
+            _ => return None,
+        };
+        // Longer than any time can be written is "everything": saturate, the store copes.
+        let n: u64 = number.parse().unwrap_or(u64::MAX);
+        total = total.saturating_add(n.saturating_mul(scale));
+        rest = after;
+    }
+    Some(Duration::from_secs(total))
+}
+
+/// One aligned line per record: time, session, tool, verdict/outcome, rule, approver,
+/// duration, argument summary. Every field is flattened to one line of printable text.
+fn lines(records: &[AuditRecord]) -> Vec<String> {
+    let rows: Vec<[String; 8]> = records
+        .iter()
+        .map(|r| {
+            [
+                short_time(&r.ts),
+                preview(r.session_id.as_deref().unwrap_or("-"), 40),
+                preview(&r.tool, 40),
+                format!("{}/{}", verdict(r.verdict), preview(&r.outcome, 24)),
+                if r.rule.is_empty() {
+                    "-".to_string()
+                } else {
+                    preview(&r.rule, 48)
+                },
+                preview(r.approver.as_deref().unwrap_or("-"), 20),
+                r.duration_ms
+                    .map(|d| format!("{d}ms"))
+                    .unwrap_or_else(|| "-".into()),
+                preview(&r.args_summary, 160),
+            ]
+        })
+        .collect();
+    let mut widths = [0usize; 8];
+    for row in &rows {
+        for (w, cell) in widths.iter_mut().zip(row) {
+            *w = (*w).max(cell.chars().count());
+        }
+    }
+    rows.iter()
+        .map(|row| {
+            let mut line = String::new();
+            for (i, (cell, width)) in row.iter().zip(widths).enumerate() {
+                line.push_str(cell);
+                if i + 1 < row.len() {
+                    let pad = width.saturating_sub(cell.chars().count()) + 2;
+                    line.extend(std::iter::repeat_n(' ', pad));
+                }
+            }
+            line.trim_end().to_string()
+        })
+        .collect()
+}
+
+/// `2026-01-02T03:04:05.678901Z` as `2026-01-02 03:04:05Z`; anything else as stored.
+pub fn short_time(ts: &str) -> String {
+    match (ts.get(..10), ts.get(11..19)) {
+        (Some(date), Some(time)) if ts.get(10..11) == Some("T") => format!("{date} {time}Z"),
+        _ => preview(ts, 40),
+    }
+}
+
+fn verdict(v: Verdict) -> &'static str {
+    match v {
+        Verdict::Allow => "allow",
+        Verdict::Deny => "deny",
+        Verdict::Ask => "ask",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations_are_units_added_up() {
+        assert_eq!(parse_duration("90s"), Some(Duration::from_secs(90)));
+        assert_eq!(parse_duration("1h30m"), Some(Duration::from_secs(5_400)));
+        assert_eq!(parse_duration("2d"), Some(Duration::from_secs(172_800)));
+        assert_eq!(parse_duration("1w"), Some(Duration::from_secs(604_800)));
+        assert!(parse_duration("99999999999999999999999w").is_some());
+        for not in ["", "5", "m", "5x", "2026-01-02", "1h 30m", "-1h", "1.5h"] {
+            assert_eq!(parse_duration(not), None, "{not}");
+        }
+    }
+
+    #[test]
+    fn times_are_shortened_only_when_they_have_the_stored_shape() {
+        assert_eq!(
+            short_time("2026-01-02T03:04:05.678901Z"),
+            "2026-01-02 03:04:05Z"
+        );
+        assert_eq!(short_time("garbage"), "garbage");
+        assert_eq!(short_time("2026-01-02é03:04:05"), "2026-01-02é03:04:05");
+    }
+}

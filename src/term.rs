@@ -1,0 +1,167 @@
+//! The one writer of the terminal for `run` and `chat`: the streamed answer (stdout), the tool
+//! call lines and messages (stderr) and the approval prompt all go through it.
+//!
+//! While an approval prompt waits for its answer, everything else written is held back and
+//! printed, in order, once the prompt is answered: the line the person is typing on is never
+//! broken by a concurrent call's `✓`, and nothing is lost. The writer also knows the turn
+//! that is running, so that Ctrl-C at a prompt can cancel it.
+
+use std::io::Write;
+use std::sync::{Mutex, MutexGuard, PoisonError};
+use tokio_util::sync::CancellationToken;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Stream {
+    Out,
+    Err,
+}
+
+struct State {
+    /// An approval prompt is waiting for its answer.
+    prompting: bool,
+    /// What was written while the prompt was up.
+    held: Vec<(Stream, String)>,
+    /// The turn now running (its Ctrl-C token).
+    turn: Option<CancellationToken>,
+}
+
+static STATE: Mutex<State> = Mutex::new(State {
+    prompting: false,
+    held: Vec::new(),
+    turn: None,
+});
+
+fn state() -> MutexGuard<'static, State> {
+    // A panic elsewhere while holding the lock leaves nothing half-written that matters here.
+    STATE.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// Write now (the state lock held by the caller keeps writes whole and in order). Errors are
+/// ignored: a closed terminal or pipe must not end the turn.
+fn write_now(stream: Stream, text: &str) {
+    match stream {
+        Stream::Out => {
+            let mut out = std::io::stdout().lock();
+            let _ = out.write_all(text.as_bytes());
+            let _ = out.flush();
+        }
+        Stream::Err => {
+            let mut err = std::io::stderr().lock();
+            let _ = err.write_all(text.as_bytes());
+            let _ = err.flush();
+        }
+    }
+}
+
+fn write(stream: Stream, text: &str) {
+    if text.is_empty() {
+        return;
+    }
+    let mut st = state();
+    if st.prompting {
+        match st.held.last_mut() {
+            Some((last, held)) if *last == stream => held.push_str(text),
+            _ => st.held.push((stream, text.to_string())),
+        }
+    } else {
+        write_now(stream, text);
+    }
+}
+
+/// Text on stdout, as it is (the streamed answer).
+pub fn out(text: &str) {
+    write(Stream::Out, text);
+}
+
+/// One line on stdout.
+pub fn out_line(line: &str) {
+    write(Stream::Out, &format!("{line}\n"));
+}
+
+/// One line on stderr.
+pub fn err_line(line: &str) {
+    write(Stream::Err, &format!("{line}\n"));
+}
+
+/// Show `text` (the question, without a newline) on stderr and hold every other write until
+/// the returned prompt is dropped.
+pub fn prompt(text: &str) -> Prompt {
+    let mut st = state();
+    st.prompting = true;
+    write_now(Stream::Err, text);
+    Prompt { _private: () }
+}
+
+/// The approval prompt on screen; dropping it prints what was held meanwhile.
+pub struct Prompt {
+    _private: (),
+}
+
+impl Prompt {
+    /// Write on the prompt's own lines (a re-ask, the note after Ctrl-C), past the hold.
+    pub fn write(&self, text: &str) {
+        let _st = state();
+        write_now(Stream::Err, text);
+    }
+}
+
+impl Drop for Prompt {
+    fn drop(&mut self) {
+        let mut st = state();
+        st.prompting = false;
+        for (stream, text) in std::mem::take(&mut st.held) {
+            write_now(stream, &text);
+        }
+    }
+}
+
+/// Record the turn now running until the returned guard is dropped.
+pub fn turn_started(cancel: &CancellationToken) -> Turn {
+    state().turn = Some(cancel.clone());
+    Turn { _private: () }
+}
+
+/// The running turn's cancellation token, if a turn is running.
+pub fn current_turn() -> Option<CancellationToken> {
+    state().turn.clone()
+}
+
+/// The running turn, recorded for the approval prompt; dropping it forgets the turn.
+pub struct Turn {
+    _private: (),
+}
+
+impl Drop for Turn {
+    fn drop(&mut self) {
+        state().turn = None;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn writes_during_a_prompt_are_held_and_merged_in_order() {
+        let prompt = prompt("");
+        out("a");
+        out("b");
+        err_line("c");
+        out_line("d");
+        {
+            let st = state();
+            assert_eq!(
+                st.held,
+                vec![
+                    (Stream::Out, "ab".to_string()),
+                    (Stream::Err, "c\n".to_string()),
+                    (Stream::Out, "d\n".to_string()),
+                ]
+            );
+        }
+        drop(prompt);
+        let st = state();
+        assert!(!st.prompting);
+        assert!(st.held.is_empty());
+    }
+}
