@@ -226,3 +226,31 @@ fn the_session_tmpdir_is_removed_when_the_command_ends() {
         tmpdir.display()
     );
 }
+
+#[test]
+fn a_server_that_keeps_failing_is_warned_about_once() {
+    use std::io::Read;
+    let sb = Sandbox::new();
+    let cfg = sb.config("mcp_servers:\n  broken:\n    command: \"false\"\n");
+    let mut child = sb
+        .tackle(&cfg, &["mcp", "serve"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    // Restarts come after 0.5 s, 1 s and 2 s: four failures in four seconds.
+    std::thread::sleep(std::time::Duration::from_secs(4));
+    drop(child.stdin.take());
+    let mut stderr = String::new();
+    if let Some(mut e) = child.stderr.take() {
+        let _ = e.read_to_string(&mut stderr);
+    }
+    let _ = child.wait();
+    assert_eq!(
+        stderr.matches("MCP server failed").count(),
+        1,
+        "one warning per outage:\n{stderr}"
+    );
+    assert!(stderr.contains("broken"), "names the server:\n{stderr}");
+}

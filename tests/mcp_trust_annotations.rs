@@ -43,7 +43,10 @@ fn annotations_are_believed_only_for_a_trusted_server() {
         let row = listed(&sb, &cfg);
         assert_eq!(row["approval"], approval, "trust {trust:?}: {row}");
         assert_eq!(row["risk"], risk, "trust {trust:?}: {row}");
-        let r = run(sb.tackle(&cfg, &["tools", "call", "time__get_current_time", args, "--json"]));
+        let r = run(sb.tackle(
+            &cfg,
+            &["tools", "call", "time__get_current_time", args, "--json"],
+        ));
         assert_eq!(r.code, code, "trust {trust:?}\n{r}");
     }
 }

@@ -685,5 +685,9 @@ async fn a_huge_invalid_value_is_quoted_in_part_with_its_length() {
     assert_eq!(err.kind, ErrorKind::InvalidArguments);
     assert!(err.message.len() < 2_000, "{} bytes", err.message.len());
     assert!(err.message.contains("120002 characters"), "{}", err.message);
-    assert!(err.message.contains("`count`"), "names the field: {}", err.message);
+    assert!(
+        err.message.contains("`count`"),
+        "names the field: {}",
+        err.message
+    );
 }

@@ -237,13 +237,20 @@ pub(crate) async fn supervise(server: Arc<Server>, stop: CancellationToken) {
             ),
         };
         let delay = backoff(&server.options, failures);
+        let first = failures == 0;
         failures = failures.saturating_add(1);
         let why = format!(
             "{why}{}; retrying in {:.1}s",
             server.stderr_note(),
             delay.as_secs_f32()
         );
-        tracing::warn!(server = %server.name, "MCP server failed: {why}");
+        // One warning per server per outage; each retry after it is a debug line (`-v`), so
+        // a server that stays down does not fill the terminal. `mcp list` shows the latest.
+        if first {
+            tracing::warn!(server = %server.name, "MCP server failed: {why}");
+        } else {
+            tracing::debug!(server = %server.name, "MCP server failed again: {why}");
+        }
         server.set(ServerState::Failed(why), None, Some(Vec::new()));
         tokio::select! {
             _ = tokio::time::sleep(delay) => {}

@@ -26,9 +26,10 @@ impl McpTool {
             .unwrap_or_default();
         // Annotations are the server's claims: shown, and used to lower the policy only
         // where the operator said this server's claims hold (`trust_annotations`).
-        let read_only = remote.annotations.as_ref().is_some_and(|a| {
-            a.read_only_hint == Some(true) && a.destructive_hint != Some(true)
-        });
+        let read_only = remote
+            .annotations
+            .as_ref()
+            .is_some_and(|a| a.read_only_hint == Some(true) && a.destructive_hint != Some(true));
         let (risk, approval) = if trusted && read_only {
             (Risk::Low, ApprovalMode::Never)
         } else {
