@@ -20,6 +20,8 @@ pub struct App {
     pub dispatcher: Arc<Dispatcher>,
     /// The configured MCP servers, starting in the background.
     pub mcp: Option<Arc<tackle_mcp::McpManager>>,
+    /// The names under `mcp_servers:`, started or not.
+    pub mcp_configured: Vec<String>,
     pub mcp_bearer_token: Option<String>,
     /// Sessions, memory and the audit log.
     pub store: Store,
@@ -31,6 +33,8 @@ pub struct Selection {
     pub agent: Option<String>,
     /// `--template coder`: the opt-in coding tools.
     pub template: Option<String>,
+    /// Start no MCP server (a listing that must not wait for any).
+    pub without_mcp: bool,
 }
 
 fn env_var(name: &str) -> Option<String> {
@@ -77,7 +81,12 @@ impl App {
         };
         let coding_tools =
             config.tools.coding_tools || selection.template.as_deref() == Some("coder");
-        let mcp = start_mcp(&config, &state_dir);
+        let mcp_configured: Vec<String> = config.mcp_servers.keys().cloned().collect();
+        let mcp = if selection.without_mcp {
+            None
+        } else {
+            start_mcp(&config, &state_dir)
+        };
         let mut extensions = extensions(&config, agent.as_ref(), coding_tools);
         if agents.is_none() {
             // A front end without an agent (`tools`, `mcp serve`) lists only what it can run.
@@ -121,6 +130,7 @@ impl App {
             state_dir,
             dispatcher: Arc::new(dispatcher),
             mcp,
+            mcp_configured,
             mcp_bearer_token: config.mcp.bearer_token.clone().filter(|t| !t.is_empty()),
             store,
         })

@@ -112,6 +112,10 @@ pub enum ToolsCommand {
         /// Print a JSON array of {name, owner, risk, approval, description}.
         #[arg(long)]
         json: bool,
+        /// Also start the configured MCP servers and list their tools (waits for each, up
+        /// to its start-up timeout); without it the listing starts no server.
+        #[arg(long)]
+        mcp: bool,
         /// Show the tools of this agent (default: the first agent).
         #[arg(long, value_name = "NAME")]
         agent: Option<String>,

@@ -254,3 +254,25 @@ fn a_server_that_keeps_failing_is_warned_about_once() {
     );
     assert!(stderr.contains("broken"), "names the server:\n{stderr}");
 }
+
+#[test]
+fn tools_list_starts_no_mcp_server_unless_asked() {
+    let sb = Sandbox::new();
+    let marker = sb.dir.path().join("server-started");
+    // A "server" that leaves a mark when started, then hangs.
+    let cfg = sb.config(&format!(
+        "mcp_servers:\n  slow:\n    command: sh\n    args: [\"-c\", \"touch {}; sleep 30\"]\n    startup_timeout_secs: 2\n",
+        marker.display()
+    ));
+    let r = run(sb.tackle(&cfg, &["tools", "list", "--json"]));
+    assert_eq!(r.code, 0, "{r}");
+    assert!(r.elapsed < std::time::Duration::from_secs(2), "waited: {r}");
+    let rows: Value = serde_json::from_str(&r.stdout).expect("json");
+    assert!(rows.as_array().is_some_and(|a| a.iter().any(|t| t["name"] == "calculate")));
+    assert!(r.stderr.contains("slow"), "says which servers it did not start: {r}");
+    assert!(!marker.exists(), "a server was started");
+    // Asked for: it starts them (and here waits out the start-up timeout).
+    let r = run(sb.tackle(&cfg, &["tools", "list", "--mcp", "--json"]));
+    assert_eq!(r.code, 0, "{r}");
+    assert!(marker.exists(), "--mcp did not start the server");
+}

@@ -20,7 +20,7 @@ fn config(sb: &Sandbox, trust: Option<bool>) -> Option<std::path::PathBuf> {
 }
 
 fn listed(sb: &Sandbox, cfg: &std::path::Path) -> Value {
-    let r = run(sb.tackle(cfg, &["tools", "list", "--json"]));
+    let r = run(sb.tackle(cfg, &["tools", "list", "--mcp", "--json"]));
     assert_eq!(r.code, 0, "{r}");
     let rows: Vec<Value> = serde_json::from_str(&r.stdout).expect("json");
     rows.into_iter()

@@ -14,14 +14,29 @@ pub async fn run(global: &Global, cmd: ToolsCommand) -> Result<i32> {
     match cmd {
         ToolsCommand::List {
             json,
+            mcp,
             agent,
             template,
-        } => list(global, &Selection { agent, template }, json).await,
+        } => {
+            let selection = Selection {
+                agent,
+                template,
+                without_mcp: !mcp,
+            };
+            list(global, &selection, json).await
+        }
         ToolsCommand::Describe {
             name,
             agent,
             template,
-        } => describe(global, &Selection { agent, template }, &name).await,
+        } => {
+            let selection = Selection {
+                agent,
+                template,
+                ..Selection::default()
+            };
+            describe(global, &selection, &name).await
+        }
         ToolsCommand::Call {
             name,
             arguments,
@@ -32,7 +47,12 @@ pub async fn run(global: &Global, cmd: ToolsCommand) -> Result<i32> {
             template,
         } => {
             let args = parse_arguments(&arguments)?;
-            let app = App::build(global, &Selection { agent, template })?;
+            let selection = Selection {
+                agent,
+                template,
+                ..Selection::default()
+            };
+            let app = App::build(global, &selection)?;
             app.settle_mcp_for(&name).await;
             let code = if explain {
                 explain_call(&app, &name, &args, json).await
@@ -49,6 +69,12 @@ async fn list(global: &Global, selection: &Selection, as_json: bool) -> Result<i
     let app = App::build(global, selection)?;
     app.settle_mcp().await;
     let printed = print_list(&app, as_json);
+    if app.mcp.is_none() && !app.mcp_configured.is_empty() {
+        eprintln!(
+            "(not started here: MCP servers {}; `tackle tools list --mcp` or `tackle mcp list` lists their tools)",
+            app.mcp_configured.join(", ")
+        );
+    }
     app.shutdown().await;
     printed.map(|()| exit::OK)
 }
