@@ -268,8 +268,13 @@ fn tools_list_starts_no_mcp_server_unless_asked() {
     assert_eq!(r.code, 0, "{r}");
     assert!(r.elapsed < std::time::Duration::from_secs(2), "waited: {r}");
     let rows: Value = serde_json::from_str(&r.stdout).expect("json");
-    assert!(rows.as_array().is_some_and(|a| a.iter().any(|t| t["name"] == "calculate")));
-    assert!(r.stderr.contains("slow"), "says which servers it did not start: {r}");
+    assert!(rows
+        .as_array()
+        .is_some_and(|a| a.iter().any(|t| t["name"] == "calculate")));
+    assert!(
+        r.stderr.contains("slow"),
+        "says which servers it did not start: {r}"
+    );
     assert!(!marker.exists(), "a server was started");
     // Asked for: it starts them (and here waits out the start-up timeout).
     let r = run(sb.tackle(&cfg, &["tools", "list", "--mcp", "--json"]));

@@ -16,15 +16,18 @@ pub async fn run(global: &Global, cmd: McpCommand) -> Result<i32> {
             http,
             agent,
             template,
-        } => serve(
-            global,
-            &Selection {
-                agent,
-                template,
-                ..Selection::default()
-            },
-            http.as_deref(),
-        ).await,
+        } => {
+            serve(
+                global,
+                &Selection {
+                    agent,
+                    template,
+                    ..Selection::default()
+                },
+                http.as_deref(),
+            )
+            .await
+        }
         McpCommand::List => list(global).await,
     }
 }
