@@ -154,6 +154,12 @@ impl Walker {
         {
             self.opaque("a `${ …; }` command substitution, which the analyser cannot read");
         }
+        if heredoc_with_empty_delimiter(text) {
+            self.fail(ShellError::Parse(
+                "a here-document with an empty delimiter, which shells read differently".into(),
+            ));
+            return;
+        }
         if let Some(delim) = heredoc_with_unbalanced_brackets(text) {
             // Parsers find the end of `$(…)` by its brackets and disagree with bash when a
             // here-document body inside it opens more than it closes.
@@ -933,16 +939,13 @@ fn keyword_nesting(tokens: &[brush_parser::Token]) -> usize {
     max
 }
 
-/// The delimiter of a here-document whose body has unbalanced `(`/`)` in a line that also holds
-/// a command substitution (`$(` or a backtick) before it. Errs wide: brackets are counted
-/// without regard to quoting.
-fn heredoc_with_unbalanced_brackets(text: &str) -> Option<String> {
-    if !text.contains("<<") || !(text.contains("$(") || text.contains('`')) {
-        return None;
-    }
-    let lines: Vec<&str> = text.split('\n').collect();
-    for (i, line) in lines.iter().enumerate() {
-        let mut rest = *line;
+/// Each `<<` here-document operator in `text`: the line it is on, whether it strips tabs
+/// (`<<-`), and its delimiter word as written (quotes included). Errs wide: quoting around
+/// the operator itself is not considered.
+fn heredoc_operators(text: &str) -> Vec<(usize, bool, String)> {
+    let mut out = Vec::new();
+    for (i, line) in text.split('\n').enumerate() {
+        let mut rest = line;
         while let Some(at) = rest.find("<<") {
             let after = rest.get(at + 2..).unwrap_or("");
             rest = after;
@@ -958,30 +961,57 @@ fn heredoc_with_unbalanced_brackets(text: &str) -> Option<String> {
                 .take_while(|c| {
                     !c.is_whitespace() && !matches!(c, ';' | '&' | '|' | '<' | '>' | '(' | ')')
                 })
-                .filter(|c| !matches!(c, '\'' | '"' | '\\'))
                 .collect();
-            let mut opened: i64 = 0;
-            for body in lines.iter().skip(i + 1) {
-                let b = if strip_tabs {
-                    body.trim_start_matches('\t')
-                } else {
-                    body
-                };
-                if b == word
-                    || (b.starts_with(word.as_str())
-                        && b.get(word.len()..).is_some_and(|r| r.starts_with(')')))
-                {
-                    break;
-                }
-                opened += b.matches('(').count() as i64 - b.matches(')').count() as i64;
-                opened += b.matches('`').count() as i64 % 2;
+            out.push((i, strip_tabs, word));
+        }
+    }
+    out
+}
+
+/// The delimiter of a here-document whose body has unbalanced `(`/`)` in a line that also holds
+/// a command substitution (`$(` or a backtick) before it. Errs wide: brackets are counted
+/// without regard to quoting.
+fn heredoc_with_unbalanced_brackets(text: &str) -> Option<String> {
+    if !text.contains("<<") || !(text.contains("$(") || text.contains('`')) {
+        return None;
+    }
+    let lines: Vec<&str> = text.split('\n').collect();
+    for (i, strip_tabs, raw) in heredoc_operators(text) {
+        let word: String = raw
+            .chars()
+            .filter(|c| !matches!(c, '\'' | '"' | '\\'))
+            .collect();
+        let mut opened: i64 = 0;
+        for body in lines.iter().skip(i + 1) {
+            let b = if strip_tabs {
+                body.trim_start_matches('\t')
+            } else {
+                body
+            };
+            if b == word
+                || (b.starts_with(word.as_str())
+                    && b.get(word.len()..).is_some_and(|r| r.starts_with(')')))
+            {
+                break;
             }
-            if opened != 0 {
-                return Some(word);
-            }
+            opened += b.matches('(').count() as i64 - b.matches(')').count() as i64;
+            opened += b.matches('`').count() as i64 % 2;
+        }
+        if opened != 0 {
+            return Some(word);
         }
     }
     None
+}
+
+/// A here-document whose delimiter is empty once quoting is removed (`<<''`, `<<""`,
+/// `<<$''`, `<<-""`): inside a command substitution bash does not end its body at the empty
+/// line that parsers (and bash's own `--pretty-print`) end it at, and runs what follows.
+fn heredoc_with_empty_delimiter(text: &str) -> bool {
+    text.contains("<<")
+        && heredoc_operators(text).iter().any(|(_, _, raw)| {
+            !raw.is_empty() && raw.chars().all(|c| matches!(c, '\'' | '"' | '\\' | '$'))
+        })
 }
 
 /// A file name as compared between writing and running it: `./x` and `x` are the same file.
