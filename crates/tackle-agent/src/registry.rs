@@ -29,7 +29,8 @@ pub struct Entry {
     pub tool: Arc<dyn Tool>,
     pub spec: ToolSpec,
     pub default_policy: ToolPolicy,
-    validator: OnceLock<Result<jsonschema::Validator, String>>,
+    /// Shared with the entry this one replaced when the spec is the same (see `collect`).
+    validator: Arc<OnceLock<Result<jsonschema::Validator, String>>>,
 }
 
 impl Entry {
@@ -38,7 +39,7 @@ impl Entry {
             spec: tool.spec(),
             default_policy: tool.default_policy(),
             tool,
-            validator: OnceLock::new(),
+            validator: Arc::default(),
         }
     }
 
@@ -68,7 +69,7 @@ pub struct Registry {
 impl Registry {
     /// Build from extensions in order; disabled extensions should not be passed in.
     pub fn new(extensions: Vec<Arc<dyn Extension>>) -> Result<Self, RegistryError> {
-        let snapshot = collect(&extensions, true)?;
+        let snapshot = collect(&extensions, true, None)?;
         Ok(Self {
             extensions,
             snapshot: RwLock::new(Arc::new(snapshot)),
@@ -77,7 +78,8 @@ impl Registry {
 
     /// Re-read every extension's current tools (MCP servers come and go).
     pub fn refresh(&self) {
-        let Ok(snapshot) = collect(&self.extensions, false) else {
+        let previous = self.current();
+        let Ok(snapshot) = collect(&self.extensions, false, Some(&previous)) else {
             return; // unreachable in lenient mode; keep the old snapshot rather than panic
         };
         if let Ok(mut guard) = self.snapshot.write() {
@@ -156,11 +158,18 @@ impl ToolCatalog for Registry {
     }
 }
 
-fn collect(extensions: &[Arc<dyn Extension>], strict: bool) -> Result<Snapshot, RegistryError> {
+/// Every extension's tools now. An entry of `previous` whose tool is unchanged (the same
+/// object, or an equal spec) is kept as it is, with its compiled validator: the loop refreshes
+/// before every model turn, and recompiling ~50 schemas each time is wasted work.
+fn collect(
+    extensions: &[Arc<dyn Extension>],
+    strict: bool,
+    previous: Option<&Snapshot>,
+) -> Result<Snapshot, RegistryError> {
     let mut snap = Snapshot::default();
     for ext in extensions {
         for tool in ext.tools() {
-            let entry = Entry::new(tool);
+            let entry = reuse_or_new(previous, tool);
             let name = entry.spec.name.clone();
             if let Err(source) = ToolName::parse(&name) {
                 if strict {
@@ -192,10 +201,34 @@ fn collect(extensions: &[Arc<dyn Extension>], strict: bool) -> Result<Snapshot, 
                 continue;
             }
             snap.index.insert(name, snap.entries.len());
-            snap.entries.push(Arc::new(entry));
+            snap.entries.push(entry);
         }
     }
     Ok(snap)
+}
+
+fn reuse_or_new(previous: Option<&Snapshot>, tool: Arc<dyn Tool>) -> Arc<Entry> {
+    let same_object = previous.and_then(|p| {
+        p.entries
+            .iter()
+            .find(|e| Arc::ptr_eq(&e.tool, &tool))
+            .cloned()
+    });
+    if let Some(entry) = same_object {
+        return entry;
+    }
+    let mut fresh = Entry::new(tool);
+    // A new object with the same schema (an MCP server's tools after a re-list): the new
+    // tool, the old compiled validator.
+    let old = previous.and_then(|p| {
+        p.index
+            .get(&fresh.spec.name)
+            .and_then(|&i| p.entries.get(i))
+    });
+    if let Some(old) = old.filter(|o| o.spec.parameters == fresh.spec.parameters) {
+        fresh.validator = Arc::clone(&old.validator);
+    }
+    Arc::new(fresh)
 }
 
 #[cfg(test)]
@@ -310,5 +343,22 @@ mod tests {
         dynamic.0.lock().unwrap().clear();
         r.refresh();
         assert!(r.get("srv__y").is_none());
+    }
+
+    #[test]
+    fn compiled_validators_survive_a_refresh() {
+        let dynamic = Arc::new(Dynamic(std::sync::Mutex::new(vec!["srv__y"])));
+        let r = Registry::new(vec![ext("a", vec!["x"]), dynamic.clone()]).unwrap();
+        let before: Vec<*const jsonschema::Validator> = ["x", "srv__y"]
+            .iter()
+            .map(|n| r.get(n).unwrap().validator().unwrap() as *const _)
+            .collect();
+        r.refresh();
+        r.refresh();
+        let after: Vec<*const jsonschema::Validator> = ["x", "srv__y"]
+            .iter()
+            .map(|n| r.get(n).unwrap().validator().unwrap() as *const _)
+            .collect();
+        assert_eq!(before, after, "a refresh recompiled an unchanged schema");
     }
 }
