@@ -154,10 +154,10 @@ impl Walker {
         {
             self.opaque("a `${ …; }` command substitution, which the analyser cannot read");
         }
-        if heredoc_with_empty_delimiter(text) {
-            self.fail(ShellError::Parse(
-                "a here-document with an empty delimiter, which shells read differently".into(),
-            ));
+        if let Some(delim) = heredoc_with_odd_delimiter(text) {
+            self.fail(ShellError::Parse(format!(
+                "the here-document delimiter `{delim}` is not a plain word, and shells read such bodies differently"
+            )));
             return;
         }
         if let Some(delim) = heredoc_with_unbalanced_brackets(text) {
@@ -940,8 +940,8 @@ fn keyword_nesting(tokens: &[brush_parser::Token]) -> usize {
 }
 
 /// Each `<<` here-document operator in `text`: the line it is on, whether it strips tabs
-/// (`<<-`), and its delimiter word as written (quotes included). Errs wide: quoting around
-/// the operator itself is not considered.
+/// (`<<-`), and its delimiter word as written (quotes included, read quote-aware so `'a b'`
+/// is one word). Errs wide: quoting around the operator itself is not considered.
 fn heredoc_operators(text: &str) -> Vec<(usize, bool, String)> {
     let mut out = Vec::new();
     for (i, line) in text.split('\n').enumerate() {
@@ -954,18 +954,51 @@ fn heredoc_operators(text: &str) -> Vec<(usize, bool, String)> {
                 continue;
             }
             let strip_tabs = after.starts_with('-');
-            let word: String = after
-                .trim_start_matches('-')
-                .trim_start()
-                .chars()
-                .take_while(|c| {
-                    !c.is_whitespace() && !matches!(c, ';' | '&' | '|' | '<' | '>' | '(' | ')')
-                })
-                .collect();
-            out.push((i, strip_tabs, word));
+            out.push((
+                i,
+                strip_tabs,
+                delimiter_word(after.trim_start_matches('-').trim_start()),
+            ));
         }
     }
     out
+}
+
+/// The shell word at the start of `s`, quotes kept: it ends at unquoted blanks or operators.
+fn delimiter_word(s: &str) -> String {
+    let mut word = String::new();
+    let mut quote: Option<char> = None;
+    let mut chars = s.chars();
+    while let Some(c) = chars.next() {
+        match quote {
+            Some(q) if c == q => {
+                quote = None;
+                word.push(c);
+            }
+            Some('"') if c == '\\' => {
+                word.push(c);
+                if let Some(n) = chars.next() {
+                    word.push(n);
+                }
+            }
+            Some(_) => word.push(c),
+            None if c == '\'' || c == '"' => {
+                quote = Some(c);
+                word.push(c);
+            }
+            None if c == '\\' => {
+                word.push(c);
+                if let Some(n) = chars.next() {
+                    word.push(n);
+                }
+            }
+            None if c.is_whitespace() || matches!(c, ';' | '&' | '|' | '<' | '>' | '(' | ')') => {
+                break
+            }
+            None => word.push(c),
+        }
+    }
+    word
 }
 
 /// The delimiter of a here-document whose body has unbalanced `(`/`)` in a line that also holds
@@ -1004,14 +1037,29 @@ fn heredoc_with_unbalanced_brackets(text: &str) -> Option<String> {
     None
 }
 
-/// A here-document whose delimiter is empty once quoting is removed (`<<''`, `<<""`,
-/// `<<$''`, `<<-""`): inside a command substitution bash does not end its body at the empty
-/// line that parsers (and bash's own `--pretty-print`) end it at, and runs what follows.
-fn heredoc_with_empty_delimiter(text: &str) -> bool {
-    text.contains("<<")
-        && heredoc_operators(text).iter().any(|(_, _, raw)| {
-            !raw.is_empty() && raw.chars().all(|c| matches!(c, '\'' | '"' | '\\' | '$'))
-        })
+/// A here-document whose delimiter, once quoting is removed, is empty or holds anything but
+/// letters, digits, `_`, `-` and `.` (`<<''`, `<<$''`, `<<'a b'`, `<<"$X"`, `` <<`x` ``):
+/// inside a command substitution bash ends such bodies where parsers (and bash's own
+/// `--pretty-print`) do not, and runs what follows. Real delimiters are plain words.
+fn heredoc_with_odd_delimiter(text: &str) -> Option<String> {
+    if !text.contains("<<") {
+        return None;
+    }
+    heredoc_operators(text).into_iter().find_map(|(_, _, raw)| {
+        if raw.is_empty() {
+            // `<<` at the end of a line: a parse error the parser reports itself.
+            return None;
+        }
+        let bare: String = raw
+            .chars()
+            .filter(|c| !matches!(c, '\'' | '"' | '\\'))
+            .collect();
+        let plain = !bare.is_empty()
+            && bare
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.'));
+        (!plain).then_some(raw)
+    })
 }
 
 /// A file name as compared between writing and running it: `./x` and `x` are the same file.
