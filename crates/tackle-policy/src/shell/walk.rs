@@ -168,6 +168,12 @@ impl Walker {
             )));
             return;
         }
+        for region in double_paren_regions(text) {
+            // Bash reads `((…))` as arithmetic first, expanding what is inside (quotes
+            // included, see `arithmetic`), even when it then runs it as nested subshells,
+            // which is how the parser reads it. Its substitutions are checked either way.
+            self.substitutions_in_arithmetic(region);
+        }
         match parse(text) {
             Ok(program) => {
                 self.depth += 1;
@@ -519,8 +525,30 @@ impl Walker {
         }
     }
 
+    /// The programs an arithmetic expression's substitutions run, checked like any other.
+    fn substitutions_in_arithmetic(&mut self, text: &str) {
+        let unquoted = text.replace('\'', " ");
+        if let Some(scan) = words::scan_word(&unquoted) {
+            let programs: Vec<_> = scan
+                .embedded
+                .into_iter()
+                .filter(|e| matches!(e, Embedded::Program(_)))
+                .collect();
+            self.embedded(programs);
+        } else if unquoted.contains(['$', '`']) {
+            self.fail(ShellError::Parse(format!(
+                "the arithmetic `{text}` cannot be read"
+            )));
+        }
+    }
+
     /// Arithmetic runs substitutions inside it, and variables' values as code.
     fn arithmetic(&mut self, text: &str) {
+        // Bash expands an arithmetic expression as if it were in double quotes: a single quote
+        // there quotes nothing, so `(( '$(cmd)' ))` runs cmd. Scanned with the quotes blanked,
+        // what is inside them is seen as bash sees it.
+        let unquoted = text.replace('\'', " ");
+        let text = unquoted.as_str();
         if let Some(scan) = words::scan_word(text) {
             let programs: Vec<_> = scan
                 .embedded
@@ -937,6 +965,27 @@ fn keyword_nesting(tokens: &[brush_parser::Token]) -> usize {
         }
     }
     max
+}
+
+/// The text after each `((` that does not follow `$` (an arithmetic command, or what bash
+/// tries as one), up to the next `))` or the end. Errs wide: quoting is not considered.
+fn double_paren_regions(text: &str) -> Vec<&str> {
+    let mut out = Vec::new();
+    let mut from = 0;
+    while let Some(at) = text.get(from..).and_then(|r| r.find("((")) {
+        let start = from + at;
+        let follows_dollar = start > 0 && text.as_bytes().get(start - 1) == Some(&b'$');
+        let body_start = start + 2;
+        let rest = text.get(body_start..).unwrap_or("");
+        let body = rest
+            .find("))")
+            .map_or(rest, |end| rest.get(..end).unwrap_or(rest));
+        if !follows_dollar {
+            out.push(body);
+        }
+        from = body_start;
+    }
+    out
 }
 
 /// Each `<<` here-document operator in `text`: the line it is on, whether it strips tabs
