@@ -253,6 +253,10 @@ fn start_mcp(config: &Config, state_dir: &Path) -> Option<Arc<tackle_mcp::McpMan
         spill: Some(Arc::new(crate::spill::StateDirSpill {
             dir: state_dir.join("mcp-results"),
         })),
+        // OAuth tokens (`tackle mcp login`) are kept in the state directory.
+        token_dir: Some(state_dir.to_path_buf()),
+        // Servers' questions go to the person at the terminal; without one they are declined.
+        elicitation: crate::elicit::handler_for_cli(),
         ..Default::default()
     };
     Some(Arc::new(tackle_mcp::McpManager::start(
@@ -299,6 +303,12 @@ fn redactor(config: &Config) -> tackle_agent::sanitizer::Redact {
             .mcp_servers
             .values()
             .flat_map(|m| m.headers.values().cloned().chain(m.env.values().cloned())),
+    );
+    secrets.extend(
+        config
+            .mcp_servers
+            .values()
+            .filter_map(|m| m.oauth.as_ref()?.client_secret.clone()),
     );
     secrets.extend(config.mcp.bearer_token.clone());
     secrets.retain(|s| !s.trim().is_empty());

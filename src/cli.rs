@@ -210,4 +210,19 @@ pub enum McpCommand {
     },
     /// Configured MCP servers, their state and their tools.
     List,
+    /// Log in to a Streamable HTTP server that needs OAuth: prints the authorization URL,
+    /// waits for the browser's redirect on 127.0.0.1 and keeps the token in the state dir.
+    Login {
+        /// The server's name under `mcp_servers`.
+        name: String,
+        /// Follow the authorization URL's redirects instead of waiting for a browser (for an
+        /// authorization server that approves without a person).
+        #[arg(long, hide = true)]
+        unattended: bool,
+    },
+    /// Forget the OAuth token kept for a server.
+    Logout {
+        /// The server's name under `mcp_servers`.
+        name: String,
+    },
 }

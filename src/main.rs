@@ -14,6 +14,7 @@ mod approval;
 mod cli;
 mod commands;
 mod config;
+mod elicit;
 mod exit;
 mod mcp_service;
 mod net_bridge;

@@ -4,19 +4,29 @@
 //! its HTTP stack).
 
 use async_trait::async_trait;
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 use std::hash::{BuildHasher, Hasher};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, Weak};
+use std::time::Duration;
 use tackle_agent::{CallRequest, Dispatcher, SessionApprovals};
 use tackle_mcp::ToolService;
 use tackle_protocol::{Approver, ToolCall, ToolError, ToolOutput, ToolSpec};
+use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
+
+/// How often the registry is re-read for tools that MCP servers behind this one added or
+/// dropped.
+const TOOL_WATCH_INTERVAL: Duration = Duration::from_secs(2);
 
 pub struct DispatcherService {
     dispatcher: Arc<Dispatcher>,
     session_id: String,
     /// Each MCP session's "allow for the session" answers.
     approvals: Mutex<HashMap<String, Arc<SessionApprovals>>>,
+    /// The MCP servers configured behind this one: their tools are passed through.
+    mcp_servers: BTreeSet<String>,
+    /// Moves when the tool list changed (see [`Self::watch_tools`]); `None`: it never does.
+    tool_changes: Option<watch::Sender<u64>>,
 }
 
 impl DispatcherService {
@@ -27,7 +37,51 @@ impl DispatcherService {
             dispatcher,
             session_id: format!("{prefix}-{}", process_tag()),
             approvals: Mutex::new(HashMap::new()),
+            mcp_servers: BTreeSet::new(),
+            tool_changes: None,
         }
+    }
+
+    /// The MCP servers whose tools are in the registry (`mcp_servers:`). Their tools are
+    /// annotated as reaching beyond this machine, and since their lists change at run time,
+    /// the tool list is watched (start watching with [`Self::watch_tools`]).
+    pub fn with_mcp_servers(mut self, names: impl IntoIterator<Item = String>) -> Self {
+        self.mcp_servers = names.into_iter().collect();
+        if !self.mcp_servers.is_empty() {
+            self.tool_changes = Some(watch::channel(0).0);
+        }
+        self
+    }
+
+    /// Re-reads the registry every [`TOOL_WATCH_INTERVAL`] and moves the change counter each
+    /// time the tools differ, which every MCP session announces as
+    /// `notifications/tools/list_changed`. Nothing to do (and nothing started) when no MCP
+    /// server is configured. Stops when the service is dropped.
+    pub fn watch_tools(self: &Arc<Self>) {
+        if self.tool_changes.is_none() {
+            return;
+        }
+        let service: Weak<Self> = Arc::downgrade(self);
+        tokio::spawn(async move {
+            let mut last: Option<Vec<ToolSpec>> = None;
+            loop {
+                let Some(me) = service.upgrade() else { return };
+                let now = me.current_tools();
+                if last.as_ref().is_some_and(|last| *last != now) {
+                    if let Some(changes) = &me.tool_changes {
+                        changes.send_modify(|n| *n = n.wrapping_add(1));
+                    }
+                }
+                last = Some(now);
+                drop(me);
+                tokio::time::sleep(TOOL_WATCH_INTERVAL).await;
+            }
+        });
+    }
+
+    fn current_tools(&self) -> Vec<ToolSpec> {
+        self.dispatcher.registry().refresh();
+        self.dispatcher.registry().specs()
     }
 
     fn approvals_of(&self, session: &str) -> Arc<SessionApprovals> {
@@ -54,8 +108,15 @@ fn process_tag() -> String {
 #[async_trait]
 impl ToolService for DispatcherService {
     fn tools(&self) -> Vec<ToolSpec> {
-        self.dispatcher.registry().refresh();
-        self.dispatcher.registry().specs()
+        self.current_tools()
+    }
+
+    fn passes_through(&self, tool: &ToolSpec) -> bool {
+        self.mcp_servers.contains(&tool.owner)
+    }
+
+    fn tool_changes(&self) -> Option<watch::Receiver<u64>> {
+        self.tool_changes.as_ref().map(watch::Sender::subscribe)
     }
 
     async fn call(

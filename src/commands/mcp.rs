@@ -29,16 +29,22 @@ pub async fn run(global: &Global, cmd: McpCommand) -> Result<i32> {
             .await
         }
         McpCommand::List => list(global).await,
+        McpCommand::Login { name, unattended } => {
+            super::mcp_login::login(global, &name, unattended).await
+        }
+        McpCommand::Logout { name } => super::mcp_login::logout(global, &name).await,
     }
 }
 
 async fn serve(global: &Global, selection: &Selection, http: Option<&str>) -> Result<i32> {
     let app = App::build(global, selection)?;
     app.settle_mcp().await;
-    let service = Arc::new(DispatcherService::new(
-        Arc::clone(&app.dispatcher),
-        "mcp-serve",
-    ));
+    let service = Arc::new(
+        DispatcherService::new(Arc::clone(&app.dispatcher), "mcp-serve")
+            .with_mcp_servers(app.mcp_configured.iter().cloned()),
+    );
+    // MCP servers behind this one change their tools; clients hear of it.
+    service.watch_tools();
     let served = serve_on(&app, service, http).await;
     // Every MCP session's TMPDIR goes with the server, however serving ended.
     app.shutdown().await;

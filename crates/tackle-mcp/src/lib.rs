@@ -11,7 +11,12 @@
 //! **Server** ([`serve_stdio`], [`serve_http`]): serves a [`ToolService`] (the agent's full
 //! dispatcher) to other MCP clients; approvals are asked back through MCP elicitation, or the
 //! call ends as `needs_approval` when the client cannot be asked. A client's
-//! `notifications/cancelled` stops the call it names. Over HTTP, requests whose `Origin` is not
+//! `notifications/cancelled` stops the call it names. The server logs its own events
+//! (`logging/setLevel`, `notifications/message`: a call started, finished, was denied), sends
+//! `notifications/progress` for calls that carry a progress token, annotates every tool from
+//! its risk and approval (`readOnlyHint`, `destructiveHint`, `openWorldHint`, `title`), lists
+//! tools in pages of 100 and announces `notifications/tools/list_changed` when the service's
+//! list changes. Over HTTP, requests whose `Origin` is not
 //! a local page, or whose `Host` does not name this machine, are refused with 403 before
 //! anything else looks at them (browsers and DNS rebinding).
 //!
@@ -39,14 +44,19 @@
 //! # }
 //! ```
 
+pub mod auth;
 mod client;
 pub mod content;
+pub mod elicit;
+mod events;
+mod listing;
 pub mod naming;
 mod server;
 mod wire;
 
 pub use client::{McpManager, McpOptions, ServerState, ServerStatus};
 pub use content::{ResultSpill, SpillError};
+pub use elicit::{ElicitAnswer, ElicitError, ElicitRequest, ElicitationHandler};
 pub use server::{bind_http, serve_http, serve_http_on, serve_stdio, ToolService};
 
 use std::net::SocketAddr;

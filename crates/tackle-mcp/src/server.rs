@@ -15,6 +15,7 @@ use tackle_protocol::text::preview;
 use tackle_protocol::{
     ApprovalAnswer, ApprovalRequest, Approver, ToolCall, ToolError, ToolOutput, ToolSpec,
 };
+use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
 /// What the MCP server serves. The agent's dispatcher implements it; tests use fakes.
@@ -52,6 +53,20 @@ pub trait ToolService: Send + Sync {
             ))),
             outcome = self.call(call, approver, session) => outcome,
         }
+    }
+
+    /// Whether `tool` is another MCP server's tool passed through (it reaches whatever that
+    /// server reaches): its `openWorldHint`. The default: none is.
+    fn passes_through(&self, _tool: &ToolSpec) -> bool {
+        false
+    }
+
+    /// A receiver that is marked changed whenever the tool list may have changed (MCP servers
+    /// behind this one added or dropped tools); every session then sends the client
+    /// `notifications/tools/list_changed`. `None`, the default: the list never changes, and
+    /// the server says so (`tools.listChanged: false`).
+    fn tool_changes(&self) -> Option<watch::Receiver<u64>> {
+        None
     }
 }
 

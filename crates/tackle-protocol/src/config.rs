@@ -241,6 +241,27 @@ pub struct McpServerConfig {
     /// because annotations are the server's own claims.
     #[serde(default)]
     pub trust_annotations: bool,
+    /// OAuth 2.1 for a Streamable HTTP server (`tackle mcp login NAME`). Without it a server
+    /// that answers 401 is still logged in to by discovery and dynamic client registration.
+    #[serde(default)]
+    pub oauth: Option<McpOAuthConfig>,
+}
+
+/// `mcp_servers.NAME.oauth`: a pre-registered client and the scopes to ask for.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct McpOAuthConfig {
+    /// A client registered with the authorization server beforehand; without it Tackle
+    /// registers itself (dynamic client registration).
+    #[serde(default)]
+    pub client_id: Option<String>,
+    /// That client's secret, for a confidential client.
+    #[serde(default)]
+    pub client_secret: Option<String>,
+    /// Scopes to ask for; empty = the server's `WWW-Authenticate` scope, else its
+    /// `scopes_supported`.
+    #[serde(default)]
+    pub scopes: Vec<String>,
 }
 
 /// `mcp:` how `tackle mcp serve` serves.

@@ -4,6 +4,7 @@ mod server;
 mod tool;
 
 use crate::content::{ResultSpill, DEFAULT_RESULT_LIMIT};
+use crate::elicit::{DeclineAll, ElicitationHandler};
 use server::Server;
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -26,6 +27,11 @@ pub struct McpOptions {
     /// First restart delay after a crash or failed start; doubles up to `max_backoff`.
     pub initial_backoff: Duration,
     pub max_backoff: Duration,
+    /// Where OAuth tokens are kept (the state directory); `None` = no OAuth.
+    pub token_dir: Option<std::path::PathBuf>,
+    /// Who answers servers' `elicitation/create`; the default declines every request (and
+    /// the capability is declared only for a handler that can ask).
+    pub elicitation: Arc<dyn ElicitationHandler>,
 }
 
 impl Default for McpOptions {
@@ -37,6 +43,8 @@ impl Default for McpOptions {
             call_timeout: Duration::from_secs(60),
             initial_backoff: Duration::from_millis(500),
             max_backoff: Duration::from_secs(30),
+            token_dir: None,
+            elicitation: Arc::new(DeclineAll),
         }
     }
 }

@@ -3,11 +3,14 @@
 use super::tool::McpTool;
 use super::{McpOptions, ServerState, ServerStatus};
 use crate::content::RemoteTool;
+use crate::elicit::{ElicitAnswer, ElicitError, ElicitRequest, ElicitationHandler};
 use crate::naming;
-use crate::wire::client::{self, Connection, StdioSpec};
+use crate::wire::client::{self, Connection, Elicitor, StdioSpec};
 use crate::wire::WireError;
+use async_trait::async_trait;
 use std::collections::BTreeMap;
 use std::path::Path;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 use tackle_protocol::config::McpServerConfig;
@@ -31,6 +34,60 @@ pub(crate) struct Server {
     last_stderr: Arc<Mutex<String>>,
     /// A call timed out: the supervisor checks whether the server still answers.
     suspect: Notify,
+    /// Its elicitations: time a person spends on a form is not the call's run time.
+    elicitations: Arc<ElicitActivity>,
+}
+
+/// Elicitations of one server: how many are open, and a counter bumped as each opens and
+/// closes.
+#[derive(Default)]
+pub(crate) struct ElicitActivity {
+    open: AtomicUsize,
+    changes: AtomicU64,
+}
+
+impl ElicitActivity {
+    /// `(open, changes)`, to compare across a call's time-out window.
+    pub fn marker(&self) -> (usize, u64) {
+        (
+            self.open.load(Ordering::SeqCst),
+            self.changes.load(Ordering::SeqCst),
+        )
+    }
+}
+
+/// The front end's handler, counted in [`ElicitActivity`] while it asks.
+struct Tracked {
+    inner: Arc<dyn ElicitationHandler>,
+    activity: Arc<ElicitActivity>,
+}
+
+/// Closes the count however the ask ends (answered or dropped).
+struct OpenElicitation<'a>(&'a ElicitActivity);
+
+impl Drop for OpenElicitation<'_> {
+    fn drop(&mut self) {
+        self.0.open.fetch_sub(1, Ordering::SeqCst);
+        self.0.changes.fetch_add(1, Ordering::SeqCst);
+    }
+}
+
+#[async_trait]
+impl ElicitationHandler for Tracked {
+    fn can_ask(&self) -> bool {
+        self.inner.can_ask()
+    }
+
+    async fn elicit(
+        &self,
+        server: &str,
+        request: ElicitRequest,
+    ) -> Result<ElicitAnswer, ElicitError> {
+        self.activity.open.fetch_add(1, Ordering::SeqCst);
+        self.activity.changes.fetch_add(1, Ordering::SeqCst);
+        let _open = OpenElicitation(&self.activity);
+        self.inner.elicit(server, request).await
+    }
 }
 
 struct Inner {
@@ -59,6 +116,7 @@ impl Server {
             changed: watch::channel(0).0,
             last_stderr: Arc::new(Mutex::new(String::new())),
             suspect: Notify::new(),
+            elicitations: Arc::default(),
         })
     }
 
@@ -96,6 +154,26 @@ impl Server {
             .call_timeout_secs
             .map(Duration::from_secs)
             .unwrap_or(self.options.call_timeout)
+    }
+
+    /// Can this server's elicitations be put to someone?
+    pub fn can_elicit(&self) -> bool {
+        self.options.elicitation.can_ask()
+    }
+
+    /// See [`ElicitActivity::marker`].
+    pub fn elicitation_marker(&self) -> (usize, u64) {
+        self.elicitations.marker()
+    }
+
+    fn elicitor(&self) -> Elicitor {
+        Elicitor {
+            server: self.name.clone(),
+            handler: Arc::new(Tracked {
+                inner: self.options.elicitation.clone(),
+                activity: self.elicitations.clone(),
+            }),
+        }
     }
 
     fn startup_timeout(&self) -> Duration {
@@ -165,7 +243,16 @@ impl Server {
     async fn connect(&self) -> Result<Connection, WireError> {
         let c = &self.config;
         match (&c.url, &c.command) {
-            (Some(url), None) => client::connect_http(url, &c.headers).await,
+            (Some(url), None) => {
+                // OAuth where it is configured or a login stored a token.
+                let token_file = self
+                    .options
+                    .token_dir
+                    .as_deref()
+                    .map(|dir| crate::wire::client::auth::token_path(dir, &self.name))
+                    .filter(|f| c.oauth.is_some() || crate::wire::client::auth::has_token(f));
+                client::connect_http(url, &c.headers, token_file.as_deref(), self.elicitor()).await
+            }
             (None, Some(command)) => {
                 let env: Vec<(String, String)> =
                     c.env.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
@@ -176,7 +263,7 @@ impl Server {
                     env: &env,
                     cwd: c.cwd.as_deref().map(Path::new),
                 };
-                client::connect_stdio(&spec, self.last_stderr.clone()).await
+                client::connect_stdio(&spec, self.last_stderr.clone(), self.elicitor()).await
             }
             _ => Err(WireError::Config(format!(
                 "mcp_servers.{} needs exactly one of `command` (stdio) or `url` (Streamable HTTP)",
@@ -229,6 +316,21 @@ pub(crate) async fn supervise(server: Arc<Server>, stop: CancellationToken) {
                     failures = 0;
                 }
                 why
+            }
+            // Waiting for a login: said as it is, no stderr or retry note (it is still
+            // retried, so a login made meanwhile is picked up).
+            Ok(Err(e)) if client::is_needs_login(&e) => {
+                let why = e.to_string();
+                if failures == 0 {
+                    tracing::warn!(server = %server.name, "MCP server {why}");
+                }
+                failures = failures.saturating_add(1);
+                server.set(ServerState::Failed(why), None, Some(Vec::new()));
+                tokio::select! {
+                    _ = tokio::time::sleep(backoff(&server.options, failures)) => {}
+                    _ = stop.cancelled() => return,
+                }
+                continue;
             }
             Ok(Err(e)) => e.to_string(),
             Err(_) => format!(

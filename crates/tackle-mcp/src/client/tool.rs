@@ -11,6 +11,9 @@ use tackle_protocol::{
     ApprovalMode, Extension, Risk, Tool, ToolContext, ToolError, ToolOutput, ToolSpec,
 };
 
+/// The longest a call may spend on a person's forms, on top of its own time-out.
+const FORM_ALLOWANCE: std::time::Duration = std::time::Duration::from_secs(15 * 60);
+
 pub(crate) struct McpTool {
     /// Weak: the server owns its tools, and a tool must not keep a stopped server alive.
     server: Weak<Server>,
@@ -61,11 +64,27 @@ impl McpTool {
             .connection()
             .ok_or_else(|| ToolError::failed(not_ready(server)))?;
         let timeout = server.call_timeout();
-        let call = tokio::time::timeout(timeout, conn.call(&self.remote_name, args));
-        let outcome = tokio::select! {
-            r = call => r,
-            _ = cx.cancel.cancelled() => {
-                return Err(ToolError::failed(format!("the call to MCP server `{name}` was cancelled")))
+        let mut call = std::pin::pin!(conn.call(&self.remote_name, args));
+        // The time-out counts the server's time, not a person's: while one of its forms is
+        // open, or when one opened or closed during the window, the window starts again.
+        let mut seen = server.elicitation_marker();
+        let outcome = loop {
+            let r = tokio::select! {
+                r = tokio::time::timeout(timeout, &mut call) => r,
+                _ = cx.cancel.cancelled() => {
+                    return Err(ToolError::failed(format!("the call to MCP server `{name}` was cancelled")))
+                }
+            };
+            match r {
+                Err(elapsed) => {
+                    let now = server.elicitation_marker();
+                    if now.0 > 0 || now.1 != seen.1 {
+                        seen = now;
+                        continue;
+                    }
+                    break Err(elapsed);
+                }
+                Ok(r) => break Ok(r),
             }
         };
         let result = match outcome {
@@ -98,10 +117,16 @@ impl Tool for McpTool {
     }
 
     fn timeout(&self) -> Option<std::time::Duration> {
-        // A little over our own per-call limit, so the clearer MCP time-out message wins.
-        self.server
-            .upgrade()
-            .map(|s| s.call_timeout() + std::time::Duration::from_secs(5))
+        // A little over our own per-call limit, so the clearer MCP time-out message wins;
+        // where a person may be asked to fill in a form, with time for that too.
+        self.server.upgrade().map(|s| {
+            let form = if s.can_elicit() {
+                FORM_ALLOWANCE
+            } else {
+                std::time::Duration::ZERO
+            };
+            s.call_timeout() + std::time::Duration::from_secs(5) + form
+        })
     }
 
     async fn call(&self, args: Value, cx: &ToolContext) -> Result<ToolOutput, ToolError> {

@@ -4,11 +4,15 @@
 use super::child::{self, ChildSpec};
 use super::WireError;
 use crate::content::{RemoteResult, RemoteTool};
+use crate::elicit::{ElicitAnswer, ElicitError, ElicitRequest, ElicitationHandler};
 use axum::http::{HeaderName, HeaderValue};
 use rmcp::model::{
-    CallToolRequestParams, ClientCapabilities, ClientConfig, Implementation, ProtocolVersion,
+    CallToolRequestParams, ClientCapabilities, ClientConfig, ElicitRequestParams, ElicitResult,
+    ElicitationAction, ElicitationCapability, ErrorData, FormElicitationCapability, Implementation,
+    ProtocolVersion,
 };
-use rmcp::service::{NotificationContext, Peer, RoleClient, RunningService};
+use rmcp::service::{NotificationContext, Peer, RequestContext, RoleClient, RunningService};
+use rmcp::transport::auth::AuthClient;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::{ClientHandler, ServiceExt};
@@ -19,9 +23,20 @@ use tokio::sync::{watch, Notify};
 
 pub(crate) use child::ChildSpec as StdioSpec;
 
-/// Receives the server's notifications.
+pub(crate) mod auth;
+
+/// Who answers a server's `elicitation/create`: the front end's handler, asked on behalf of
+/// the server named here.
+#[derive(Clone)]
+pub(crate) struct Elicitor {
+    pub server: String,
+    pub handler: Arc<dyn ElicitationHandler>,
+}
+
+/// Receives the server's notifications and requests.
 struct Handler {
     tools_changed: Arc<Notify>,
+    elicitor: Elicitor,
 }
 
 impl ClientHandler for Handler {
@@ -29,9 +44,56 @@ impl ClientHandler for Handler {
         self.tools_changed.notify_one();
     }
 
+    async fn create_elicitation(
+        &self,
+        request: ElicitRequestParams,
+        _cx: RequestContext<RoleClient>,
+    ) -> Result<ElicitResult, ErrorData> {
+        let server = &self.elicitor.server;
+        // Only forms are declared; a URL (or any other mode) is declined, never opened.
+        let ElicitRequestParams::FormElicitationParams {
+            message,
+            requested_schema,
+            ..
+        } = request
+        else {
+            tracing::info!(server = %server, "declined an elicitation that is not a form");
+            return Ok(ElicitResult::new(ElicitationAction::Decline));
+        };
+        if !self.elicitor.handler.can_ask() {
+            tracing::info!(server = %server, "declined an elicitation: nobody can be asked here");
+            return Ok(ElicitResult::new(ElicitationAction::Decline));
+        }
+        let schema = serde_json::to_value(&requested_schema)
+            .map_err(|e| ErrorData::internal_error(e.to_string(), None))?;
+        let asked = self
+            .elicitor
+            .handler
+            .elicit(server, ElicitRequest { message, schema })
+            .await;
+        Ok(match asked {
+            Ok(ElicitAnswer::Accept(content)) => {
+                ElicitResult::new(ElicitationAction::Accept).with_content(Value::Object(content))
+            }
+            Ok(ElicitAnswer::Decline) => ElicitResult::new(ElicitationAction::Decline),
+            Ok(ElicitAnswer::Cancel) => ElicitResult::new(ElicitationAction::Cancel),
+            Err(ElicitError::Schema(why)) => return Err(ErrorData::invalid_params(why, None)),
+            Err(e @ ElicitError::Unavailable(_)) => {
+                tracing::info!(server = %server, "declined an elicitation: {e}");
+                ElicitResult::new(ElicitationAction::Decline)
+            }
+        })
+    }
+
     fn get_info(&self) -> ClientConfig {
+        let mut capabilities = ClientCapabilities::default();
+        if self.elicitor.handler.can_ask() {
+            let mut form = FormElicitationCapability::new();
+            form.schema_validation = Some(true);
+            capabilities.elicitation = Some(ElicitationCapability::new().with_form(form));
+        }
         ClientConfig::new(
-            ClientCapabilities::default(),
+            capabilities,
             Implementation::new("tackle", env!("CARGO_PKG_VERSION")),
         )
         .with_protocol_version(ProtocolVersion::V_2025_11_25)
@@ -51,11 +113,13 @@ pub(crate) struct Connection {
 pub(crate) async fn connect_stdio(
     spec: &ChildSpec<'_>,
     last_stderr: Arc<Mutex<String>>,
+    elicitor: Elicitor,
 ) -> Result<Connection, WireError> {
     let transport = child::spawn(spec, last_stderr)?;
     let tools_changed = Arc::new(Notify::new());
     let handler = Handler {
         tools_changed: tools_changed.clone(),
+        elicitor,
     };
     let service = handler
         .serve(transport)
@@ -64,16 +128,34 @@ pub(crate) async fn connect_stdio(
     Ok(Connection::watch(service, tools_changed))
 }
 
-/// Connect to a Streamable HTTP server. Expired sessions are re-initialised by the transport.
+/// The start of the error of a server that needs an OAuth login; the server's name follows.
+pub(crate) const NEEDS_LOGIN: &str = "needs login: tackle mcp login ";
+
+fn needs_login(server: &str) -> WireError {
+    WireError::Config(format!("{NEEDS_LOGIN}{server}"))
+}
+
+/// Is this the error of a server that needs an OAuth login?
+pub(crate) fn is_needs_login(e: &WireError) -> bool {
+    matches!(e, WireError::Config(m) if m.starts_with(NEEDS_LOGIN))
+}
+
+/// Connect to a Streamable HTTP server. Expired sessions are re-initialised by the transport;
+/// with `token_file` (OAuth), requests carry the stored token (refreshed when it expires).
 pub(crate) async fn connect_http(
     url: &str,
     headers: &BTreeMap<String, String>,
+    token_file: Option<&std::path::Path>,
+    elicitor: Elicitor,
 ) -> Result<Connection, WireError> {
     let mut config = StreamableHttpClientTransportConfig::with_uri(url.to_string())
         .reinit_on_expired_session(true);
     let mut custom = HashMap::new();
     for (name, value) in headers {
         if name.eq_ignore_ascii_case("authorization") {
+            if token_file.is_some() {
+                continue;
+            }
             if let Some(token) = value.strip_prefix("Bearer ") {
                 config = config.auth_header(token.to_string());
                 continue;
@@ -84,16 +166,63 @@ pub(crate) async fn connect_http(
         let v = HeaderValue::from_str(value).map_err(|_| WireError::InvalidHeader(name.clone()))?;
         custom.insert(n, v);
     }
-    let transport = StreamableHttpClientTransport::from_config(config.custom_headers(custom));
+    let config = config.custom_headers(custom);
     let tools_changed = Arc::new(Notify::new());
+    let server = elicitor.server.clone();
     let handler = Handler {
         tools_changed: tools_changed.clone(),
+        elicitor,
     };
-    let service = handler
-        .serve(transport)
-        .await
-        .map_err(|e| WireError::Handshake(e.to_string()))?;
+    let service = match token_file {
+        None => {
+            let transport = StreamableHttpClientTransport::from_config(config);
+            handler.serve(transport).await
+        }
+        Some(token_file) => {
+            if !auth::has_token(token_file) {
+                return Err(needs_login(&server));
+            }
+            let mut manager = auth::manager(url, token_file)
+                .await
+                .map_err(|e| WireError::Handshake(format!("OAuth: {e}")))?;
+            match manager.initialize_from_store().await {
+                Ok(true) => {}
+                Ok(false) => return Err(needs_login(&server)),
+                Err(e) => return Err(WireError::Handshake(format!("OAuth: {e}"))),
+            }
+            let client = AuthClient::new(reqwest::Client::default(), manager);
+            let transport = StreamableHttpClientTransport::with_client(client, config);
+            handler.serve(transport).await
+        }
+    };
+    let service = service.map_err(|e| {
+        if wants_authorization(&e) {
+            needs_login(&server)
+        } else {
+            WireError::Handshake(e.to_string())
+        }
+    })?;
     Ok(Connection::watch(service, tools_changed))
+}
+
+/// Did the handshake fail because the server wants (other) authorization: a 401 or 403
+/// challenge, or OAuth tokens that can no longer be used or refreshed?
+fn wants_authorization(e: &(dyn std::error::Error + 'static)) -> bool {
+    const SIGNS: &[&str] = &[
+        "Auth required",
+        "Insufficient scope",
+        "OAuth authorization required",
+        "OAuth refresh token was rejected",
+    ];
+    let mut next = Some(e);
+    while let Some(err) = next {
+        let text = err.to_string();
+        if SIGNS.iter().any(|s| text.contains(s)) {
+            return true;
+        }
+        next = err.source();
+    }
+    false
 }
 
 impl Connection {
