@@ -85,7 +85,13 @@ impl App {
         let mcp = if selection.without_mcp {
             None
         } else {
-            start_mcp(&config, &state_dir)
+            start_mcp(
+                &config,
+                &state_dir,
+                &workspace,
+                agent.as_ref(),
+                home.as_deref(),
+            )
         };
         let mut extensions = extensions(&config, agent.as_ref(), coding_tools);
         if agents.is_none() {
@@ -245,7 +251,13 @@ pub fn open_store(state_dir: &Path) -> Result<Store> {
     Store::open(state_dir).map_err(|e| anyhow::anyhow!("cannot open the state store: {e}"))
 }
 
-fn start_mcp(config: &Config, state_dir: &Path) -> Option<Arc<tackle_mcp::McpManager>> {
+fn start_mcp(
+    config: &Config,
+    state_dir: &Path,
+    workspace: &Path,
+    agent: Option<&AgentConfig>,
+    home: Option<&Path>,
+) -> Option<Arc<tackle_mcp::McpManager>> {
     if config.mcp_servers.is_empty() {
         return None;
     }
@@ -257,12 +269,48 @@ fn start_mcp(config: &Config, state_dir: &Path) -> Option<Arc<tackle_mcp::McpMan
         token_dir: Some(state_dir.to_path_buf()),
         // Servers' questions go to the person at the terminal; without one they are declined.
         elicitation: crate::elicit::handler_for_cli(),
+        // `roots/list`: only directories the agent's tools may read.
+        roots: mcp_roots(workspace, agent, home, state_dir),
         ..Default::default()
     };
     Some(Arc::new(tackle_mcp::McpManager::start(
         config.mcp_servers.clone(),
         options,
     )))
+}
+
+/// The roots servers are told about: the directories the agent's fs grant lets tools read (the
+/// workspace when it sets none), canonical and existing, minus Tackle's own state (hidden from
+/// tools). The workspace comes first, named `workspace`, when it is inside a read root.
+fn mcp_roots(
+    workspace: &Path,
+    agent: Option<&AgentConfig>,
+    home: Option<&Path>,
+    state_dir: &Path,
+) -> Vec<(String, PathBuf)> {
+    let grant = agent.and_then(|a| a.grants.fs.as_ref());
+    let state = std::fs::canonicalize(state_dir).unwrap_or_else(|_| state_dir.to_path_buf());
+    let read: Vec<PathBuf> = tackle_policy::path::roots(grant, workspace, home)
+        .read
+        .iter()
+        .filter_map(|r| std::fs::canonicalize(r).ok())
+        .filter(|r| r.is_dir() && !r.starts_with(&state))
+        .collect();
+    let mut out = Vec::new();
+    if read.iter().any(|r| workspace.starts_with(r)) && !workspace.starts_with(&state) {
+        out.push(("workspace".to_string(), workspace.to_path_buf()));
+    }
+    for root in read {
+        if out.iter().any(|(_, p)| *p == root) {
+            continue;
+        }
+        let name = root
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_else(|| root.display().to_string());
+        out.push((name, root));
+    }
+    out
 }
 
 fn host_provider(

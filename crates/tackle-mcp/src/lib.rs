@@ -7,6 +7,9 @@
 //! MCP tool is medium risk and needs approval unless auto-approved: the server's annotations
 //! are shown to the model, and trusted for policy only where the operator sets
 //! `trust_annotations: true` for that server (a read-only tool then runs as Low · never).
+//! The client lists the agent's readable directories as MCP roots (`roots/list`), answers a
+//! server's elicitation through the front end (declined where no one can answer), and logs in
+//! to OAuth-protected servers (`tackle mcp login`).
 //!
 //! **Server** ([`serve_stdio`], [`serve_http`]): serves a [`ToolService`] (the agent's full
 //! dispatcher) to other MCP clients; approvals are asked back through MCP elicitation, or the

@@ -32,6 +32,10 @@ pub struct McpOptions {
     /// Who answers servers' `elicitation/create`; the default declines every request (and
     /// the capability is declared only for a handler that can ask).
     pub elicitation: Arc<dyn ElicitationHandler>,
+    /// The directories servers are told about when they ask `roots/list`, each with a short
+    /// name (`("workspace", /abs/ws)`). The caller lists only absolute, canonical paths its
+    /// grants let tools read; entries that are not absolute are never sent.
+    pub roots: Vec<(String, std::path::PathBuf)>,
 }
 
 impl Default for McpOptions {
@@ -45,6 +49,7 @@ impl Default for McpOptions {
             max_backoff: Duration::from_secs(30),
             token_dir: None,
             elicitation: Arc::new(DeclineAll),
+            roots: Vec::new(),
         }
     }
 }

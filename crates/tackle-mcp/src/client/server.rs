@@ -251,7 +251,14 @@ impl Server {
                     .as_deref()
                     .map(|dir| crate::wire::client::auth::token_path(dir, &self.name))
                     .filter(|f| c.oauth.is_some() || crate::wire::client::auth::has_token(f));
-                client::connect_http(url, &c.headers, token_file.as_deref(), self.elicitor()).await
+                client::connect_http(
+                    url,
+                    &c.headers,
+                    token_file.as_deref(),
+                    self.elicitor(),
+                    &self.options.roots,
+                )
+                .await
             }
             (None, Some(command)) => {
                 let env: Vec<(String, String)> =
@@ -263,7 +270,13 @@ impl Server {
                     env: &env,
                     cwd: c.cwd.as_deref().map(Path::new),
                 };
-                client::connect_stdio(&spec, self.last_stderr.clone(), self.elicitor()).await
+                client::connect_stdio(
+                    &spec,
+                    self.last_stderr.clone(),
+                    self.elicitor(),
+                    &self.options.roots,
+                )
+                .await
             }
             _ => Err(WireError::Config(format!(
                 "mcp_servers.{} needs exactly one of `command` (stdio) or `url` (Streamable HTTP)",

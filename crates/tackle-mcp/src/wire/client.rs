@@ -1,5 +1,5 @@
 //! The client side: connect to a server (stdio child or Streamable HTTP), list its tools,
-//! call them, hear `tools/list_changed`, notice when the connection ends.
+//! call them, hear `tools/list_changed`, answer `roots/list`, notice when the connection ends.
 
 use super::child::{self, ChildSpec};
 use super::WireError;
@@ -9,7 +9,7 @@ use axum::http::{HeaderName, HeaderValue};
 use rmcp::model::{
     CallToolRequestParams, ClientCapabilities, ClientConfig, ElicitRequestParams, ElicitResult,
     ElicitationAction, ElicitationCapability, ErrorData, FormElicitationCapability, Implementation,
-    ProtocolVersion,
+    ProtocolVersion, RootsCapabilities,
 };
 use rmcp::service::{NotificationContext, Peer, RequestContext, RoleClient, RunningService};
 use rmcp::transport::auth::AuthClient;
@@ -18,6 +18,7 @@ use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::{ClientHandler, ServiceExt};
 use serde_json::Value;
 use std::collections::{BTreeMap, HashMap};
+use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use tokio::sync::{watch, Notify};
 
@@ -33,10 +34,41 @@ pub(crate) struct Elicitor {
     pub handler: Arc<dyn ElicitationHandler>,
 }
 
+/// One entry of `roots/list`: a short name and its `file://` URI.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct RootEntry {
+    pub name: String,
+    pub uri: String,
+}
+
+/// The `roots/list` answer for `roots`: absolute paths only (anything else is left out, never
+/// guessed at), each as a `file://` URI, duplicates dropped.
+pub(crate) fn root_entries(roots: &[(String, PathBuf)]) -> Vec<RootEntry> {
+    let mut out: Vec<RootEntry> = Vec::new();
+    for (name, path) in roots {
+        if !path.is_absolute() {
+            continue;
+        }
+        let Ok(uri) = url::Url::from_file_path(path) else {
+            continue;
+        };
+        let uri = uri.to_string();
+        if out.iter().all(|e| e.uri != uri) {
+            out.push(RootEntry {
+                name: name.clone(),
+                uri,
+            });
+        }
+    }
+    out
+}
+
 /// Receives the server's notifications and requests.
 struct Handler {
     tools_changed: Arc<Notify>,
     elicitor: Elicitor,
+    /// What `roots/list` answers; the capability is declared only when there is something.
+    roots: Vec<RootEntry>,
 }
 
 impl ClientHandler for Handler {
@@ -85,8 +117,29 @@ impl ClientHandler for Handler {
         })
     }
 
+    // Roots are deprecated upstream (SEP-2577) but still part of the protocol servers use.
+    #[allow(deprecated)]
+    async fn list_roots(
+        &self,
+        _cx: RequestContext<RoleClient>,
+    ) -> Result<rmcp::model::ListRootsResult, ErrorData> {
+        let roots = self
+            .roots
+            .iter()
+            .map(|r| rmcp::model::Root::new(r.uri.clone()).with_name(r.name.clone()))
+            .collect();
+        Ok(rmcp::model::ListRootsResult::new(roots))
+    }
+
     fn get_info(&self) -> ClientConfig {
         let mut capabilities = ClientCapabilities::default();
+        if !self.roots.is_empty() {
+            // The list is fixed for a connection's life; `listChanged` promises a notification
+            // should it ever change.
+            let mut roots = RootsCapabilities::default();
+            roots.list_changed = Some(true);
+            capabilities.roots = Some(roots);
+        }
         if self.elicitor.handler.can_ask() {
             let mut form = FormElicitationCapability::new();
             form.schema_validation = Some(true);
@@ -114,12 +167,14 @@ pub(crate) async fn connect_stdio(
     spec: &ChildSpec<'_>,
     last_stderr: Arc<Mutex<String>>,
     elicitor: Elicitor,
+    roots: &[(String, PathBuf)],
 ) -> Result<Connection, WireError> {
     let transport = child::spawn(spec, last_stderr)?;
     let tools_changed = Arc::new(Notify::new());
     let handler = Handler {
         tools_changed: tools_changed.clone(),
         elicitor,
+        roots: root_entries(roots),
     };
     let service = handler
         .serve(transport)
@@ -147,6 +202,7 @@ pub(crate) async fn connect_http(
     headers: &BTreeMap<String, String>,
     token_file: Option<&std::path::Path>,
     elicitor: Elicitor,
+    roots: &[(String, PathBuf)],
 ) -> Result<Connection, WireError> {
     let mut config = StreamableHttpClientTransportConfig::with_uri(url.to_string())
         .reinit_on_expired_session(true);
@@ -172,6 +228,7 @@ pub(crate) async fn connect_http(
     let handler = Handler {
         tools_changed: tools_changed.clone(),
         elicitor,
+        roots: root_entries(roots),
     };
     let service = match token_file {
         None => {
@@ -306,5 +363,54 @@ fn request_error(e: rmcp::service::ServiceError) -> WireError {
         rmcp::service::ServiceError::TransportClosed => WireError::Closed,
         rmcp::service::ServiceError::McpError(data) => WireError::Request(data.message.to_string()),
         other => WireError::Request(other.to_string()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn root(name: &str, path: &str) -> (String, PathBuf) {
+        (name.to_string(), PathBuf::from(path))
+    }
+
+    #[test]
+    fn roots_are_absolute_file_uris_without_duplicates() {
+        let entries = root_entries(&[
+            root("workspace", "/work/my project"),
+            root("relative", "docs"),
+            root("again", "/work/my project"),
+            root("data", "/data"),
+        ]);
+        assert_eq!(
+            entries,
+            vec![
+                RootEntry {
+                    name: "workspace".into(),
+                    uri: "file:///work/my%20project".into(),
+                },
+                RootEntry {
+                    name: "data".into(),
+                    uri: "file:///data".into(),
+                },
+            ]
+        );
+    }
+
+    #[test]
+    fn the_roots_capability_is_declared_only_with_roots_to_list() {
+        let handler = |roots: &[(String, PathBuf)]| Handler {
+            tools_changed: Arc::new(Notify::new()),
+            elicitor: Elicitor {
+                server: "s".into(),
+                handler: Arc::new(crate::elicit::DeclineAll),
+            },
+            roots: root_entries(roots),
+        };
+        let none = handler(&[]).get_info();
+        assert!(none.capabilities.roots.is_none());
+        let some = handler(&[root("workspace", "/work")]).get_info();
+        let caps = some.capabilities.roots.as_ref().map(|r| r.list_changed);
+        assert_eq!(caps, Some(Some(true)));
     }
 }
