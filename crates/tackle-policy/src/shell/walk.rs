@@ -154,6 +154,12 @@ impl Walker {
         {
             self.opaque("a `${ …; }` command substitution, which the analyser cannot read");
         }
+        if heredoc_inside_backquotes(text) {
+            self.fail(ShellError::Parse(
+                "a here-document inside a backquoted command substitution, which shells read differently; use $( … ) instead".into(),
+            ));
+            return;
+        }
         if let Some(delim) = heredoc_with_odd_delimiter(text) {
             self.fail(ShellError::Parse(format!(
                 "the here-document delimiter `{delim}` is not a plain word, and shells read such bodies differently"
@@ -1084,6 +1090,38 @@ fn heredoc_with_unbalanced_brackets(text: &str) -> Option<String> {
         }
     }
     None
+}
+
+/// A here-document operator inside a backquoted command substitution (an odd number of
+/// unescaped backquotes before it): bash re-reads backquoted text after its own backslash
+/// processing and ends such bodies where parsers do not (`` `echo $(cat <<EOF`` … `EOF)` …),
+/// running lines the parser took for the body. Errs wide: quoting is not considered.
+fn heredoc_inside_backquotes(text: &str) -> bool {
+    let bytes = text.as_bytes();
+    let mut ticks = 0usize;
+    let mut i = 0;
+    while i < bytes.len() {
+        match bytes.get(i) {
+            Some(b'\\') => i += 1,
+            Some(b'`') => ticks += 1,
+            Some(b'<')
+                if bytes.get(i + 1) == Some(&b'<')
+                    && bytes.get(i + 2) != Some(&b'<')
+                    && ticks % 2 == 1 =>
+            {
+                return true;
+            }
+            Some(b'<') if bytes.get(i + 1) == Some(&b'<') => {
+                // `<<<` or a here-document outside backquotes: skip the operator whole.
+                while bytes.get(i + 1) == Some(&b'<') {
+                    i += 1;
+                }
+            }
+            _ => {}
+        }
+        i += 1;
+    }
+    false
 }
 
 /// A here-document whose delimiter, once quoting is removed, is empty or holds anything but
