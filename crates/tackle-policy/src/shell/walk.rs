@@ -532,6 +532,9 @@ impl Walker {
     }
 
     /// The programs an arithmetic expression's substitutions run, checked like any other.
+    /// Bash expands arithmetic as if it were in double quotes: a single quote there quotes
+    /// nothing, so `(( '$(cmd)' ))` runs cmd. Scanned with the quotes blanked, what is inside
+    /// them is seen as bash sees it.
     fn substitutions_in_arithmetic(&mut self, text: &str) {
         let unquoted = text.replace('\'', " ");
         if let Some(scan) = words::scan_word(&unquoted) {
@@ -543,31 +546,15 @@ impl Walker {
             self.embedded(programs);
         } else if unquoted.contains(['$', '`']) {
             self.fail(ShellError::Parse(format!(
-                "the arithmetic `{text}` cannot be read"
+                "the arithmetic `{unquoted}` cannot be read"
             )));
         }
     }
 
     /// Arithmetic runs substitutions inside it, and variables' values as code.
     fn arithmetic(&mut self, text: &str) {
-        // Bash expands an arithmetic expression as if it were in double quotes: a single quote
-        // there quotes nothing, so `(( '$(cmd)' ))` runs cmd. Scanned with the quotes blanked,
-        // what is inside them is seen as bash sees it.
-        let unquoted = text.replace('\'', " ");
-        let text = unquoted.as_str();
-        if let Some(scan) = words::scan_word(text) {
-            let programs: Vec<_> = scan
-                .embedded
-                .into_iter()
-                .filter(|e| matches!(e, Embedded::Program(_)))
-                .collect();
-            self.embedded(programs);
-        } else if text.contains(['$', '`']) {
-            self.fail(ShellError::Parse(format!(
-                "the arithmetic `{text}` cannot be read"
-            )));
-        }
-        self.arithmetic_reads(text);
+        self.substitutions_in_arithmetic(text);
+        self.arithmetic_reads(&text.replace('\'', " "));
     }
 
     /// Notes the variables arithmetic `text` evaluates (settled once the whole line is read).
