@@ -37,7 +37,8 @@ conformance() { node "$suite" "$@"; }
 # Every server scenario the suite knows is either run or listed with a reason, not both.
 mapfile -t known < <(conformance list \
   | awk '/^Server scenarios/ {on = 1; next} /^[^ ]/ {on = 0} on && $1 == "-" {print $2}')
-mapfile -t listed < <(sed -n 's/^[[:space:]]*-[[:space:]]*\([A-Za-z0-9_./-]*\).*/\1/p' "$baseline")
+mapfile -t listed < <(awk '/^[a-z]+:/ {on = ($1 == "server:"); next}
+  on && $1 == "-" {print $2}' "$baseline")
 ((${#known[@]} > 0)) || { echo "could not read the suite's scenario list" >&2; exit 2; }
 among() { local x=$1; shift; printf '%s\n' "$@" | grep -qxF -- "$x"; }
 unclassified=0

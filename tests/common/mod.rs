@@ -213,6 +213,31 @@ pub fn conformance_client(
     driver: &Path,
     scenario: &str,
 ) -> (bool, String) {
+    let (ok, text) = run_conformance_client(cli, node_bin, driver, &["--scenario", scenario]);
+    let passed = ok && text.contains("OVERALL: PASSED");
+    (passed, text)
+}
+
+/// Run a whole suite of client scenarios (`auth`, …) in parallel; whether every check of every
+/// scenario passed with no warning, and what the suite printed.
+pub fn conformance_client_suite(
+    cli: &Path,
+    node_bin: &Path,
+    driver: &Path,
+    suite: &str,
+) -> (bool, String) {
+    let (ok, text) = run_conformance_client(cli, node_bin, driver, &["--suite", suite]);
+    let total = text.lines().find(|l| l.starts_with("Total: "));
+    let clean = total.is_some_and(|l| l.contains(" 0 failed, 0 warnings"));
+    (ok && clean, text)
+}
+
+fn run_conformance_client(
+    cli: &Path,
+    node_bin: &Path,
+    driver: &Path,
+    selection: &[&str],
+) -> (bool, String) {
     let path = format!(
         "{}:{}",
         node_bin.display(),
@@ -222,7 +247,7 @@ pub fn conformance_client(
         .env("PATH", path)
         .args(["client", "--command"])
         .arg(driver)
-        .args(["--scenario", scenario])
+        .args(selection)
         .output()
         .expect("run the conformance suite");
     let text = format!(
@@ -230,8 +255,5 @@ pub fn conformance_client(
         String::from_utf8_lossy(&out.stdout),
         String::from_utf8_lossy(&out.stderr)
     );
-    (
-        out.status.success() && text.contains("OVERALL: PASSED"),
-        text,
-    )
+    (out.status.success(), text)
 }

@@ -262,6 +262,11 @@ pub struct McpOAuthConfig {
     /// `scopes_supported`.
     #[serde(default)]
     pub scopes: Vec<String>,
+    /// The HTTPS URL of a client ID metadata document describing this client; used as the
+    /// client ID where the authorization server supports such documents (and no `client_id`
+    /// is set), instead of registering.
+    #[serde(default)]
+    pub client_metadata_url: Option<String>,
 }
 
 /// `mcp:` how `tackle mcp serve` serves.

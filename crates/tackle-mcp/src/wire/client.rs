@@ -160,6 +160,9 @@ pub(crate) struct Connection {
     stop: tokio_util::sync::CancellationToken,
     /// Signalled on every `notifications/tools/list_changed`.
     pub tools_changed: Arc<Notify>,
+    /// With OAuth: the server's name and token file, where a call refused for want of scope
+    /// leaves the server's challenge for the next `tackle mcp login`.
+    oauth: Option<(String, PathBuf)>,
 }
 
 /// Start a stdio server and complete the MCP handshake.
@@ -259,7 +262,9 @@ pub(crate) async fn connect_http(
             WireError::Handshake(e.to_string())
         }
     })?;
-    Ok(Connection::watch(service, tools_changed))
+    let mut conn = Connection::watch(service, tools_changed);
+    conn.oauth = token_file.map(|f| (server, f.to_path_buf()));
+    Ok(conn)
 }
 
 /// Did the handshake fail because the server wants (other) authorization: a 401 or 403
@@ -307,6 +312,7 @@ impl Connection {
             closed,
             stop,
             tools_changed,
+            oauth: None,
         }
     }
 
@@ -332,9 +338,45 @@ impl Connection {
         let params: CallToolRequestParams =
             serde_json::from_value(serde_json::json!({"name": name, "arguments": args}))
                 .map_err(|e| WireError::Protocol(e.to_string()))?;
-        let result = self.peer.call_tool(params).await.map_err(request_error)?;
+        let result = self
+            .peer
+            .call_tool(params)
+            .await
+            .map_err(|e| self.call_error(e))?;
         let json = serde_json::to_value(&result).map_err(|e| WireError::Protocol(e.to_string()))?;
         serde_json::from_value(json).map_err(|e| WireError::Protocol(e.to_string()))
+    }
+
+    /// A failed call's error; a 401 or 403 challenge becomes `needs login`, and with OAuth an
+    /// `insufficient_scope` challenge is kept so the next login asks for that scope.
+    fn call_error(&self, e: rmcp::service::ServiceError) -> WireError {
+        let Some(challenge) = e.auth_challenge() else {
+            return request_error(e);
+        };
+        let Some((server, token_file)) = &self.oauth else {
+            return WireError::Request(format!(
+                "the server refused the call's authorization: {challenge}"
+            ));
+        };
+        let insufficient = {
+            let base = url::Url::parse("http://127.0.0.1/").ok();
+            base.map(|b| {
+                rmcp::transport::auth::WWWAuthenticateParams::parse(challenge, &b)
+                    .is_insufficient_scope()
+            })
+            .unwrap_or(false)
+        };
+        if !insufficient {
+            return needs_login(server);
+        }
+        match auth::record_step_up(token_file, challenge) {
+            Some(scope) => WireError::Config(format!(
+                "{NEEDS_LOGIN}{server} (this call needs the scope `{scope}`)"
+            )),
+            None => WireError::Config(format!(
+                "{NEEDS_LOGIN}{server} (this call needs more scope)"
+            )),
+        }
     }
 
     /// Does the server still answer? `false` on an error or no reply within `timeout`.

@@ -9,6 +9,7 @@
 
 use rmcp::transport::auth::{
     AuthorizationManager, AuthorizationRequest, CredentialStore, OAuthState, StoredCredentials,
+    WWWAuthenticateParams,
 };
 use std::io::Write;
 use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
@@ -64,13 +65,59 @@ pub fn has_token(path: &Path) -> bool {
     path.is_file()
 }
 
-/// Delete the stored token; `Ok(false)` when there was none.
+/// Delete the stored token (and a pending step-up); `Ok(false)` when there was no token.
 pub fn logout(path: &Path) -> Result<bool, OAuthError> {
+    let _ = std::fs::remove_file(step_up_path(path));
     match std::fs::remove_file(path) {
         Ok(()) => Ok(true),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(false),
         Err(e) => Err(OAuthError::Store(e.to_string())),
     }
+}
+
+/// Where the challenge of a call refused for `insufficient_scope` waits for the next login,
+/// beside the token file.
+fn step_up_path(token_file: &Path) -> PathBuf {
+    token_file.with_extension("step-up")
+}
+
+/// Keep `challenge` (a 403 `insufficient_scope` answer's `WWW-Authenticate`) for the next
+/// `login`, which then asks for what it names on top of what was granted before. Returns the
+/// scope the server asked for, when it named one.
+pub(crate) fn record_step_up(token_file: &Path, challenge: &str) -> Option<String> {
+    let store = FileStore {
+        path: step_up_path(token_file),
+    };
+    if let Err(e) = store.write(challenge.as_bytes()) {
+        tracing::warn!("cannot keep the scope the MCP server asked for: {e}");
+    }
+    challenge_scope(challenge)
+}
+
+/// The scope a `WWW-Authenticate` challenge names, if any.
+fn challenge_scope(challenge: &str) -> Option<String> {
+    let base = url::Url::parse("http://127.0.0.1/").ok()?;
+    WWWAuthenticateParams::parse(challenge, &base)
+        .scope
+        .filter(|s| !s.trim().is_empty())
+}
+
+/// The scopes of a step-up login: those granted before, then those the server asked for,
+/// then the configured ones, each once.
+fn step_up_scopes(granted: &[String], challenge: &str, configured: &[String]) -> Vec<String> {
+    let asked = challenge_scope(challenge).unwrap_or_default();
+    let mut out: Vec<String> = Vec::new();
+    for scope in granted
+        .iter()
+        .map(String::as_str)
+        .chain(asked.split_whitespace())
+        .chain(configured.iter().map(String::as_str))
+    {
+        if !scope.is_empty() && !out.iter().any(|s| s == scope) {
+            out.push(scope.to_string());
+        }
+    }
+    out
 }
 
 /// Credentials kept in one file, written whole (a temporary file renamed over it) at `0600`.
@@ -161,7 +208,27 @@ pub async fn login(login: Login<'_>, show: &(dyn Fn(&str) + Sync)) -> Result<(),
         .map_err(|e| OAuthError::Listen(e.to_string()))?
         .port();
     let redirect_uri = format!("http://127.0.0.1:{port}/callback");
-    let challenge = probe(login.url).await;
+    // A call refused for want of scope left its challenge: this login asks for that scope on
+    // top of what was granted (SEP-835 step-up); otherwise the server is asked afresh.
+    let step_up = std::fs::read_to_string(step_up_path(login.token_file))
+        .ok()
+        .filter(|c| !c.trim().is_empty());
+    let granted = match &step_up {
+        Some(_) => FileStore {
+            path: login.token_file.to_path_buf(),
+        }
+        .load()
+        .await
+        .ok()
+        .flatten()
+        .map(|c| c.granted_scopes)
+        .unwrap_or_default(),
+        None => Vec::new(),
+    };
+    let challenge = match &step_up {
+        Some(c) => Some(c.clone()),
+        None => probe(login.url).await,
+    };
     let manager = manager(login.url, login.token_file).await.map_err(flow)?;
     let mut state = OAuthState::Unauthorized(manager);
     let mut request = AuthorizationRequest::new(&redirect_uri)
@@ -169,9 +236,23 @@ pub async fn login(login: Login<'_>, show: &(dyn Fn(&str) + Sync)) -> Result<(),
     if let Some(challenge) = challenge {
         request = request.with_challenge(challenge);
     }
+    let configured: &[String] = login.oauth.map(|o| o.scopes.as_slice()).unwrap_or(&[]);
+    if let Some(challenge) = &step_up {
+        let scopes = step_up_scopes(&granted, challenge, configured);
+        if !scopes.is_empty() {
+            request = request.with_scopes(scopes);
+        }
+    }
     if let Some(oauth) = login.oauth {
-        if !oauth.scopes.is_empty() {
+        if !oauth.scopes.is_empty() && request.scopes.is_empty() {
             request = request.with_scopes(oauth.scopes.iter().map(String::as_str));
+        }
+        if let Some(url) = oauth
+            .client_metadata_url
+            .as_deref()
+            .filter(|s| !s.is_empty())
+        {
+            request = request.with_client_metadata_url(url);
         }
         if let Some(id) = oauth.client_id.as_deref().filter(|s| !s.is_empty()) {
             request = request.with_preregistered_client(id);
@@ -205,6 +286,7 @@ pub async fn login(login: Login<'_>, show: &(dyn Fn(&str) + Sync)) -> Result<(),
             "the token exchange succeeded but no token was stored".into(),
         ));
     }
+    let _ = std::fs::remove_file(step_up_path(login.token_file));
     Ok(())
 }
 
@@ -340,6 +422,36 @@ mod tests {
             token_path(dir, "../x"),
             Path::new("/state/mcp-oauth/%2e%2e%2fx.json")
         );
+    }
+
+    #[test]
+    fn a_step_up_asks_for_what_was_granted_and_what_the_server_named_each_once() {
+        let challenge = r#"Bearer scope="mcp:basic mcp:write", error="insufficient_scope""#;
+        assert_eq!(
+            step_up_scopes(
+                &["mcp:basic".into(), "profile".into()],
+                challenge,
+                &["profile".into(), "extra".into()]
+            ),
+            ["mcp:basic", "profile", "mcp:write", "extra"]
+        );
+        assert_eq!(
+            step_up_scopes(&[], "Bearer error=\"insufficient_scope\"", &[]),
+            Vec::<String>::new()
+        );
+    }
+
+    #[test]
+    fn a_recorded_step_up_is_kept_0600_and_logout_forgets_it() {
+        let tmp = tempfile::tempdir().unwrap();
+        let token = token_path(tmp.path(), "srv");
+        let scope = record_step_up(&token, r#"Bearer scope="a b", error="insufficient_scope""#);
+        assert_eq!(scope.as_deref(), Some("a b"));
+        let kept = step_up_path(&token);
+        let mode = std::fs::metadata(&kept).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o600);
+        assert!(!logout(&token).unwrap());
+        assert!(!kept.exists());
     }
 
     #[tokio::test]
