@@ -269,6 +269,9 @@ fn start_mcp(
         token_dir: Some(state_dir.to_path_buf()),
         // Servers' questions go to the person at the terminal; without one they are declined.
         elicitation: crate::elicit::handler_for_cli(),
+        // Servers allowed to sample (`sampling: ask`) are answered only after the person at
+        // the terminal approves; without one every request is refused.
+        sampling: crate::sampling::handler_for_cli(config, agent),
         // `roots/list`: only directories the agent's tools may read.
         roots: mcp_roots(workspace, agent, home, state_dir),
         ..Default::default()

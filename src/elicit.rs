@@ -189,9 +189,17 @@ impl ElicitationHandler for TtyElicitor {
     }
 }
 
-struct TtyConsole<'a> {
+/// Questions written through a held terminal prompt, answers read from stdin; Ctrl-C (or the
+/// turn being stopped) interrupts.
+pub struct TtyConsole<'a> {
     prompt: &'a term::Prompt,
     turn: Option<CancellationToken>,
+}
+
+impl<'a> TtyConsole<'a> {
+    pub fn new(prompt: &'a term::Prompt, turn: Option<CancellationToken>) -> Self {
+        Self { prompt, turn }
+    }
 }
 
 #[async_trait]

@@ -20,6 +20,7 @@ mod mcp_service;
 mod net_bridge;
 mod render;
 mod runtime;
+mod sampling;
 mod spill;
 mod term;
 mod turn;

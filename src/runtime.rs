@@ -78,7 +78,7 @@ impl Runtime {
 
 /// The agent's backend and model; with no backend configured, discovery from the environment
 /// and local servers (SPEC.md; exit 2 saying what to set when nothing is found).
-async fn select_provider(
+pub(crate) async fn select_provider(
     config: &Config,
     agent: Option<&AgentConfig>,
 ) -> Result<(Arc<dyn Provider>, String, bool)> {

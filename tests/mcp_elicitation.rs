@@ -5,11 +5,10 @@
 
 mod common;
 
+use common::tmux::{shell_quote, Tmux};
 use common::{repo_root, run, Sandbox};
 use serde_json::Value;
 use std::path::PathBuf;
-use std::process::Command;
-use std::time::{Duration, Instant};
 
 fn config(sb: &Sandbox) -> Option<PathBuf> {
     let python = repo_root().join(".ci/venv/bin/python");
@@ -60,81 +59,6 @@ fn without_a_terminal_the_server_is_declined_and_not_told_it_could_ask() {
     ));
     assert_eq!(r.code, 0, "{r}");
     assert_eq!(tool_answer(&r.stdout)["elicitation"], false, "{r}");
-}
-
-struct Tmux {
-    name: String,
-}
-
-impl Tmux {
-    fn start(name: &str, command: &str) -> Option<Self> {
-        let ok = Command::new("tmux")
-            .args([
-                "new-session",
-                "-d",
-                "-s",
-                name,
-                "-x",
-                "200",
-                "-y",
-                "50",
-                command,
-            ])
-            .status()
-            .map(|s| s.success())
-            .unwrap_or(false);
-        if !ok {
-            eprintln!("SKIP: tmux is not available");
-            return None;
-        }
-        Some(Self {
-            name: name.to_string(),
-        })
-    }
-
-    fn send(&self, keys: &str) {
-        let _ = Command::new("tmux")
-            .args(["send-keys", "-t", &self.name, "-l", keys])
-            .status();
-        let _ = Command::new("tmux")
-            .args(["send-keys", "-t", &self.name, "Enter"])
-            .status();
-    }
-
-    fn screen(&self) -> String {
-        Command::new("tmux")
-            .args(["capture-pane", "-p", "-J", "-S", "-200", "-t", &self.name])
-            .output()
-            .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
-            .unwrap_or_default()
-    }
-
-    fn wait_for(&self, needle: &str, times: usize) -> String {
-        let deadline = Instant::now() + Duration::from_secs(60);
-        loop {
-            let screen = self.screen();
-            if screen.matches(needle).count() >= times {
-                return screen;
-            }
-            assert!(
-                Instant::now() < deadline,
-                "timed out waiting for {needle:?} x{times}; screen:\n{screen}"
-            );
-            std::thread::sleep(Duration::from_millis(100));
-        }
-    }
-}
-
-impl Drop for Tmux {
-    fn drop(&mut self) {
-        let _ = Command::new("tmux")
-            .args(["kill-session", "-t", &self.name])
-            .status();
-    }
-}
-
-fn shell_quote(s: &str) -> String {
-    format!("'{}'", s.replace('\'', r"'\''"))
 }
 
 /// `tackle tools call TOOL {} --yes --json` in a terminal; the pane stays a while after.

@@ -2,6 +2,8 @@
 //! environment, and start the fake LLM server (`fakellm`, installed by `.ci/llm-peers.sh`).
 #![allow(dead_code)]
 
+pub mod tmux;
+
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::path::{Path, PathBuf};

@@ -8,8 +8,9 @@
 //! are shown to the model, and trusted for policy only where the operator sets
 //! `trust_annotations: true` for that server (a read-only tool then runs as Low · never).
 //! The client lists the agent's readable directories as MCP roots (`roots/list`), answers a
-//! server's elicitation through the front end (declined where no one can answer), and logs in
-//! to OAuth-protected servers (`tackle mcp login`).
+//! server's elicitation through the front end (declined where no one can answer), lets a
+//! server sample our model only where the operator allows it and a person approves each
+//! request (`sampling: ask`), and logs in to OAuth-protected servers (`tackle mcp login`).
 //!
 //! **Server** ([`serve_stdio`], [`serve_http`]): serves a [`ToolService`] (the agent's full
 //! dispatcher) to other MCP clients; approvals are asked back through MCP elicitation, or the
@@ -54,12 +55,14 @@ pub mod elicit;
 mod events;
 mod listing;
 pub mod naming;
+pub mod sampling;
 mod server;
 mod wire;
 
 pub use client::{McpManager, McpOptions, ServerState, ServerStatus};
 pub use content::{ResultSpill, SpillError};
 pub use elicit::{ElicitAnswer, ElicitError, ElicitRequest, ElicitationHandler};
+pub use sampling::{SampleAnswer, SampleError, SampleRequest, SamplingHandler};
 pub use server::{bind_http, serve_http, serve_http_on, serve_stdio, ToolService};
 
 use std::net::SocketAddr;

@@ -245,6 +245,21 @@ pub struct McpServerConfig {
     /// that answers 401 is still logged in to by discovery and dynamic client registration.
     #[serde(default)]
     pub oauth: Option<McpOAuthConfig>,
+    /// May this server ask our model for completions (`sampling/createMessage`)? `deny` (the
+    /// default) or `ask`: each request put to a person first.
+    #[serde(default)]
+    pub sampling: McpSampling,
+}
+
+/// `mcp_servers.NAME.sampling`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum McpSampling {
+    /// Refused; the capability is not declared.
+    #[default]
+    Deny,
+    /// Each request is shown to a person, who may let the model answer it.
+    Ask,
 }
 
 /// `mcp_servers.NAME.oauth`: a pre-registered client and the scopes to ask for.

@@ -32,6 +32,9 @@ pub struct McpOptions {
     /// Who answers servers' `elicitation/create`; the default declines every request (and
     /// the capability is declared only for a handler that can ask).
     pub elicitation: Arc<dyn ElicitationHandler>,
+    /// Who answers `sampling/createMessage` of a server whose config says `sampling: ask`;
+    /// the default refuses (and the capability is declared only for a handler that can ask).
+    pub sampling: Arc<dyn crate::sampling::SamplingHandler>,
     /// The directories servers are told about when they ask `roots/list`, each with a short
     /// name (`("workspace", /abs/ws)`). The caller lists only absolute, canonical paths its
     /// grants let tools read; entries that are not absolute are never sent.
@@ -49,6 +52,7 @@ impl Default for McpOptions {
             max_backoff: Duration::from_secs(30),
             token_dir: None,
             elicitation: Arc::new(DeclineAll),
+            sampling: Arc::new(crate::sampling::RefuseSampling),
             roots: Vec::new(),
         }
     }

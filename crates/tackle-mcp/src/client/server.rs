@@ -5,6 +5,7 @@ use super::{McpOptions, ServerState, ServerStatus};
 use crate::content::RemoteTool;
 use crate::elicit::{ElicitAnswer, ElicitError, ElicitRequest, ElicitationHandler};
 use crate::naming;
+use crate::sampling::{SampleAnswer, SampleError, SampleRequest, SamplingHandler};
 use crate::wire::client::{self, Connection, Elicitor, StdioSpec};
 use crate::wire::WireError;
 use async_trait::async_trait;
@@ -13,7 +14,7 @@ use std::path::Path;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
-use tackle_protocol::config::McpServerConfig;
+use tackle_protocol::config::{McpSampling, McpServerConfig};
 use tokio::sync::{watch, Notify};
 use tokio_util::sync::CancellationToken;
 
@@ -87,6 +88,31 @@ impl ElicitationHandler for Tracked {
         self.activity.changes.fetch_add(1, Ordering::SeqCst);
         let _open = OpenElicitation(&self.activity);
         self.inner.elicit(server, request).await
+    }
+}
+
+/// The front end's sampler, counted like an elicitation while it asks (the call's time-out
+/// waits for the person).
+struct TrackedSampler {
+    inner: Arc<dyn SamplingHandler>,
+    activity: Arc<ElicitActivity>,
+}
+
+#[async_trait]
+impl SamplingHandler for TrackedSampler {
+    fn can_ask(&self) -> bool {
+        self.inner.can_ask()
+    }
+
+    async fn sample(
+        &self,
+        server: &str,
+        request: SampleRequest,
+    ) -> Result<SampleAnswer, SampleError> {
+        self.activity.open.fetch_add(1, Ordering::SeqCst);
+        self.activity.changes.fetch_add(1, Ordering::SeqCst);
+        let _open = OpenElicitation(&self.activity);
+        self.inner.sample(server, request).await
     }
 }
 
@@ -167,12 +193,28 @@ impl Server {
     }
 
     fn elicitor(&self) -> Elicitor {
+        let sampling = &self.options.sampling;
+        let sampler = match self.config.sampling {
+            McpSampling::Deny => Err(format!(
+                "sampling is off for this server (mcp_servers.{}.sampling: deny)",
+                self.name
+            )),
+            McpSampling::Ask if !sampling.can_ask() => Err(
+                "sampling needs a person to approve each request, and nobody can be asked here"
+                    .to_string(),
+            ),
+            McpSampling::Ask => Ok(Arc::new(TrackedSampler {
+                inner: sampling.clone(),
+                activity: self.elicitations.clone(),
+            }) as Arc<dyn SamplingHandler>),
+        };
         Elicitor {
             server: self.name.clone(),
             handler: Arc::new(Tracked {
                 inner: self.options.elicitation.clone(),
                 activity: self.elicitations.clone(),
             }),
+            sampler,
         }
     }
 

@@ -5,6 +5,7 @@ use super::child::{self, ChildSpec};
 use super::WireError;
 use crate::content::{RemoteResult, RemoteTool};
 use crate::elicit::{ElicitAnswer, ElicitError, ElicitRequest, ElicitationHandler};
+use crate::sampling::{SampleError, SamplingHandler};
 use axum::http::{HeaderName, HeaderValue};
 use rmcp::model::{
     CallToolRequestParams, ClientCapabilities, ClientConfig, ElicitRequestParams, ElicitResult,
@@ -32,6 +33,9 @@ pub(crate) mod auth;
 pub(crate) struct Elicitor {
     pub server: String,
     pub handler: Arc<dyn ElicitationHandler>,
+    /// Who answers its `sampling/createMessage`, or why nobody does (the config denies it, or
+    /// nobody can approve here); the capability is declared only with a sampler.
+    pub sampler: Result<Arc<dyn SamplingHandler>, String>,
 }
 
 /// One entry of `roots/list`: a short name and its `file://` URI.
@@ -117,6 +121,40 @@ impl ClientHandler for Handler {
         })
     }
 
+    // Sampling is deprecated upstream (SEP-2577) but still part of the protocol servers use.
+    #[allow(deprecated)]
+    async fn create_message(
+        &self,
+        params: rmcp::model::CreateMessageRequestParams,
+        _cx: RequestContext<RoleClient>,
+    ) -> Result<rmcp::model::CreateMessageResult, ErrorData> {
+        let server = &self.elicitor.server;
+        let sampler = match &self.elicitor.sampler {
+            Ok(sampler) => sampler,
+            Err(why) => {
+                return Err(ErrorData::new(
+                    rmcp::model::ErrorCode(-1),
+                    why.clone(),
+                    None,
+                ))
+            }
+        };
+        let request = crate::sampling::request_from(params)
+            .map_err(|why| ErrorData::invalid_params(why, None))?;
+        match sampler.sample(server, request).await {
+            Ok(answer) => Ok(crate::sampling::result_from(answer)),
+            Err(e @ (SampleError::Declined | SampleError::Unavailable(_))) => {
+                tracing::info!(server = %server, "refused a sampling request: {e}");
+                Err(ErrorData::new(
+                    rmcp::model::ErrorCode(-1),
+                    "User rejected sampling request",
+                    None,
+                ))
+            }
+            Err(e) => Err(ErrorData::internal_error(e.to_string(), None)),
+        }
+    }
+
     // Roots are deprecated upstream (SEP-2577) but still part of the protocol servers use.
     #[allow(deprecated)]
     async fn list_roots(
@@ -139,6 +177,11 @@ impl ClientHandler for Handler {
             let mut roots = RootsCapabilities::default();
             roots.list_changed = Some(true);
             capabilities.roots = Some(roots);
+        }
+        if self.elicitor.sampler.is_ok() {
+            #[allow(deprecated)]
+            let sampling = rmcp::model::SamplingCapability::default();
+            capabilities.sampling = Some(sampling);
         }
         if self.elicitor.handler.can_ask() {
             let mut form = FormElicitationCapability::new();
@@ -446,6 +489,7 @@ mod tests {
             elicitor: Elicitor {
                 server: "s".into(),
                 handler: Arc::new(crate::elicit::DeclineAll),
+                sampler: Err("off".into()),
             },
             roots: root_entries(roots),
         };
