@@ -35,6 +35,9 @@ pub struct Selection {
     pub template: Option<String>,
     /// Start no MCP server (a listing that must not wait for any).
     pub without_mcp: bool,
+    /// The front end is `tackle mcp serve`: configured servers' forms (elicitation) go to the
+    /// MCP client whose call made them ask.
+    pub serving_mcp: bool,
 }
 
 fn env_var(name: &str) -> Option<String> {
@@ -91,6 +94,7 @@ impl App {
                 &workspace,
                 agent.as_ref(),
                 home.as_deref(),
+                selection.serving_mcp,
             )
         };
         let mut extensions = extensions(&config, agent.as_ref(), coding_tools);
@@ -257,6 +261,7 @@ fn start_mcp(
     workspace: &Path,
     agent: Option<&AgentConfig>,
     home: Option<&Path>,
+    serving_mcp: bool,
 ) -> Option<Arc<tackle_mcp::McpManager>> {
     if config.mcp_servers.is_empty() {
         return None;
@@ -269,6 +274,8 @@ fn start_mcp(
         token_dir: Some(state_dir.to_path_buf()),
         // Servers' questions go to the person at the terminal; without one they are declined.
         elicitation: crate::elicit::handler_for_cli(),
+        // Under `mcp serve`, first to the calling client, when it supports elicitation.
+        relay_forms: serving_mcp,
         // Servers allowed to sample (`sampling: ask`) are answered only after the person at
         // the terminal approves; without one every request is refused.
         sampling: crate::sampling::handler_for_cli(config, agent),

@@ -22,6 +22,7 @@ pub async fn run(global: &Global, cmd: McpCommand) -> Result<i32> {
                 &Selection {
                     agent,
                     template,
+                    serving_mcp: true,
                     ..Selection::default()
                 },
                 http.as_deref(),

@@ -22,6 +22,7 @@ pub async fn run(global: &Global, cmd: ToolsCommand) -> Result<i32> {
                 agent,
                 template,
                 without_mcp: !mcp,
+                ..Selection::default()
             };
             list(global, &selection, json).await
         }

@@ -8,8 +8,11 @@ STEPS is a JSON list of steps, run in one session; the results are printed as on
     ["list"]                        -> {"tools": [names]}
     ["call", NAME, ARGS]            -> {"is_error": bool, "text": str, "structured": obj|null}
     ["bench", NAME, ARGS, N]        -> {"n": N, "median_ms": f, "p99_ms": f, "mean_ms": f}
+    ["forms"]                       -> {"messages": [the message of every form asked so far]}
 --elicit ANSWER declares the elicitation capability and answers every form with
-{"decision": ANSWER}; without it the client cannot be asked.
+{"decision": ANSWER}; without it the client cannot be asked. With --form JSON as well, a form
+passed on from one of Tackle's own MCP servers ("… (used by Tackle) asks: …") is answered with
+that JSON object instead (or declined with --form decline).
 """
 
 import argparse
@@ -32,6 +35,7 @@ def parse() -> argparse.Namespace:
     p.add_argument("--url")
     p.add_argument("--token")
     p.add_argument("--elicit")
+    p.add_argument("--form")
     p.add_argument("steps")
     args = p.parse_args(argv)
     args.stdio = command
@@ -40,8 +44,16 @@ def parse() -> argparse.Namespace:
     return args
 
 
-def make_elicit(answer: str):
+FORMS: list[str] = []
+
+
+def make_elicit(answer: str, form: str | None):
     async def elicit(_ctx, params):
+        FORMS.append(params.message)
+        if form is not None and "(used by Tackle) asks:" in params.message:
+            if form == "decline":
+                return types.ElicitResult(action="decline")
+            return types.ElicitResult(action="accept", content=json.loads(form))
         return types.ElicitResult(action="accept", content={"decision": answer})
 
     return elicit
@@ -71,6 +83,8 @@ async def run_step(client: Client, step: list):
     if kind == "call":
         r = await client.call_tool(step[1], step[2])
         return {"is_error": bool(r.is_error), "text": text_of(r), "structured": r.structured_content}
+    if kind == "forms":
+        return {"messages": list(FORMS)}
     if kind == "bench":
         samples = []
         for _ in range(step[3]):
@@ -91,7 +105,7 @@ async def main() -> None:
     steps = json.loads(args.steps)
     kwargs = {}
     if args.elicit:
-        kwargs["elicitation_callback"] = make_elicit(args.elicit)
+        kwargs["elicitation_callback"] = make_elicit(args.elicit, args.form)
     out = []
     async with Client(server_of(args), **kwargs) as client:
         for step in steps:

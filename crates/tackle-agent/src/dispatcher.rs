@@ -373,7 +373,9 @@ impl Dispatcher {
         let Plan {
             entry, host, scope, ..
         } = plan;
-        let cx = self.context(&scope, &req.channel, host);
+        let cx = self
+            .context(&scope, &req.channel, host)
+            .with_forms(req.approver.forms());
         let limit = entry.tool.timeout().unwrap_or(self.config.default_timeout);
         let cancelled = || {
             Err(ToolError::failed(format!(

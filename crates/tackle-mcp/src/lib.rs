@@ -8,7 +8,8 @@
 //! are shown to the model, and trusted for policy only where the operator sets
 //! `trust_annotations: true` for that server (a read-only tool then runs as Low · never).
 //! The client lists the agent's readable directories as MCP roots (`roots/list`), answers a
-//! server's elicitation through the front end (declined where no one can answer), lets a
+//! server's elicitation through the front end (under `mcp serve`, the calling MCP client;
+//! declined where no one can answer), lets a
 //! server sample our model only where the operator allows it and a person approves each
 //! request (`sampling: ask`), and logs in to OAuth-protected servers (`tackle mcp login`).
 //!

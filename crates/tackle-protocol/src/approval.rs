@@ -45,4 +45,37 @@ pub trait Approver: Send + Sync {
     /// The name recorded in the audit log as who approved (`tty`, `--yes`, `mcp-elicitation`).
     fn name(&self) -> &str;
     async fn ask(&self, req: &ApprovalRequest) -> Result<ApprovalAnswer, ApprovalUnavailable>;
+
+    /// The same person, for a form a third party wants filled in during the call (an MCP
+    /// server's elicitation), when this front end can pass one on; `None` (the default)
+    /// leaves such forms to the process's own handler.
+    fn forms(&self) -> Option<std::sync::Arc<dyn FormAsker>> {
+        None
+    }
+}
+
+/// The answer to a relayed form.
+#[derive(Debug, Clone, PartialEq)]
+pub enum FormReply {
+    /// Filled in: one value per answered field.
+    Accept(serde_json::Map<String, Value>),
+    Decline,
+    Cancel,
+}
+
+/// A relayed form could not be put to anyone.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct FormUnavailable(pub String);
+
+/// Puts a form (a message and the JSON Schema of the answer) to the person at a call's front
+/// end, on behalf of `from` (who is named to them).
+#[async_trait]
+pub trait FormAsker: Send + Sync {
+    async fn ask_form(
+        &self,
+        from: &str,
+        message: &str,
+        schema: &Value,
+    ) -> Result<FormReply, FormUnavailable>;
 }

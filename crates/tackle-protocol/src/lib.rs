@@ -32,7 +32,10 @@ pub mod text;
 pub mod tool;
 
 pub use agents::AgentServices;
-pub use approval::{ApprovalAnswer, ApprovalRequest, ApprovalUnavailable, Approver};
+pub use approval::{
+    ApprovalAnswer, ApprovalRequest, ApprovalUnavailable, Approver, FormAsker, FormReply,
+    FormUnavailable,
+};
 pub use call::{ToolCall, ToolOutput};
 pub use decision::{Decision, Verdict};
 pub use error::{ErrorKind, ToolError};

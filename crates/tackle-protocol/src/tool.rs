@@ -88,6 +88,7 @@ pub struct ToolContext {
     host: Arc<dyn ToolHost>,
     agents: Option<Arc<dyn AgentServices>>,
     catalog: Option<Arc<dyn ToolCatalog>>,
+    forms: Option<Arc<dyn crate::approval::FormAsker>>,
 }
 
 /// Read access to the registry, for discovery tools such as `describe_tool`.
@@ -110,6 +111,7 @@ impl ToolContext {
             host,
             agents: None,
             catalog: None,
+            forms: None,
         }
     }
 
@@ -126,6 +128,17 @@ impl ToolContext {
     pub fn with_catalog(mut self, catalog: Arc<dyn ToolCatalog>) -> Self {
         self.catalog = Some(catalog);
         self
+    }
+
+    /// Where forms of third parties (an MCP server's elicitation) go during this call.
+    pub fn with_forms(mut self, forms: Option<Arc<dyn crate::approval::FormAsker>>) -> Self {
+        self.forms = forms;
+        self
+    }
+
+    /// The call's front end, for a third party's form, when it can pass one on.
+    pub fn forms(&self) -> Option<&Arc<dyn crate::approval::FormAsker>> {
+        self.forms.as_ref()
     }
 
     /// The registry, when the dispatcher provides it.

@@ -1,5 +1,6 @@
 //! The MCP client manager: configured servers' tools become `<server>__<tool>`.
 
+mod relay;
 mod server;
 mod tool;
 
@@ -32,6 +33,10 @@ pub struct McpOptions {
     /// Who answers servers' `elicitation/create`; the default declines every request (and
     /// the capability is declared only for a handler that can ask).
     pub elicitation: Arc<dyn ElicitationHandler>,
+    /// Pass servers' forms on to the front end of the call that made them ask, where that
+    /// front end can take them (`tackle mcp serve`: the calling MCP client), and so declare
+    /// elicitation to servers even when `elicitation` itself cannot ask.
+    pub relay_forms: bool,
     /// Who answers `sampling/createMessage` of a server whose config says `sampling: ask`;
     /// the default refuses (and the capability is declared only for a handler that can ask).
     pub sampling: Arc<dyn crate::sampling::SamplingHandler>,
@@ -52,6 +57,7 @@ impl Default for McpOptions {
             max_backoff: Duration::from_secs(30),
             token_dir: None,
             elicitation: Arc::new(DeclineAll),
+            relay_forms: false,
             sampling: Arc::new(crate::sampling::RefuseSampling),
             roots: Vec::new(),
         }

@@ -1,5 +1,6 @@
 //! One configured server: its connection, its current tools, and the task that keeps it up.
 
+use super::relay::{Pick, Relays};
 use super::tool::McpTool;
 use super::{McpOptions, ServerState, ServerStatus};
 use crate::content::RemoteTool;
@@ -15,6 +16,7 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 use tackle_protocol::config::{McpSampling, McpServerConfig};
+use tackle_protocol::FormReply;
 use tokio::sync::{watch, Notify};
 use tokio_util::sync::CancellationToken;
 
@@ -37,6 +39,8 @@ pub(crate) struct Server {
     suspect: Notify,
     /// Its elicitations: time a person spends on a form is not the call's run time.
     elicitations: Arc<ElicitActivity>,
+    /// The front ends of its calls in flight, where its forms are passed on.
+    pub relays: Arc<Relays>,
 }
 
 /// Elicitations of one server: how many are open, and a counter bumped as each opens and
@@ -57,10 +61,13 @@ impl ElicitActivity {
     }
 }
 
-/// The front end's handler, counted in [`ElicitActivity`] while it asks.
+/// The front end's handler, counted in [`ElicitActivity`] while it asks; with `relay`, a form
+/// goes first to the front end of the call in flight (see [`Relays`]).
 struct Tracked {
     inner: Arc<dyn ElicitationHandler>,
     activity: Arc<ElicitActivity>,
+    relays: Arc<Relays>,
+    relay: bool,
 }
 
 /// Closes the count however the ask ends (answered or dropped).
@@ -76,7 +83,7 @@ impl Drop for OpenElicitation<'_> {
 #[async_trait]
 impl ElicitationHandler for Tracked {
     fn can_ask(&self) -> bool {
-        self.inner.can_ask()
+        self.relay || self.inner.can_ask()
     }
 
     async fn elicit(
@@ -87,7 +94,33 @@ impl ElicitationHandler for Tracked {
         self.activity.open.fetch_add(1, Ordering::SeqCst);
         self.activity.changes.fetch_add(1, Ordering::SeqCst);
         let _open = OpenElicitation(&self.activity);
-        self.inner.elicit(server, request).await
+        let pick = if self.relay {
+            self.relays.pick()
+        } else {
+            Pick::Nobody
+        };
+        match pick {
+            Pick::One(asker) => {
+                let reply = asker
+                    .ask_form(server, &request.message, &request.schema)
+                    .await
+                    .map_err(|e| ElicitError::Unavailable(e.0))?;
+                Ok(match reply {
+                    FormReply::Accept(content) => ElicitAnswer::Accept(content),
+                    FormReply::Decline => ElicitAnswer::Decline,
+                    FormReply::Cancel => ElicitAnswer::Cancel,
+                })
+            }
+            Pick::Ambiguous => Err(ElicitError::Unavailable(
+                "calls from more than one client are in flight on this server: whose form it \
+                 is cannot be told"
+                    .into(),
+            )),
+            Pick::Nobody if self.inner.can_ask() => self.inner.elicit(server, request).await,
+            Pick::Nobody => Err(ElicitError::Unavailable(
+                "the call's client cannot be asked".into(),
+            )),
+        }
     }
 }
 
@@ -143,6 +176,7 @@ impl Server {
             last_stderr: Arc::new(Mutex::new(String::new())),
             suspect: Notify::new(),
             elicitations: Arc::default(),
+            relays: Arc::default(),
         })
     }
 
@@ -213,6 +247,8 @@ impl Server {
             handler: Arc::new(Tracked {
                 inner: self.options.elicitation.clone(),
                 activity: self.elicitations.clone(),
+                relays: self.relays.clone(),
+                relay: self.options.relay_forms,
             }),
             sampler,
         }

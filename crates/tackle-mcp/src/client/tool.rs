@@ -64,6 +64,10 @@ impl McpTool {
             .connection()
             .ok_or_else(|| ToolError::failed(not_ready(server)))?;
         let timeout = server.call_timeout();
+        // While the call runs, the server's forms may go to the caller's front end.
+        let _relayed = cx
+            .forms()
+            .map(|forms| server.relays.register(&cx.session_id, Arc::clone(forms)));
         let mut call = std::pin::pin!(conn.call(&self.remote_name, args));
         // The time-out counts the server's time, not a person's: while one of its forms is
         // open, or when one opened or closed during the window, the window starts again.

@@ -20,8 +20,8 @@ use std::borrow::Cow;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tackle_protocol::{
-    ApprovalAnswer, ApprovalRequest, ApprovalUnavailable, Approver, ToolCall, ToolError,
-    ToolOutput, ToolSpec,
+    ApprovalAnswer, ApprovalRequest, ApprovalUnavailable, Approver, FormAsker, FormReply,
+    FormUnavailable, ToolCall, ToolError, ToolOutput, ToolSpec,
 };
 use tokio::sync::watch;
 use tokio_util::sync::{CancellationToken, DropGuard};
@@ -391,7 +391,9 @@ pub(crate) fn result_json(outcome: Result<ToolOutput, ToolError>) -> Value {
 }
 
 /// Asks the MCP client's user through elicitation; says no one can be asked when the client
-/// did not declare the capability, or cancelled the call while the question was open.
+/// did not declare the capability, or cancelled the call while the question was open. It also
+/// passes on the forms of the servers Tackle itself is a client of, during this call.
+#[derive(Clone)]
 struct ElicitApprover {
     peer: Peer<RoleServer>,
     /// The call's cancellation: a cancelled call stops waiting for its answer.
@@ -404,12 +406,13 @@ impl Approver for ElicitApprover {
         "mcp-elicitation"
     }
 
+    fn forms(&self) -> Option<Arc<dyn FormAsker>> {
+        self.can_elicit()
+            .then(|| Arc::new(self.clone()) as Arc<dyn FormAsker>)
+    }
+
     async fn ask(&self, req: &ApprovalRequest) -> Result<ApprovalAnswer, ApprovalUnavailable> {
-        if !self
-            .peer
-            .supported_elicitation_modes()
-            .contains(&ElicitationMode::Form)
-        {
+        if !self.can_elicit() {
             let remedy = if req.remedy.is_empty() {
                 String::new()
             } else {
@@ -442,6 +445,58 @@ impl Approver for ElicitApprover {
         Ok(match result.action {
             ElicitationAction::Accept => crate::server::answer_from(result.content.as_ref()),
             _ => ApprovalAnswer::Deny,
+        })
+    }
+}
+
+impl ElicitApprover {
+    fn can_elicit(&self) -> bool {
+        self.peer
+            .supported_elicitation_modes()
+            .contains(&ElicitationMode::Form)
+    }
+}
+
+#[async_trait]
+impl FormAsker for ElicitApprover {
+    /// The form goes to this call's client as it came, its message saying who asks: a server
+    /// Tackle uses, not Tackle.
+    async fn ask_form(
+        &self,
+        from: &str,
+        message: &str,
+        schema: &Value,
+    ) -> Result<FormReply, FormUnavailable> {
+        let params = json!({
+            "mode": "form",
+            "message": format!("MCP server `{from}` (used by Tackle) asks: {message}"),
+            "requestedSchema": schema,
+        });
+        let params: ElicitRequestParams = serde_json::from_value(params)
+            .map_err(|e| FormUnavailable(format!("the form cannot be passed on: {e}")))?;
+        let asked = self
+            .peer
+            .create_elicitation_with_timeout(params, Some(APPROVAL_TIMEOUT));
+        let result = tokio::select! {
+            biased;
+            () = self.cancel.cancelled() => {
+                return Err(FormUnavailable("the MCP client cancelled the call".into()));
+            }
+            result = asked => result,
+        }
+        .map_err(|e| FormUnavailable(format!("asking the MCP client failed: {e}")))?;
+        Ok(match result.action {
+            ElicitationAction::Accept => match result.content {
+                Some(Value::Object(map)) => FormReply::Accept(map),
+                Some(_) => {
+                    return Err(FormUnavailable(
+                        "the client's answer is not an object".into(),
+                    ))
+                }
+                None => FormReply::Accept(serde_json::Map::new()),
+            },
+            ElicitationAction::Decline => FormReply::Decline,
+            _ => FormReply::Cancel,
         })
     }
 }
