@@ -20,6 +20,7 @@ mod mcp_service;
 mod net_bridge;
 mod render;
 mod runtime;
+mod skills;
 mod spill;
 mod term;
 mod turn;
@@ -72,6 +73,7 @@ async fn run(cli: cli::Cli) -> anyhow::Result<i32> {
         cli::Command::Doctor(args) => commands::doctor::run(&cli.global, args).await,
         cli::Command::Audit(args) => commands::audit::run(&cli.global, args).await,
         cli::Command::Sessions(cmd) => commands::sessions::run(&cli.global, cmd).await,
+        cli::Command::Skills(cmd) => commands::skills::run(&cli.global, cmd).await,
     }
 }
 
