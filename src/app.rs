@@ -98,6 +98,16 @@ impl App {
             )
         };
         let mut extensions = extensions(&config, agent.as_ref(), coding_tools);
+        if agent
+            .as_ref()
+            .is_none_or(|a| a.extensions.is_enabled(tackle_tools::skills::NAME))
+        {
+            extensions.push(crate::skills::extension(
+                &config.skills,
+                &workspace,
+                home.as_deref(),
+            ));
+        }
         if agents.is_none() {
             // A front end without an agent (`tools`, `mcp serve`) lists only what it can run.
             extensions = extensions.into_iter().map(without_agent_tools).collect();

@@ -53,6 +53,9 @@ pub enum Command {
     /// Stored sessions: list them, show one, remove one.
     #[command(subcommand)]
     Sessions(SessionsCommand),
+    /// Skills: list, search and show the catalogue; install from the registry.
+    #[command(subcommand)]
+    Skills(SkillsCommand),
 }
 
 #[derive(Debug, Args)]
@@ -224,5 +227,55 @@ pub enum McpCommand {
     Logout {
         /// The server's name under `mcp_servers`.
         name: String,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum SkillsCommand {
+    /// Every skill the agent can use: name — description (triggers). No bodies.
+    List {
+        /// Print a JSON array of {name, description, triggers, source}.
+        #[arg(long)]
+        json: bool,
+        /// The skills of this agent (default: the first agent).
+        #[arg(long, value_name = "NAME")]
+        agent: Option<String>,
+    },
+    /// Skills whose name, description or triggers contain QUERY (case-insensitive).
+    Search {
+        /// Text to look for, e.g. `git`.
+        query: String,
+        /// Print a JSON array of {name, description, triggers, source}.
+        #[arg(long)]
+        json: bool,
+        /// The skills of this agent (default: the first agent).
+        #[arg(long, value_name = "NAME")]
+        agent: Option<String>,
+    },
+    /// One skill's full text.
+    Show {
+        /// The skill's name, as `tackle skills list` shows it.
+        name: String,
+        /// Print {name, description, text}.
+        #[arg(long)]
+        json: bool,
+        /// The skills of this agent (default: the first agent).
+        #[arg(long, value_name = "NAME")]
+        agent: Option<String>,
+    },
+    /// Download a skill from the registry (`skills.registry_url`) into the first skills dir.
+    /// Running this command is the approval `install_skill` asks for.
+    Install {
+        /// The skill's slug, as `find_skills` or the registry shows it.
+        slug: String,
+        /// The archive's expected SHA-256 (64 hex digits).
+        #[arg(long, value_name = "HEX")]
+        sha256: Option<String>,
+        /// Print {name, slug, path, sha256, verified, replaced, visible}.
+        #[arg(long)]
+        json: bool,
+        /// Install under this agent's policy (default: the first agent).
+        #[arg(long, value_name = "NAME")]
+        agent: Option<String>,
     },
 }

@@ -21,6 +21,7 @@ mod net_bridge;
 mod render;
 mod runtime;
 mod sampling;
+mod skills;
 mod spill;
 mod term;
 mod turn;
@@ -73,6 +74,7 @@ async fn run(cli: cli::Cli) -> anyhow::Result<i32> {
         cli::Command::Doctor(args) => commands::doctor::run(&cli.global, args).await,
         cli::Command::Audit(args) => commands::audit::run(&cli.global, args).await,
         cli::Command::Sessions(cmd) => commands::sessions::run(&cli.global, cmd).await,
+        cli::Command::Skills(cmd) => commands::skills::run(&cli.global, cmd).await,
     }
 }
 

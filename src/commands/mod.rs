@@ -5,4 +5,5 @@ pub mod mcp;
 pub mod mcp_login;
 pub mod run;
 pub mod sessions;
+pub mod skills;
 pub mod tools;

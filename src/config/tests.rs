@@ -95,6 +95,7 @@ fn every_key_of_the_example_file_parses_into_typed_fields() {
     assert_eq!(c.tools.output_limit_bytes, 51_200);
     assert_eq!(c.plugins.dirs, ["~/.config/tackle/plugins"]);
     assert_eq!(c.skills.dirs.len(), 2);
+    assert_eq!(c.skills.registry_url.as_deref(), Some("https://clawhub.ai"));
     // Unset variables are reported, not fatal.
     assert!(
         warnings.iter().any(|w| w.contains("ANTHROPIC_API_KEY")),

@@ -90,7 +90,7 @@ impl HostConfig {
 }
 
 /// Every URL the operator wrote into `config`: backends' `api_base`, search backends' `url`,
-/// MCP servers' `url`.
+/// MCP servers' `url`, the skills registry.
 pub fn operator_urls(config: &Config) -> Vec<String> {
     let backends = config.backends.iter().filter_map(|b| b.api_base.clone());
     let search = config
@@ -99,7 +99,8 @@ pub fn operator_urls(config: &Config) -> Vec<String> {
         .iter()
         .filter_map(|b| b.url.clone());
     let mcp = config.mcp_servers.values().filter_map(|m| m.url.clone());
-    backends.chain(search).chain(mcp).collect()
+    let skills = config.skills.registry_url.clone();
+    backends.chain(search).chain(mcp).chain(skills).collect()
 }
 
 #[cfg(test)]
@@ -107,7 +108,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn operator_urls_come_from_backends_search_and_mcp_only() {
+    fn operator_urls_come_from_backends_search_mcp_and_the_skills_registry() {
         // Built from data, not struct literals, so new optional config fields do not break it.
         let config: Config = serde_json::from_value(serde_json::json!({
             "backends": [{"name": "local", "type": "openai", "api_base": "http://127.0.0.1:11434/v1"},
@@ -115,7 +116,8 @@ mod tests {
             "web_search": {"backends": [{"type": "searxng", "url": "http://127.0.0.1:8888"}]},
             "mcp_servers": {"remote": {"url": "https://mcp.example.com/mcp"},
                             "local": {"command": "npx"}},
-            "security": {"env_passthrough": ["CARGO_*"]}
+            "security": {"env_passthrough": ["CARGO_*"]},
+            "skills": {"registry_url": "http://127.0.0.1:9911"}
         }))
         .unwrap();
         let host = HostConfig::new("/state").with_config(&config);
@@ -124,7 +126,8 @@ mod tests {
             vec![
                 "http://127.0.0.1:11434/v1",
                 "http://127.0.0.1:8888",
-                "https://mcp.example.com/mcp"
+                "https://mcp.example.com/mcp",
+                "http://127.0.0.1:9911"
             ]
         );
         assert_eq!(host.env_passthrough, vec!["CARGO_*"]);

@@ -54,6 +54,7 @@ mod report;
 mod safe_open;
 mod sandbox;
 mod seccomp;
+mod skill_dirs;
 mod walk;
 
 pub use bash::{bash_path, bash_read_back};
@@ -64,3 +65,4 @@ pub use net::MAX_REDIRECTS;
 pub use report::{enforcement_report, enforcement_report_json, Enforcement};
 pub use sandbox::{sandbox_status, SandboxStatus};
 pub use seccomp::blocked_syscalls;
+pub use skill_dirs::DiskSkillDirs;

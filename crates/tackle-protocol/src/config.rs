@@ -39,7 +39,7 @@ pub struct Config {
     #[serde(default)]
     pub plugins: DirsConfig,
     #[serde(default)]
-    pub skills: DirsConfig,
+    pub skills: SkillsConfig,
 }
 
 impl Config {
@@ -363,4 +363,18 @@ impl Default for ToolsConfig {
 pub struct DirsConfig {
     #[serde(default)]
     pub dirs: Vec<String>,
+}
+
+/// `skills:` where skills are found and which registry `find_skills` / `install_skill` use.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SkillsConfig {
+    /// Searched in order, first name wins; `install_skill` installs into the first. A relative
+    /// entry is inside the workspace (repository-controlled), so it is read only when named
+    /// here. Empty = `~/.config/tackle/skills`.
+    #[serde(default)]
+    pub dirs: Vec<String>,
+    /// A ClawHub-compatible registry; unset = `https://clawhub.ai`.
+    #[serde(default)]
+    pub registry_url: Option<String>,
 }

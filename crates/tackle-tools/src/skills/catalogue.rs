@@ -1,0 +1,301 @@
+//! The skill catalogue: every source's skills merged in order, first name wins, then gated.
+//!
+//! A source is anything that lists skills and hands out a body on request: a directory on disk
+//! ([`DirSource`]) today; the agent's own store and granted memory banks plug in the same way,
+//! after the directories. Listing never keeps a body: [`SkillSource::body`] reads it when
+//! `skill_show` asks, which is the only way a body reaches the model.
+
+use super::file::{self, ParsedSkill};
+use std::path::PathBuf;
+use std::sync::Arc;
+use tackle_protocol::skills::{SkillDirs, MAX_SKILL_FILE_BYTES};
+use tackle_protocol::ToolError;
+
+/// One skill as the catalogue lists it: everything but its body.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SkillMeta {
+    pub name: String,
+    pub description: String,
+    pub triggers: Vec<String>,
+    pub requires_tools: Vec<String>,
+    pub depends: Vec<String>,
+    pub os: Vec<String>,
+    /// Where the source keeps it (a file path, a row id); only the source reads it.
+    pub locator: String,
+}
+
+impl SkillMeta {
+    fn from_parsed(p: ParsedSkill, locator: String) -> Self {
+        Self {
+            name: p.name,
+            description: p.description,
+            triggers: p.triggers,
+            requires_tools: p.requires_tools,
+            depends: p.depends,
+            os: p.os,
+            locator,
+        }
+    }
+}
+
+/// What one source lists, and why it skipped what it skipped.
+#[derive(Debug, Clone, Default)]
+pub struct SourceListing {
+    pub skills: Vec<SkillMeta>,
+    pub warnings: Vec<String>,
+}
+
+/// A place skills come from.
+pub trait SkillSource: Send + Sync {
+    /// How the source is named to people (`~/.config/tackle/skills`, `bank project-alpha`).
+    fn label(&self) -> String;
+    /// Every skill here, without bodies.
+    fn list(&self) -> SourceListing;
+    /// The body of a skill this source listed.
+    fn body(&self, skill: &SkillMeta) -> Result<String, ToolError>;
+}
+
+/// A skills directory: `<dir>/<name>/SKILL.md` and `<dir>/<name>.md`.
+pub struct DirSource {
+    pub label: String,
+    pub dir: PathBuf,
+    pub disk: Arc<dyn SkillDirs>,
+}
+
+impl SkillSource for DirSource {
+    fn label(&self) -> String {
+        self.label.clone()
+    }
+
+    fn list(&self) -> SourceListing {
+        let scan = self.disk.scan(&self.dir, MAX_SKILL_FILE_BYTES);
+        let mut out = SourceListing {
+            skills: Vec::new(),
+            warnings: scan.warnings,
+        };
+        for found in scan.found {
+            match file::parse(&found.bytes, &found.entry) {
+                Ok(parsed) => out.skills.push(SkillMeta::from_parsed(
+                    parsed,
+                    found.path.to_string_lossy().into_owned(),
+                )),
+                Err(e) => out
+                    .warnings
+                    .push(format!("{}: skipped, {e}", found.path.display())),
+            }
+        }
+        out
+    }
+
+    fn body(&self, skill: &SkillMeta) -> Result<String, ToolError> {
+        let path = PathBuf::from(&skill.locator);
+        let bytes = self
+            .disk
+            .read(&path, MAX_SKILL_FILE_BYTES)
+            .map_err(|e| ToolError::failed(format!("cannot read skill `{}`: {e}", skill.name)))?;
+        let fallback = path
+            .parent()
+            .and_then(|p| p.file_name())
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let parsed = file::parse(&bytes, &fallback).map_err(|e| {
+            ToolError::failed(format!("skill `{}` can no longer be read: {e}", skill.name))
+        })?;
+        // `<name>/SKILL.md` lives in its own directory; `<name>.md` in the skills dir.
+        let base_dir = path.parent().map(PathBuf::from).unwrap_or_default();
+        Ok(parsed
+            .body
+            .replace("{baseDir}", &base_dir.to_string_lossy()))
+    }
+}
+
+/// One catalogue entry: the skill and which source (by index) it came from.
+#[derive(Debug, Clone)]
+pub struct Entry {
+    pub meta: SkillMeta,
+    pub source: usize,
+    pub source_label: String,
+}
+
+/// The merged catalogue of one moment.
+#[derive(Debug, Clone, Default)]
+pub struct Catalogue {
+    pub entries: Vec<Entry>,
+    /// Skills hidden by an earlier one of the same name: (name, the source that lost).
+    pub shadowed: Vec<(String, String)>,
+    pub warnings: Vec<String>,
+}
+
+impl Catalogue {
+    /// Merge `sources` in order; a name seen before is shadowed, whatever the later one says.
+    pub fn load(sources: &[Arc<dyn SkillSource>]) -> Self {
+        let mut cat = Catalogue::default();
+        for (index, source) in sources.iter().enumerate() {
+            let listing = source.list();
+            let label = source.label();
+            cat.warnings.extend(listing.warnings);
+            for meta in listing.skills {
+                if cat.entries.iter().any(|e| e.meta.name == meta.name) {
+                    cat.shadowed.push((meta.name, label.clone()));
+                    continue;
+                }
+                cat.entries.push(Entry {
+                    meta,
+                    source: index,
+                    source_label: label.clone(),
+                });
+            }
+        }
+        cat
+    }
+
+    /// The skills that can be used here: every `requires_tools` available, the system among
+    /// its `os` (when it names any), every `depends` in the catalogue. The others are invisible.
+    pub fn visible(&self, tool_available: &dyn Fn(&str) -> bool) -> Vec<&Entry> {
+        let os = file::this_os();
+        self.entries
+            .iter()
+            .filter(|e| {
+                let m = &e.meta;
+                m.requires_tools.iter().all(|t| tool_available(t))
+                    && (m.os.is_empty() || m.os.iter().any(|o| o == os))
+                    && m.depends
+                        .iter()
+                        .all(|d| self.entries.iter().any(|x| x.meta.name == *d))
+            })
+            .collect()
+    }
+}
+
+/// Does `query` (case-insensitive substring) occur in the name, description or a trigger?
+pub fn matches(meta: &SkillMeta, query: &str) -> bool {
+    let q = query.trim().to_lowercase();
+    if q.is_empty() {
+        return true;
+    }
+    meta.name.to_lowercase().contains(&q)
+        || meta.description.to_lowercase().contains(&q)
+        || meta.triggers.iter().any(|t| t.to_lowercase().contains(&q))
+}
+
+/// Up to three names closest to `name`, best first.
+pub fn nearest<'a>(name: &str, names: impl Iterator<Item = &'a str>) -> Vec<String> {
+    let lower = name.to_lowercase();
+    let mut scored: Vec<(f64, &str)> = names
+        .map(|n| {
+            let l = n.to_lowercase();
+            let mut score = strsim::jaro_winkler(&lower, &l);
+            if !lower.is_empty() && (l.contains(&lower) || lower.contains(&l)) {
+                score = score.max(0.9);
+            }
+            (score, n)
+        })
+        .filter(|(s, _)| *s >= 0.7)
+        .collect();
+    scored.sort_by(|a, b| b.0.total_cmp(&a.0).then_with(|| a.1.cmp(b.1)));
+    scored
+        .into_iter()
+        .take(3)
+        .map(|(_, n)| n.to_string())
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A source with fixed skills and bodies, as a store or bank source would be.
+    pub(crate) struct Fixed {
+        pub label: &'static str,
+        pub skills: Vec<(SkillMeta, &'static str)>,
+    }
+
+    impl SkillSource for Fixed {
+        fn label(&self) -> String {
+            self.label.into()
+        }
+        fn list(&self) -> SourceListing {
+            SourceListing {
+                skills: self.skills.iter().map(|(m, _)| m.clone()).collect(),
+                warnings: Vec::new(),
+            }
+        }
+        fn body(&self, skill: &SkillMeta) -> Result<String, ToolError> {
+            self.skills
+                .iter()
+                .find(|(m, _)| m.name == skill.name)
+                .map(|(_, b)| b.to_string())
+                .ok_or_else(|| ToolError::not_found("gone"))
+        }
+    }
+
+    fn meta(name: &str, requires: &[&str]) -> SkillMeta {
+        SkillMeta {
+            name: name.into(),
+            description: format!("about {name}"),
+            triggers: Vec::new(),
+            requires_tools: requires.iter().map(|s| s.to_string()).collect(),
+            depends: Vec::new(),
+            os: Vec::new(),
+            locator: String::new(),
+        }
+    }
+
+    #[test]
+    fn the_first_source_to_name_a_skill_wins() {
+        let a: Arc<dyn SkillSource> = Arc::new(Fixed {
+            label: "a",
+            skills: vec![(meta("deploy", &[]), "A")],
+        });
+        let b: Arc<dyn SkillSource> = Arc::new(Fixed {
+            label: "b",
+            skills: vec![(meta("deploy", &[]), "B"), (meta("lint", &[]), "L")],
+        });
+        let cat = Catalogue::load(&[a, b]);
+        let names: Vec<_> = cat
+            .entries
+            .iter()
+            .map(|e| (e.meta.name.as_str(), e.source_label.as_str()))
+            .collect();
+        assert_eq!(names, [("deploy", "a"), ("lint", "b")]);
+        assert_eq!(cat.shadowed, [("deploy".to_string(), "b".to_string())]);
+    }
+
+    #[test]
+    fn a_skill_missing_a_required_tool_is_invisible() {
+        let a: Arc<dyn SkillSource> = Arc::new(Fixed {
+            label: "a",
+            skills: vec![
+                (meta("needs-shell", &["shell"]), ""),
+                (meta("needs-nothing", &[]), ""),
+                (meta("needs-both", &["shell", "git"]), ""),
+            ],
+        });
+        let cat = Catalogue::load(&[a]);
+        let only_shell = |t: &str| t == "shell";
+        let names: Vec<_> = cat
+            .visible(&only_shell)
+            .iter()
+            .map(|e| e.meta.name.clone())
+            .collect();
+        assert_eq!(names, ["needs-shell", "needs-nothing"]);
+    }
+
+    #[test]
+    fn search_looks_at_names_descriptions_and_triggers_ignoring_case() {
+        let mut m = meta("release", &[]);
+        m.triggers = vec!["Ship It".into()];
+        assert!(matches(&m, "RELEASE"));
+        assert!(matches(&m, "about rel"));
+        assert!(matches(&m, "ship"));
+        assert!(!matches(&m, "deploy"));
+    }
+
+    #[test]
+    fn nearest_names_come_best_first() {
+        let names = ["release-checklist", "review", "deploy"];
+        let got = nearest("release", names.iter().copied());
+        assert_eq!(got.first().map(String::as_str), Some("release-checklist"));
+        assert!(nearest("zzzzzz", names.iter().copied()).is_empty());
+    }
+}
