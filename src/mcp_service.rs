@@ -10,7 +10,7 @@ use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 use tackle_agent::{CallRequest, Dispatcher, SessionApprovals};
 use tackle_mcp::ToolService;
-use tackle_protocol::{Approver, ToolCall, ToolError, ToolOutput, ToolSpec};
+use tackle_protocol::{Approver, ProgressSink, ToolCall, ToolError, ToolOutput, ToolSpec};
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
@@ -125,7 +125,7 @@ impl ToolService for DispatcherService {
         approver: Arc<dyn Approver>,
         session: &str,
     ) -> Result<ToolOutput, ToolError> {
-        self.call_cancellable(call, approver, session, CancellationToken::new())
+        self.call_cancellable(call, approver, session, CancellationToken::new(), None)
             .await
     }
 
@@ -137,13 +137,15 @@ impl ToolService for DispatcherService {
         approver: Arc<dyn Approver>,
         session: &str,
         cancel: CancellationToken,
+        progress: Option<Arc<dyn ProgressSink>>,
     ) -> Result<ToolOutput, ToolError> {
         // Each MCP session is a session of its own: approvals and TMPDIR do not leak across.
         let req = CallRequest::new(call, approver)
             .session(format!("{}-{session}", self.session_id))
             .approvals(self.approvals_of(session))
             .channel("mcp")
-            .cancel(cancel);
+            .cancel(cancel)
+            .progress(progress);
         self.dispatcher.dispatch(req).await
     }
 }

@@ -211,6 +211,47 @@ fn a_long_call_with_a_progress_token_reports_progress_until_it_ends() {
 }
 
 #[test]
+fn a_commands_output_lines_come_as_progress_redacted_like_the_result() {
+    let sb = Sandbox::new();
+    let secret = "sk-test-progress-secret-4242";
+    let yaml = format!(
+        "backends:\n  - name: b\n    type: openai\n    api_base: http://127.0.0.1:9/v1\n    api_key: {secret}\n    models: [{{name: m}}]\nsecurity:\n  tool_policies:\n    shell:\n      approval: never\n"
+    );
+    let mut client = Client::start(&sb, &yaml);
+    let command =
+        format!("for i in 1 2 3; do echo line-$i; sleep 0.4; done; echo key={secret}; sleep 0.4");
+    let (notes, reply) = client.call(
+        "shell",
+        json!({"command": command}),
+        json!({"progressToken": 9}),
+    );
+    assert_eq!(reply["result"]["isError"], false, "{reply}");
+    let steps = progress(&notes);
+    let messages: Vec<&str> = steps.iter().filter_map(|p| p["message"].as_str()).collect();
+    for line in [
+        "`shell`: line-1",
+        "`shell`: line-2",
+        "`shell`: line-3",
+        "`shell`: key=",
+    ] {
+        assert!(
+            messages.iter().any(|m| m.starts_with(line)),
+            "{line} missing: {messages:?}"
+        );
+    }
+    let all = serde_json::to_string(&notes).unwrap_or_default();
+    assert!(!all.contains(secret), "the secret leaked: {messages:?}");
+    let values: Vec<f64> = steps
+        .iter()
+        .filter_map(|p| p["progress"].as_f64())
+        .collect();
+    assert!(
+        values.windows(2).all(|w| w[0] < w[1]),
+        "progress only increases: {values:?}"
+    );
+}
+
+#[test]
 fn tools_carry_annotations_from_their_risk_and_approval() {
     let sb = Sandbox::new();
     let mut client = Client::start(&sb, "");

@@ -20,8 +20,8 @@ use tackle_protocol::config::SecurityConfig;
 use tackle_protocol::text::preview;
 use tackle_protocol::{
     AgentServices, ApprovalAnswer, ApprovalMode, ApprovalRequest, Approver, CallScope, Capability,
-    Decision, Grants, HostProvider, ToolCall, ToolContext, ToolError, ToolHost, ToolOutput,
-    Verdict,
+    Decision, Grants, HostProvider, ProgressSink, ToolCall, ToolContext, ToolError, ToolHost,
+    ToolOutput, Verdict,
 };
 use tokio_util::sync::CancellationToken;
 
@@ -48,6 +48,9 @@ pub struct CallRequest {
     pub approvals: Arc<SessionApprovals>,
     pub channel: String,
     pub cancel: CancellationToken,
+    /// Where the tool's progress lines go (cleaned and redacted first), for a front end that
+    /// shows them; `None` = nobody is watching.
+    pub progress: Option<Arc<dyn ProgressSink>>,
 }
 
 impl CallRequest {
@@ -59,6 +62,7 @@ impl CallRequest {
             approvals: Arc::default(),
             channel: "cli".to_string(),
             cancel: CancellationToken::new(),
+            progress: None,
         }
     }
 
@@ -81,6 +85,24 @@ impl CallRequest {
     pub fn cancel(mut self, cancel: CancellationToken) -> Self {
         self.cancel = cancel;
         self
+    }
+
+    pub fn progress(mut self, progress: Option<Arc<dyn ProgressSink>>) -> Self {
+        self.progress = progress;
+        self
+    }
+}
+
+/// A front end's progress sink behind the sanitizer: what it shows is cleaned and redacted
+/// like the result (a command that prints a secret does not leak it through progress).
+struct SanitizedProgress {
+    inner: Arc<dyn ProgressSink>,
+    sanitizer: Sanitizer,
+}
+
+impl ProgressSink for SanitizedProgress {
+    fn line(&self, text: &str) {
+        self.inner.line(&self.sanitizer.sanitize(text));
     }
 }
 
@@ -373,9 +395,16 @@ impl Dispatcher {
         let Plan {
             entry, host, scope, ..
         } = plan;
+        let progress = req.progress.clone().map(|inner| {
+            Arc::new(SanitizedProgress {
+                inner,
+                sanitizer: self.config.sanitizer.clone(),
+            }) as Arc<dyn ProgressSink>
+        });
         let cx = self
             .context(&scope, &req.channel, host)
-            .with_forms(req.approver.forms());
+            .with_forms(req.approver.forms())
+            .with_progress(progress);
         let limit = entry.tool.timeout().unwrap_or(self.config.default_timeout);
         let cancelled = || {
             Err(ToolError::failed(format!(

@@ -54,6 +54,7 @@ fn bench(c: &mut Criterion) {
         env: Vec::new(),
         stdin: None,
         max_output_bytes: 1024,
+        output_lines: None,
     };
     group.bench_function("exec true through the host (sandboxed)", |b| {
         b.iter(|| rt.block_on(host.exec(req())).expect("true runs"))

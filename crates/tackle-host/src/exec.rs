@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 use tackle_policy::path::Access;
 use tackle_policy::shell::{check_argv, check_shell};
 use tackle_protocol::{
-    Decision, ExecCommand, ExecOutput, ExecRequest, HostError, ShellGrant, Verdict,
+    Decision, ExecCommand, ExecOutput, ExecRequest, HostError, OutputLines, ShellGrant, Verdict,
 };
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
 use tokio::process::{Child, Command};
@@ -441,14 +441,15 @@ async fn supervise(
     let stop = CancellationToken::new();
     // Readers stop when this call ends, however it ends (a dropped future included).
     let _stop_readers = stop.clone().drop_guard();
+    let lines = req.output_lines.clone();
     let out = child
         .stdout
         .take()
-        .map(|r| tokio::spawn(read_capped(r, cap, stop.clone())));
+        .map(|r| tokio::spawn(read_capped(r, cap, stop.clone(), lines.clone())));
     let err = child
         .stderr
         .take()
-        .map(|r| tokio::spawn(read_capped(r, cap, stop.clone())));
+        .map(|r| tokio::spawn(read_capped(r, cap, stop.clone(), lines)));
     if let (Some(mut w), Some(data)) = (child.stdin.take(), req.stdin) {
         // A child that does not read its input must not block us: write in the background.
         tokio::spawn(async move {
@@ -529,15 +530,18 @@ async fn join_reader(task: Option<tokio::task::JoinHandle<(Vec<u8>, bool)>>) -> 
     }
 }
 
-/// Read everything (so the child never blocks on a full pipe) but keep only `cap` bytes.
+/// Read everything (so the child never blocks on a full pipe) but keep only `cap` bytes;
+/// each line also goes to `lines` as it completes.
 async fn read_capped<R: AsyncRead + Unpin>(
     mut r: R,
     cap: usize,
     stop: CancellationToken,
+    lines: Option<OutputLines>,
 ) -> (Vec<u8>, bool) {
     let mut kept = Vec::new();
     let mut truncated = false;
     let mut chunk = vec![0u8; 16 * 1024];
+    let mut splitter = lines.map(LineSplitter::new);
     loop {
         let n = tokio::select! {
             res = r.read(&mut chunk) => match res {
@@ -546,13 +550,73 @@ async fn read_capped<R: AsyncRead + Unpin>(
             },
             _ = stop.cancelled() => break,
         };
+        let read = chunk.get(..n).unwrap_or_default();
+        if let Some(s) = splitter.as_mut() {
+            s.push(read);
+        }
         let room = cap.saturating_sub(kept.len());
         if n > room {
             truncated = true;
         }
-        kept.extend_from_slice(chunk.get(..n.min(room)).unwrap_or_default());
+        kept.extend_from_slice(read.get(..n.min(room)).unwrap_or_default());
+    }
+    if let Some(s) = splitter.as_mut() {
+        s.finish();
     }
     (kept, truncated)
+}
+
+/// The longest line handed on whole; a longer one is cut there (the result keeps all of it).
+const MAX_LINE_BYTES: usize = 4096;
+
+/// Cuts a byte stream into lines for an [`OutputLines`] sink.
+struct LineSplitter {
+    sink: OutputLines,
+    pending: Vec<u8>,
+    /// The current line was already cut and handed on; drop the rest of it.
+    skipping: bool,
+}
+
+impl LineSplitter {
+    fn new(sink: OutputLines) -> Self {
+        Self {
+            sink,
+            pending: Vec::new(),
+            skipping: false,
+        }
+    }
+
+    fn push(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            if b == b'\n' {
+                if !self.skipping {
+                    self.emit();
+                }
+                self.pending.clear();
+                self.skipping = false;
+            } else if !self.skipping {
+                self.pending.push(b);
+                if self.pending.len() >= MAX_LINE_BYTES {
+                    self.emit();
+                    self.pending.clear();
+                    self.skipping = true;
+                }
+            }
+        }
+    }
+
+    fn finish(&mut self) {
+        if !self.skipping && !self.pending.is_empty() {
+            self.emit();
+        }
+        self.pending.clear();
+    }
+
+    fn emit(&self) {
+        let text = lossy_utf8(&self.pending, true);
+        let text = text.strip_suffix('\r').unwrap_or(&text);
+        self.sink.0.line(text);
+    }
 }
 
 /// Lossy UTF-8; when the bytes were cut, an incomplete last character is dropped rather than
@@ -563,6 +627,50 @@ pub(crate) fn lossy_utf8(bytes: &[u8], cut: bool) -> String {
         _ => bytes,
     };
     String::from_utf8_lossy(bytes).into_owned()
+}
+
+#[cfg(test)]
+mod line_tests {
+    use super::*;
+    use std::sync::{Arc, Mutex};
+
+    #[derive(Default)]
+    struct Seen(Mutex<Vec<String>>);
+
+    impl tackle_protocol::ProgressSink for Seen {
+        fn line(&self, text: &str) {
+            self.0.lock().unwrap().push(text.to_string());
+        }
+    }
+
+    #[test]
+    fn lines_are_cut_across_chunks_without_their_line_ends_and_long_ones_once() {
+        let seen = Arc::new(Seen::default());
+        let mut s = LineSplitter::new(OutputLines(seen.clone()));
+        s.push(b"one\r\ntw");
+        s.push(b"o\n\nthr");
+        s.push(&vec![b'x'; MAX_LINE_BYTES * 2]);
+        s.push(b"\nlast");
+        s.finish();
+        let got = seen.0.lock().unwrap().clone();
+        assert_eq!(got.len(), 5, "{got:?}");
+        assert_eq!(got[..3], ["one", "two", ""]);
+        assert_eq!(got[3].len(), MAX_LINE_BYTES);
+        assert!(got[3].starts_with("thrxx"));
+        assert_eq!(got[4], "last");
+    }
+
+    #[test]
+    fn a_line_cut_in_the_middle_of_a_character_is_not_garbled() {
+        let seen = Arc::new(Seen::default());
+        let mut s = LineSplitter::new(OutputLines(seen.clone()));
+        let mut bytes = vec![b'a'; MAX_LINE_BYTES - 1];
+        bytes.extend_from_slice("é\n".as_bytes());
+        s.push(&bytes);
+        let got = seen.0.lock().unwrap().clone();
+        assert_eq!(got.len(), 1);
+        assert!(!got[0].contains('\u{fffd}'), "{:?}", got[0].chars().last());
+    }
 }
 
 #[cfg(test)]

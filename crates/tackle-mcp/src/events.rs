@@ -156,6 +156,11 @@ pub(crate) fn progress_running(tool: &str, beat: u32, elapsed: Duration) -> (f64
     )
 }
 
+/// Notification `beat` carrying a line of the tool's output.
+pub(crate) fn progress_line(tool: &str, beat: u32, line: &str) -> (f64, String) {
+    (f64::from(beat), format!("`{tool}`: {line}"))
+}
+
 /// The last notification after `beats` heartbeats: `(progress, total, message)`.
 pub(crate) fn progress_finished(
     tool: &str,
@@ -178,6 +183,13 @@ pub(crate) fn progress_finished(
 
 /// How often a running call with a progress token says it is still running.
 pub(crate) const HEARTBEAT: Duration = Duration::from_secs(1);
+
+/// At most one output line per this long goes out as progress; lines between are skipped
+/// (the result has them all).
+pub(crate) const LINE_EVERY: Duration = Duration::from_millis(200);
+
+/// Characters of one output line shown in a progress message.
+pub(crate) const LINE_CHARS: usize = 200;
 
 #[cfg(test)]
 mod tests {

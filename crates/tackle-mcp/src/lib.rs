@@ -18,7 +18,8 @@
 //! call ends as `needs_approval` when the client cannot be asked. A client's
 //! `notifications/cancelled` stops the call it names. The server logs its own events
 //! (`logging/setLevel`, `notifications/message`: a call started, finished, was denied), sends
-//! `notifications/progress` for calls that carry a progress token, annotates every tool from
+//! `notifications/progress` for calls that carry a progress token (with a command's output
+//! lines as they come), annotates every tool from
 //! its risk and approval (`readOnlyHint`, `destructiveHint`, `openWorldHint`, `title`), lists
 //! tools in pages of 100 and announces `notifications/tools/list_changed` when the service's
 //! list changes. Over HTTP, requests whose `Origin` is not

@@ -13,7 +13,8 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use tackle_protocol::text::preview;
 use tackle_protocol::{
-    ApprovalAnswer, ApprovalRequest, Approver, ToolCall, ToolError, ToolOutput, ToolSpec,
+    ApprovalAnswer, ApprovalRequest, Approver, ProgressSink, ToolCall, ToolError, ToolOutput,
+    ToolSpec,
 };
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
@@ -38,12 +39,15 @@ pub trait ToolService: Send + Sync {
     /// `notifications/cancelled` for the request, or when its session or connection ends. This
     /// is what the server calls. A service that runs processes passes `cancel` down, so they are
     /// killed and the stop is recorded; the default stops waiting and drops the call.
+    /// `progress`, when the client asked for progress, takes the tool's output lines as they
+    /// come (the default ignores it).
     async fn call_cancellable(
         &self,
         call: ToolCall,
         approver: Arc<dyn Approver>,
         session: &str,
         cancel: CancellationToken,
+        _progress: Option<Arc<dyn ProgressSink>>,
     ) -> Result<ToolOutput, ToolError> {
         let name = call.name.clone();
         tokio::select! {

@@ -184,7 +184,28 @@ pub struct ExecRequest {
     pub stdin: Option<Vec<u8>>,
     /// Each of stdout and stderr is capped at this many bytes while streaming.
     pub max_output_bytes: usize,
+    /// Where each line of output goes as it comes (the result still carries all of it).
+    pub output_lines: Option<OutputLines>,
 }
+
+/// A [`ProgressSink`](crate::tool::ProgressSink) for a command's output lines. Two are equal
+/// when they are the same sink.
+#[derive(Clone)]
+pub struct OutputLines(pub std::sync::Arc<dyn crate::tool::ProgressSink>);
+
+impl std::fmt::Debug for OutputLines {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("OutputLines")
+    }
+}
+
+impl PartialEq for OutputLines {
+    fn eq(&self, other: &Self) -> bool {
+        std::sync::Arc::ptr_eq(&self.0, &other.0)
+    }
+}
+
+impl Eq for OutputLines {}
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ExecCommand {

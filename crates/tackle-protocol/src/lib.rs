@@ -43,8 +43,8 @@ pub use error::{ErrorKind, ToolError};
 pub use grants::{Endpoint, FsGrant, Grants, NetworkGrant, OpaqueMode, ShellGrant, ToolPolicy};
 pub use host::{
     Capability, DirEntry, ExecCommand, ExecOutput, ExecRequest, FileContent, FileVersion,
-    HostError, HostProvider, HttpRequest, HttpResponse, ListRequest, ReadRequest, SearchHit,
-    SearchRequest, ToolHost, WriteReport, WriteRequest,
+    HostError, HostProvider, HttpRequest, HttpResponse, ListRequest, OutputLines, ReadRequest,
+    SearchHit, SearchRequest, ToolHost, WriteReport, WriteRequest,
 };
 pub use spec::{ApprovalMode, NameError, Risk, ToolName, ToolSpec};
-pub use tool::{CallScope, Extension, Tool, ToolCatalog, ToolContext};
+pub use tool::{CallScope, Extension, ProgressSink, Tool, ToolCatalog, ToolContext};

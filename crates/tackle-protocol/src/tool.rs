@@ -89,6 +89,13 @@ pub struct ToolContext {
     agents: Option<Arc<dyn AgentServices>>,
     catalog: Option<Arc<dyn ToolCatalog>>,
     forms: Option<Arc<dyn crate::approval::FormAsker>>,
+    progress: Option<Arc<dyn ProgressSink>>,
+}
+
+/// Lines a running tool reports as it goes (a command's output), for a front end that shows
+/// progress. The dispatcher cleans and redacts each line before the front end sees it.
+pub trait ProgressSink: Send + Sync {
+    fn line(&self, text: &str);
 }
 
 /// Read access to the registry, for discovery tools such as `describe_tool`.
@@ -112,6 +119,7 @@ impl ToolContext {
             agents: None,
             catalog: None,
             forms: None,
+            progress: None,
         }
     }
 
@@ -134,6 +142,17 @@ impl ToolContext {
     pub fn with_forms(mut self, forms: Option<Arc<dyn crate::approval::FormAsker>>) -> Self {
         self.forms = forms;
         self
+    }
+
+    /// Where the call's progress lines go, when its front end shows them.
+    pub fn with_progress(mut self, progress: Option<Arc<dyn ProgressSink>>) -> Self {
+        self.progress = progress;
+        self
+    }
+
+    /// The front end's progress sink, if it shows progress.
+    pub fn progress(&self) -> Option<&Arc<dyn ProgressSink>> {
+        self.progress.as_ref()
     }
 
     /// The call's front end, for a third party's form, when it can pass one on.

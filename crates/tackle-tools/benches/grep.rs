@@ -61,6 +61,7 @@ async fn exec(host: &dyn ToolHost, command: ExecCommand) -> Option<tackle_protoc
         env: Vec::new(),
         stdin: None,
         max_output_bytes: 1 << 20,
+        output_lines: None,
     };
     host.exec(req).await.ok()
 }

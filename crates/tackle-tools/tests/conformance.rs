@@ -144,6 +144,7 @@ async fn sh(host: &dyn ToolHost, line: &str) -> Result<(), String> {
             .collect(),
         stdin: None,
         max_output_bytes: 64 * 1024,
+        output_lines: None,
     };
     let out = host
         .exec(req)

@@ -115,6 +115,7 @@ impl Ws {
                 env: self.env(),
                 stdin: None,
                 max_output_bytes: 65_536,
+                output_lines: None,
             })
             .await
             .expect("exec")

@@ -82,5 +82,6 @@ pub fn sh(line: &str) -> ExecRequest {
         env: Vec::new(),
         stdin: None,
         max_output_bytes: 64 * 1024,
+        output_lines: None,
     }
 }

@@ -209,9 +209,10 @@ impl ServerHandler for Handler {
             cancel: cx.ct.clone(),
         });
         let started = Instant::now();
+        let lines = progress.as_ref().map(Progress::lines);
         let outcome = self
             .service
-            .call_cancellable(call, approver, &self.session, cx.ct.clone())
+            .call_cancellable(call, approver, &self.session, cx.ct.clone(), lines)
             .await;
         let elapsed = started.elapsed();
         self.log(&cx.peer, events::call_ended(&tool, &outcome, elapsed))
@@ -280,6 +281,22 @@ struct Progress {
     tool: String,
     stop: CancellationToken,
     heartbeats: tokio::task::JoinHandle<u32>,
+    lines: Arc<LineFeed>,
+}
+
+/// The call's output lines, coalesced: the heartbeat task sends the latest one at most every
+/// [`events::LINE_EVERY`], so a chatty command cannot flood the client.
+struct LineFeed {
+    latest: watch::Sender<Option<String>>,
+}
+
+impl tackle_protocol::ProgressSink for LineFeed {
+    fn line(&self, text: &str) {
+        let line = tackle_protocol::text::preview(text.trim_end(), events::LINE_CHARS);
+        if !line.is_empty() {
+            self.latest.send_replace(Some(line));
+        }
+    }
 }
 
 impl Progress {
@@ -291,11 +308,13 @@ impl Progress {
         )
         .await;
         let stop = CancellationToken::new();
+        let (latest, lines) = watch::channel(None);
         let heartbeats = tokio::spawn(heartbeats(
             peer.clone(),
             token.clone(),
             tool.to_string(),
             stop.clone(),
+            lines,
         ));
         Self {
             peer,
@@ -303,7 +322,13 @@ impl Progress {
             tool: tool.to_string(),
             stop,
             heartbeats,
+            lines: Arc::new(LineFeed { latest }),
         }
+    }
+
+    /// Where the tool's output lines go.
+    fn lines(&self) -> Arc<dyn tackle_protocol::ProgressSink> {
+        self.lines.clone()
     }
 
     /// Stops the heartbeats and, when `say` (the request was not cancelled), sends the end.
@@ -328,12 +353,14 @@ impl Progress {
     }
 }
 
-/// Heartbeats until `stop`; returns how many were sent.
+/// Heartbeats until `stop`, and the latest output line whenever one came (at most one per
+/// [`events::LINE_EVERY`]); returns how many notifications were sent.
 async fn heartbeats(
     peer: Peer<RoleServer>,
     token: ProgressToken,
     tool: String,
     stop: CancellationToken,
+    mut lines: watch::Receiver<Option<String>>,
 ) -> u32 {
     let started = Instant::now();
     let mut ticks = tokio::time::interval_at(
@@ -342,14 +369,44 @@ async fn heartbeats(
     );
     ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
     let mut beats: u32 = 0;
+    let mut lines_open = true;
+    let mut last_line: Option<Instant> = None;
     loop {
-        tokio::select! {
+        let line = tokio::select! {
             biased;
             () = stop.cancelled() => return beats,
-            _ = ticks.tick() => {}
-        }
+            _ = ticks.tick() => None,
+            changed = lines.changed(), if lines_open => {
+                if changed.is_err() {
+                    lines_open = false;
+                    continue;
+                }
+                let wait = last_line
+                    .map(|t| events::LINE_EVERY.saturating_sub(t.elapsed()))
+                    .unwrap_or_default();
+                if !wait.is_zero() {
+                    tokio::select! {
+                        biased;
+                        () = stop.cancelled() => return beats,
+                        () = tokio::time::sleep(wait) => {}
+                    }
+                }
+                match lines.borrow_and_update().clone() {
+                    Some(line) => Some(line),
+                    None => continue,
+                }
+            }
+        };
         beats = beats.saturating_add(1);
-        let (progress, message) = events::progress_running(&tool, beats, started.elapsed());
+        let (progress, message) = match line {
+            Some(line) => {
+                last_line = Some(Instant::now());
+                // A line says the call is alive: the next heartbeat can wait.
+                ticks.reset();
+                events::progress_line(&tool, beats, &line)
+            }
+            None => events::progress_running(&tool, beats, started.elapsed()),
+        };
         send_progress(
             &peer,
             ProgressNotificationParam::new(token.clone(), progress).with_message(message),
@@ -575,6 +632,7 @@ mod tests {
             approver: Arc<dyn Approver>,
             session: &str,
             cancel: CancellationToken,
+            _progress: Option<Arc<dyn tackle_protocol::ProgressSink>>,
         ) -> Result<ToolOutput, ToolError> {
             if call.name == "ask" {
                 let req = ApprovalRequest {
@@ -993,7 +1051,7 @@ mod tests {
             name: "slow".into(),
             arguments: json!({}),
         };
-        let pending = Never.call_cancellable(call, Arc::new(NoOne), "s", cancel.clone());
+        let pending = Never.call_cancellable(call, Arc::new(NoOne), "s", cancel.clone(), None);
         cancel.cancel();
         let err = tokio::time::timeout(Duration::from_secs(5), pending)
             .await

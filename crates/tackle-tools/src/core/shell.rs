@@ -7,8 +7,8 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 use std::time::Duration;
 use tackle_protocol::{
-    ApprovalMode, Capability, ExecCommand, ExecOutput, ExecRequest, Risk, Tool, ToolContext,
-    ToolError, ToolOutput, ToolSpec,
+    ApprovalMode, Capability, ExecCommand, ExecOutput, ExecRequest, OutputLines, Risk, Tool,
+    ToolContext, ToolError, ToolOutput, ToolSpec,
 };
 
 const DEFAULT_TIMEOUT_SECS: u64 = 120;
@@ -83,6 +83,8 @@ impl Tool for Shell {
             env: Vec::new(),
             stdin: None,
             max_output_bytes: MAX_STREAM_BYTES,
+            // Its output lines, as they come, to a front end that shows progress.
+            output_lines: cx.progress().cloned().map(OutputLines),
         };
         let out = cx.host().exec(req).await?;
         finish(&out, secs)

@@ -327,6 +327,7 @@ async fn origin_repo(cx: &ToolContext) -> Result<String, ToolError> {
         env: Vec::new(),
         stdin: None,
         max_output_bytes: 4096,
+        output_lines: None,
     };
     let out = cx.host().exec(req).await?;
     if out.exit_code != Some(0) {

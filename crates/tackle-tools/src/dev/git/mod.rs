@@ -211,6 +211,7 @@ impl Tool for Git {
             env,
             stdin: None,
             max_output_bytes: MAX_STREAM_BYTES,
+            output_lines: None,
         };
         let out = cx.host().exec(req).await?;
         finish_exec(&out, TIMEOUT_SECS)

@@ -88,6 +88,7 @@ async fn run(
         env: env.to_vec(),
         stdin: None,
         max_output_bytes: PROBE_OUTPUT,
+        output_lines: None,
     };
     match cx.host().exec(req).await {
         Ok(out) => Ok(Some(out)),
