@@ -93,7 +93,7 @@ impl App {
                 home.as_deref(),
             )
         };
-        let mut extensions = extensions(&config, agent.as_ref(), coding_tools);
+        let mut extensions = extensions(&config, agent.as_ref(), coding_tools, &store);
         if agents.is_none() {
             // A front end without an agent (`tools`, `mcp serve`) lists only what it can run.
             extensions = extensions.into_iter().map(without_agent_tools).collect();
@@ -188,8 +188,9 @@ fn extensions(
     config: &Config,
     agent: Option<&AgentConfig>,
     coding_tools: bool,
+    store: &Store,
 ) -> Vec<Arc<dyn Extension>> {
-    use tackle_tools::{core, dev, fs, system, web};
+    use tackle_tools::{core, dev, fs, memory, system, web};
     let all: Vec<Arc<dyn Extension>> = vec![
         system::extension(),
         core::extension(),
@@ -198,6 +199,10 @@ fn extensions(
         dev::extension(dev::DevSettings {
             github_token: env_var("GITHUB_TOKEN").filter(|t| !t.is_empty()),
             github_api_base: None,
+        }),
+        memory::extension(memory::MemorySettings {
+            store: store.clone(),
+            banks: config.memory_banks.clone(),
         }),
     ];
     all.into_iter()

@@ -53,6 +53,9 @@ pub enum Command {
     /// Stored sessions: list them, show one, remove one.
     #[command(subcommand)]
     Sessions(SessionsCommand),
+    /// Agents' memory and shared memory banks: list, show, set, rm; banks and their grants.
+    #[command(subcommand)]
+    Memory(crate::commands::memory::MemoryCommand),
 }
 
 #[derive(Debug, Args)]
