@@ -97,7 +97,7 @@ impl App {
                 selection.serving_mcp,
             )
         };
-        let mut extensions = extensions(&config, agent.as_ref(), coding_tools);
+        let mut extensions = extensions(&config, agent.as_ref(), coding_tools, &store);
         if agent
             .as_ref()
             .is_none_or(|a| a.extensions.is_enabled(tackle_tools::skills::NAME))
@@ -202,8 +202,9 @@ fn extensions(
     config: &Config,
     agent: Option<&AgentConfig>,
     coding_tools: bool,
+    store: &Store,
 ) -> Vec<Arc<dyn Extension>> {
-    use tackle_tools::{core, dev, fs, system, web};
+    use tackle_tools::{core, dev, fs, memory, system, web};
     let all: Vec<Arc<dyn Extension>> = vec![
         system::extension(),
         core::extension(),
@@ -212,6 +213,10 @@ fn extensions(
         dev::extension(dev::DevSettings {
             github_token: env_var("GITHUB_TOKEN").filter(|t| !t.is_empty()),
             github_api_base: None,
+        }),
+        memory::extension(memory::MemorySettings {
+            store: store.clone(),
+            banks: config.memory_banks.clone(),
         }),
     ];
     all.into_iter()

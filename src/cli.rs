@@ -56,6 +56,9 @@ pub enum Command {
     /// Skills: list, search and show the catalogue; install from the registry.
     #[command(subcommand)]
     Skills(SkillsCommand),
+    /// Agents' memory and shared memory banks: list, show, set, rm; banks and their grants.
+    #[command(subcommand)]
+    Memory(crate::commands::memory::MemoryCommand),
 }
 
 #[derive(Debug, Args)]

@@ -75,6 +75,7 @@ async fn run(cli: cli::Cli) -> anyhow::Result<i32> {
         cli::Command::Audit(args) => commands::audit::run(&cli.global, args).await,
         cli::Command::Sessions(cmd) => commands::sessions::run(&cli.global, cmd).await,
         cli::Command::Skills(cmd) => commands::skills::run(&cli.global, cmd).await,
+        cli::Command::Memory(cmd) => commands::memory::run(&cli.global, cmd).await,
     }
 }
 

@@ -55,6 +55,13 @@ impl Runtime {
             .as_ref()
             .map(|a| a.name.clone())
             .unwrap_or_else(|| "default".into());
+        if agent.as_ref().is_some_and(|a| a.inject_pinned_memory) {
+            let pinned = store
+                .longterm_pinned(&agent_name)
+                .await
+                .map_err(|e| anyhow::anyhow!("cannot read pinned memory: {e}"))?;
+            config.memory_block = tackle_store::pinned_block(&pinned);
+        }
         let agent_loop = AgentLoop::new(provider, Arc::clone(&app.dispatcher), config)
             .with_compactor(Arc::clone(&compactor));
         Ok(Self {

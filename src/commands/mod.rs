@@ -3,6 +3,7 @@ pub mod chat;
 pub mod doctor;
 pub mod mcp;
 pub mod mcp_login;
+pub mod memory;
 pub mod run;
 pub mod sessions;
 pub mod skills;

@@ -180,6 +180,18 @@ fn check(config: &Config, origin: &str, warnings: &mut Vec<String>) -> Result<()
             }
         }
     }
+    for (name, bank) in &config.memory_banks {
+        if let Err(e) = tackle_store::check_bank_name(name) {
+            return Err(invalid(format!("memory_banks.{name}"), e.to_string()));
+        }
+        for agent in bank.read.iter().chain(&bank.write) {
+            if !config.agents.iter().any(|a| &a.name == agent) && agent != "default" {
+                warnings.push(format!(
+                    "memory_banks.{name} names agent `{agent}`, which is not under `agents:`"
+                ));
+            }
+        }
+    }
     if config.security.shell_allowlist.is_some()
         || config.security.shell_denylist.is_some()
         || config.security.allowed_endpoints.is_some()

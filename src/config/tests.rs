@@ -265,3 +265,29 @@ fn a_config_file_that_cannot_be_read_names_the_file_and_the_cause_once() {
     assert!(shown.contains(&path.display().to_string()), "{shown}");
     assert_eq!(shown.matches("No such file").count(), 1, "{shown}");
 }
+
+#[test]
+fn memory_banks_parse_and_need_names_with_one_spelling() {
+    let c = parse_ok("memory_banks:\n  project-alpha:\n    read: [skim]\n    write: [default]\n");
+    let bank = &c.memory_banks["project-alpha"];
+    assert_eq!(
+        (bank.read.as_slice(), bank.write.as_slice()),
+        (&["skim".to_string()][..], &["default".to_string()][..])
+    );
+    for bad in ["Project", "self", "\"a b\"", "\"../x\""] {
+        let e = parse_err(&format!("memory_banks:\n  {bad}:\n    read: [a]\n"));
+        assert!(e.contains("memory_banks."), "{bad}: {e}");
+    }
+    let e = parse_err("memory_banks:\n  team:\n    admin: [a]\n");
+    assert!(e.contains("admin"), "{e}");
+}
+
+#[test]
+fn the_example_file_grants_project_alpha_and_keeps_pinned_memory_out_of_prompts() {
+    let text =
+        std::fs::read_to_string(example_path()).expect("config.example.yaml at the project root");
+    let env = |k: &str| (k == "OPENROUTER_API_KEY").then(|| "sk-or-test".to_string());
+    let (c, _) = parse(&text, "config.example.yaml", &env, &[]).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(c.memory_banks["project-alpha"].write, ["default"]);
+    assert!(c.agents.iter().all(|a| !a.inject_pinned_memory));
+}

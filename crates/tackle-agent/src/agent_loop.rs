@@ -37,6 +37,9 @@ pub fn default_prompt(workspace: &std::path::Path) -> String {
 pub struct LoopConfig {
     pub model: String,
     pub system_prompt: Option<String>,
+    /// Remembered data shown after the system prompt (the agent's pinned long-term memory,
+    /// when its config asks for it), already wrapped in a block that labels it as data.
+    pub memory_block: Option<String>,
     /// Model turns with tool calls before the loop asks for a closing summary.
     pub max_iterations: u32,
     pub context_tokens: usize,
@@ -49,6 +52,7 @@ impl LoopConfig {
         Self {
             model: model.into(),
             system_prompt: None,
+            memory_block: None,
             max_iterations: 25,
             context_tokens: DEFAULT_CONTEXT_TOKENS,
             stream: true,
@@ -325,10 +329,14 @@ impl AgentLoop {
 
     fn request(&self, session: &Session, with_tools: bool) -> ChatRequest {
         let mut messages = Vec::new();
-        let prompt = match &self.config.system_prompt {
+        let mut prompt = match &self.config.system_prompt {
             Some(own) => own.clone(),
             None => default_prompt(&self.dispatcher.config().workspace),
         };
+        if let Some(block) = &self.config.memory_block {
+            prompt.push_str("\n\n");
+            prompt.push_str(block);
+        }
         messages.push(Message::system(prompt));
         messages.extend(session.context());
         let mut req = ChatRequest::new(

@@ -40,6 +40,11 @@ pub struct Config {
     pub plugins: DirsConfig,
     #[serde(default)]
     pub skills: SkillsConfig,
+    /// Shared memory banks and which agents may read or write each (`memory_banks.NAME`).
+    /// An agent reaches a bank only through these grants (or ones stored with
+    /// `tackle memory grant`); its own memory (`self`) needs none.
+    #[serde(default)]
+    pub memory_banks: BTreeMap<String, MemoryBankConfig>,
 }
 
 impl Config {
@@ -108,6 +113,10 @@ pub struct AgentConfig {
     pub grants: Grants,
     #[serde(default)]
     pub workers: Vec<WorkerConfig>,
+    /// Show this agent its pinned `longterm_memory` entries at the start of each run, inside
+    /// a block labelled as remembered data (never as instructions). Off by default.
+    #[serde(default)]
+    pub inject_pinned_memory: bool,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -377,4 +386,14 @@ pub struct SkillsConfig {
     /// A ClawHub-compatible registry; unset = `https://clawhub.ai`.
     #[serde(default)]
     pub registry_url: Option<String>,
+}
+
+/// `memory_banks.NAME`: the agents that may read and write one shared bank. Write implies read.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MemoryBankConfig {
+    #[serde(default)]
+    pub read: Vec<String>,
+    #[serde(default)]
+    pub write: Vec<String>,
 }

@@ -50,6 +50,26 @@ pub enum StoreError {
     #[error("`{value}` is not a time: {why}; give an RFC 3339 time such as 2026-01-02T03:04:05Z")]
     BadTime { value: String, why: String },
 
+    /// A bank this agent has no grant on (or that does not exist): the same answer either
+    /// way, so a name reveals nothing.
+    #[error("no memory bank {name:?} for this agent; its banks are: {}", .available.join(", "))]
+    UnknownBank {
+        name: String,
+        available: Vec<String>,
+    },
+
+    #[error("memory bank {name:?} is granted read-only to this agent; ask the operator for write access (`memory_banks.{name}.write`)")]
+    BankReadOnly { name: String },
+
+    #[error("{name:?} is not a valid memory bank name: {why}")]
+    InvalidBankName { name: String, why: String },
+
+    #[error("{0}")]
+    InvalidMemory(String),
+
+    #[error("this memory store has no room for more memories or banks")]
+    ScopeFull,
+
     #[error("the state store's worker thread failed: {0}")]
     Task(String),
 }

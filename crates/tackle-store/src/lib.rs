@@ -1,6 +1,7 @@
 //! Tackle's durable state in one SQLite file (`tackle.db` in the state directory): sessions
-//! as append-only entry logs, the audit log of every tool decision, memory banks with
-//! full-text search, and schedules. Schema changes go through versioned migrations.
+//! as append-only entry logs, the audit log of every tool decision, memory (each agent's own
+//! and shared banks reached only through grants) with full-text search, long-term entries,
+//! and schedules. Schema changes go through versioned migrations.
 //!
 //! [`Store`] is cheap to clone and safe to share across tasks; its async methods run the
 //! SQLite work on tokio's blocking pool, so they never stall the runtime. It is not a cache
@@ -19,6 +20,7 @@
 
 mod audit;
 mod error;
+mod longterm;
 mod memory;
 mod migrations;
 mod perms;
@@ -27,7 +29,11 @@ mod sessions;
 
 pub use audit::{AuditQuery, AuditRecord, AuditSince, ARGS_SUMMARY_MAX_BYTES};
 pub use error::StoreError;
-pub use memory::{BankInfo, MemoryHit};
+pub use longterm::{pinned_block, LongtermEntry, LongtermHit, LongtermSet, PINNED};
+pub use memory::{
+    check_bank_name, normalize_tags, BankListing, BankPerm, MemoryAccess, MemoryHit, RecallQuery,
+    StoredGrant, MAX_KEY_CHARS, MAX_TAGS, MAX_TAG_CHARS, MAX_VALUE_BYTES, SELF_BANK,
+};
 pub use schedules::{NewSchedule, Schedule, ScheduleKind, ScheduleUpdate};
 pub use sessions::{Entry, EntryKind, SessionId, SessionInfo, SessionSummary, StoredEntry};
 

@@ -1,136 +1,724 @@
-//! Memory banks: named key/value notes the model can store and find again by full-text
-//! search (SQLite FTS5, ranked by BM25).
+//! Memory: an agent's own notes (`self`) and shared banks, each a separate key/value store
+//! with full-text search (SQLite FTS5, ranked by BM25).
+//!
+//! Every call names the caller's [`MemoryAccess`] and the store resolves the bank through
+//! it, so naming a bank is never enough to reach it: an agent reaches `self` (its own
+//! memory) and the banks an operator granted it, and nothing else. There is no global scope.
 
 use crate::error::StoreError;
 use crate::{now_rfc3339, Store};
-use rusqlite::{params, Connection};
+use rusqlite::{params, Connection, OptionalExtension, TransactionBehavior};
 use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use tackle_protocol::config::MemoryBankConfig;
 
-/// One recalled note.
+/// The name of an agent's own memory in every listing and argument.
+pub const SELF_BANK: &str = "self";
+
+/// Longest key, in characters.
+pub const MAX_KEY_CHARS: usize = 256;
+/// Largest value, in bytes.
+pub const MAX_VALUE_BYTES: usize = 64 * 1024;
+/// Most tags on one memory, and longest tag in characters.
+pub const MAX_TAGS: usize = 32;
+pub const MAX_TAG_CHARS: usize = 64;
+/// Query words beyond this many are ignored.
+const MAX_QUERY_TERMS: usize = 32;
+
+/// What an agent may do with a bank. Write implies read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum BankPerm {
+    Read,
+    Write,
+}
+
+impl BankPerm {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            BankPerm::Read => "read",
+            BankPerm::Write => "write",
+        }
+    }
+
+    /// `Read` / `Write`, as `list_memory_banks` shows it.
+    pub fn label(self) -> &'static str {
+        match self {
+            BankPerm::Read => "Read",
+            BankPerm::Write => "Write",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Self> {
+        match s {
+            "read" => Some(BankPerm::Read),
+            "write" => Some(BankPerm::Write),
+            _ => None,
+        }
+    }
+}
+
+/// Whether `name` may name a shared bank: 1–64 of `a-z 0-9 _ -`, starting with a letter or
+/// digit, and not `self`. One spelling per bank, so no case, width or lookalike variant of a
+/// granted name can be another way in.
+pub fn check_bank_name(name: &str) -> Result<(), StoreError> {
+    let bad = |why: &str| StoreError::InvalidBankName {
+        name: name.to_string(),
+        why: why.to_string(),
+    };
+    if name == SELF_BANK {
+        return Err(bad(
+            "`self` is each agent's own memory and cannot be a shared bank",
+        ));
+    }
+    let mut chars = name.chars();
+    match chars.next() {
+        None => return Err(bad("it is empty")),
+        Some(c) if !(c.is_ascii_lowercase() || c.is_ascii_digit()) => {
+            return Err(bad("it must start with a-z or 0-9"))
+        }
+        Some(_) => {}
+    }
+    if name.len() > 64 {
+        return Err(bad("it is longer than 64 characters"));
+    }
+    if !chars.all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' || c == '_') {
+        return Err(bad("only a-z, 0-9, `-` and `_` are allowed"));
+    }
+    Ok(())
+}
+
+/// The memory one agent may reach: its own (`self`) and the shared banks granted to it.
+///
+/// Built from the operator's grants ([`MemoryAccess::from_grants`], or
+/// [`Store::memory_access`], which adds the grants stored by `tackle memory grant`), and
+/// narrowed for anything the agent starts ([`MemoryAccess::narrow`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MemoryAccess {
+    agent: String,
+    own: BankPerm,
+    banks: BTreeMap<String, BankPerm>,
+}
+
+/// A bank grant as stored by `tackle memory grant`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StoredGrant {
+    pub bank: String,
+    pub agent: String,
+    pub perm: BankPerm,
+    pub granted_at: String,
+}
+
+/// One line of `list_memory_banks`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BankListing {
+    pub name: String,
+    pub perm: BankPerm,
+    /// Where the bank lives in the store: `agent:NAME` for own memory, `bank:NAME` for a
+    /// shared bank.
+    pub id: String,
+}
+
+impl MemoryAccess {
+    /// `agent`'s access under the config's `memory_banks:` plus `stored` grants: for each
+    /// bank, the stronger of what they give (write implies read). Grants naming other agents
+    /// or invalid bank names give nothing.
+    pub fn from_grants(
+        agent: &str,
+        config: &BTreeMap<String, MemoryBankConfig>,
+        stored: &[StoredGrant],
+    ) -> Self {
+        let mut banks: BTreeMap<String, BankPerm> = BTreeMap::new();
+        let mut give = |bank: &str, perm: BankPerm| {
+            if check_bank_name(bank).is_ok() {
+                let slot = banks.entry(bank.to_string()).or_insert(perm);
+                *slot = (*slot).max(perm);
+            }
+        };
+        for (bank, grant) in config {
+            if grant.write.iter().any(|a| a == agent) {
+                give(bank, BankPerm::Write);
+            } else if grant.read.iter().any(|a| a == agent) {
+                give(bank, BankPerm::Read);
+            }
+        }
+        for g in stored.iter().filter(|g| g.agent == agent) {
+            give(&g.bank, g.perm);
+        }
+        Self {
+            agent: agent.to_string(),
+            own: BankPerm::Write,
+            banks,
+        }
+    }
+
+    /// Access to nothing but `agent`'s own memory.
+    pub fn own_only(agent: &str) -> Self {
+        Self::from_grants(agent, &BTreeMap::new(), &[])
+    }
+
+    /// The agent whose own memory `self` is.
+    pub fn agent(&self) -> &str {
+        &self.agent
+    }
+
+    /// What this access allows on `name` (`self` included), matched exactly.
+    pub fn perm(&self, name: &str) -> Option<BankPerm> {
+        if name == SELF_BANK {
+            return Some(self.own);
+        }
+        self.banks.get(name).copied()
+    }
+
+    /// `self` first, then the granted banks by name.
+    pub fn banks(&self) -> Vec<BankListing> {
+        let mut out = vec![BankListing {
+            name: SELF_BANK.to_string(),
+            perm: self.own,
+            id: format!("agent:{}", self.agent),
+        }];
+        out.extend(self.banks.iter().map(|(name, perm)| BankListing {
+            name: name.clone(),
+            perm: *perm,
+            id: format!("bank:{name}"),
+        }));
+        out
+    }
+
+    /// The names `banks()` lists.
+    pub fn bank_names(&self) -> Vec<String> {
+        self.banks().into_iter().map(|b| b.name).collect()
+    }
+
+    /// This access as seen by something `parent` starts (a sub-agent or worker): each bank
+    /// at the weaker of the two permissions, banks the parent lacks dropped, and `self` no
+    /// stronger than the parent's own. It can only narrow: for every name,
+    /// `narrowed.perm(n) <= min(self.perm(n), parent.perm(n))`.
+    pub fn narrow(&self, parent: &MemoryAccess) -> MemoryAccess {
+        let banks = self
+            .banks
+            .iter()
+            .filter_map(|(name, perm)| {
+                let theirs = parent.banks.get(name)?;
+                Some((name.clone(), (*perm).min(*theirs)))
+            })
+            .collect();
+        MemoryAccess {
+            agent: self.agent.clone(),
+            own: self.own.min(parent.own),
+            banks,
+        }
+    }
+
+    /// Where `bank` (absent = `self`) lives, if this access allows `need` on it.
+    fn resolve(&self, bank: Option<&str>, need: BankPerm) -> Result<Scope, StoreError> {
+        let name = bank.unwrap_or(SELF_BANK);
+        let Some(perm) = self.perm(name) else {
+            return Err(StoreError::UnknownBank {
+                name: name.to_string(),
+                available: self.bank_names(),
+            });
+        };
+        if perm < need {
+            return Err(StoreError::BankReadOnly {
+                name: name.to_string(),
+            });
+        }
+        Ok(if name == SELF_BANK {
+            Scope {
+                kind: "agent",
+                owner: self.agent.clone(),
+                name: SELF_BANK.to_string(),
+            }
+        } else {
+            Scope {
+                kind: "bank",
+                owner: name.to_string(),
+                name: name.to_string(),
+            }
+        })
+    }
+}
+
+/// A resolved place in the store. Only [`MemoryAccess::resolve`] makes one.
+#[derive(Debug, Clone)]
+struct Scope {
+    kind: &'static str,
+    owner: String,
+    /// The name the caller used (`self` or the bank's).
+    name: String,
+}
+
+/// One stored memory.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct MemoryHit {
     pub bank: String,
     pub key: String,
     pub value: String,
+    pub tags: Vec<String>,
     pub updated_at: String,
     /// BM25 relevance, higher is better; 0 when listed without a query.
     pub score: f64,
 }
 
-/// A bank and how many notes it holds.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct BankInfo {
-    pub name: String,
-    pub entries: i64,
+/// What `recall` looks for.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RecallQuery {
+    /// Plain words; none = newest first.
+    pub query: String,
+    /// Every one must be on a memory (case-insensitive).
+    pub tags: Vec<String>,
+    pub limit: usize,
+}
+
+/// Tags as stored: trimmed, lowercased, without empties or repeats, in first-seen order.
+pub fn normalize_tags(tags: &[String]) -> Result<Vec<String>, StoreError> {
+    let mut out: Vec<String> = Vec::new();
+    for t in tags {
+        let t = t.trim().to_lowercase();
+        if t.is_empty() || out.contains(&t) {
+            continue;
+        }
+        if t.chars().count() > MAX_TAG_CHARS {
+            return Err(StoreError::InvalidMemory(format!(
+                "a tag is longer than {MAX_TAG_CHARS} characters"
+            )));
+        }
+        out.push(t);
+    }
+    if out.len() > MAX_TAGS {
+        return Err(StoreError::InvalidMemory(format!(
+            "at most {MAX_TAGS} tags per memory"
+        )));
+    }
+    Ok(out)
+}
+
+fn check_entry(key: &str, value: &str) -> Result<(), StoreError> {
+    if key.trim().is_empty() {
+        return Err(StoreError::InvalidMemory("the key is empty".into()));
+    }
+    if key.chars().count() > MAX_KEY_CHARS {
+        return Err(StoreError::InvalidMemory(format!(
+            "the key is longer than {MAX_KEY_CHARS} characters"
+        )));
+    }
+    if value.len() > MAX_VALUE_BYTES {
+        return Err(StoreError::InvalidMemory(format!(
+            "the value is larger than {MAX_VALUE_BYTES} bytes"
+        )));
+    }
+    Ok(())
 }
 
 impl Store {
-    /// Stores `value` under `key` in `bank`, replacing what was there.
-    pub async fn remember(&self, bank: &str, key: &str, value: &str) -> Result<(), StoreError> {
-        let (bank, key, value) = (bank.to_string(), key.to_string(), value.to_string());
+    /// `agent`'s access: the config's `memory_banks:` plus the grants stored here.
+    pub async fn memory_access(
+        &self,
+        agent: &str,
+        config: &BTreeMap<String, MemoryBankConfig>,
+    ) -> Result<MemoryAccess, StoreError> {
+        let stored = self.memory_grants().await?;
+        Ok(MemoryAccess::from_grants(agent, config, &stored))
+    }
+
+    /// Stores `value` under `key` in `bank` (absent = `self`); a later value for the same
+    /// key supersedes it. Needs Write on the bank.
+    pub async fn remember(
+        &self,
+        access: &MemoryAccess,
+        bank: Option<&str>,
+        key: &str,
+        value: &str,
+        tags: &[String],
+    ) -> Result<MemoryHit, StoreError> {
+        let scope = access.resolve(bank, BankPerm::Write)?;
+        check_entry(key, value)?;
+        let tags = normalize_tags(tags)?;
+        let tags_json = serde_json::to_string(&tags).unwrap_or_else(|_| "[]".into());
+        let (key, value) = (key.to_string(), value.to_string());
         self.with_conn(move |conn| {
-            conn.execute(
-                "INSERT INTO memory (bank, key, value, updated_at) VALUES (?1, ?2, ?3, ?4)
-                 ON CONFLICT (bank, key) DO UPDATE SET value = excluded.value, updated_at = excluded.updated_at",
-                params![bank, key, value, now_rfc3339()],
+            let now = now_rfc3339();
+            let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+            let id = scope_id(&tx, &scope, true)?.ok_or(StoreError::ScopeFull)?;
+            let (lo, hi) = id_range(id);
+            let next: i64 = tx.query_row(
+                "SELECT COALESCE(MAX(id), ?1) + 1 FROM memories WHERE id BETWEEN ?1 AND ?2",
+                params![lo, hi],
+                |r| r.get(0),
             )?;
-            Ok(())
+            if next > hi {
+                return Err(StoreError::ScopeFull);
+            }
+            tx.execute(
+                "INSERT INTO memories (id, scope, key, value, tags, created_at, updated_at)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?6)
+                 ON CONFLICT (scope, key) DO UPDATE SET
+                    value = excluded.value, tags = excluded.tags, updated_at = excluded.updated_at",
+                params![next, id, key, value, tags_json, now],
+            )?;
+            tx.commit()?;
+            Ok(MemoryHit {
+                bank: scope.name,
+                key,
+                value,
+                tags,
+                updated_at: now,
+                score: 0.0,
+            })
         })
         .await
     }
 
-    /// Removes `key` from `bank`; returns whether it was there.
-    pub async fn forget(&self, bank: &str, key: &str) -> Result<bool, StoreError> {
-        let (bank, key) = (bank.to_string(), key.to_string());
+    /// The memories in `bank` (absent = `self`) that best match the query, best first
+    /// (BM25 over key, value and tags); without a usable word, newest first. Needs Read.
+    /// The query is plain text: FTS5 operators in it are matched as words, not obeyed.
+    pub async fn recall(
+        &self,
+        access: &MemoryAccess,
+        bank: Option<&str>,
+        query: &RecallQuery,
+    ) -> Result<Vec<MemoryHit>, StoreError> {
+        let scope = access.resolve(bank, BankPerm::Read)?;
+        let fts = fts_query(&query.query);
+        let tags = normalize_tags(&query.tags)?;
+        let tags_json = serde_json::to_string(&tags).unwrap_or_else(|_| "[]".into());
+        let n_tags = i64::try_from(tags.len()).unwrap_or(i64::MAX);
+        let limit = i64::try_from(query.limit.max(1)).unwrap_or(i64::MAX);
         self.with_conn(move |conn| {
+            let Some(id) = scope_id(conn, &scope, false)? else {
+                return Ok(Vec::new());
+            };
+            let filter = Filter {
+                scope: id,
+                name: &scope.name,
+                tags_json: &tags_json,
+                n_tags,
+                limit,
+            };
+            match fts {
+                Some(q) if n_tags == 0 => search(conn, &filter, &q),
+                Some(q) => search_tagged(conn, &filter, &q),
+                None => newest(conn, &filter),
+            }
+        })
+        .await
+    }
+
+    /// The memory under exactly `key` in `bank` (absent = `self`). Needs Read.
+    pub async fn memory_get(
+        &self,
+        access: &MemoryAccess,
+        bank: Option<&str>,
+        key: &str,
+    ) -> Result<Option<MemoryHit>, StoreError> {
+        let scope = access.resolve(bank, BankPerm::Read)?;
+        let key = key.to_string();
+        self.with_conn(move |conn| {
+            let Some(id) = scope_id(conn, &scope, false)? else {
+                return Ok(None);
+            };
+            let row = conn
+                .query_row(
+                    "SELECT key, value, tags, updated_at, 0.0 FROM memories
+                     WHERE scope = ?1 AND key = ?2",
+                    params![id, key],
+                    raw_hit,
+                )
+                .optional()?;
+            Ok(row.map(|r| r.into_hit(&scope.name)))
+        })
+        .await
+    }
+
+    /// Removes `key` from `bank` (absent = `self`); whether it was there. Needs Write.
+    pub async fn forget(
+        &self,
+        access: &MemoryAccess,
+        bank: Option<&str>,
+        key: &str,
+    ) -> Result<bool, StoreError> {
+        let scope = access.resolve(bank, BankPerm::Write)?;
+        let key = key.to_string();
+        self.with_conn(move |conn| {
+            let Some(id) = scope_id(conn, &scope, false)? else {
+                return Ok(false);
+            };
             let n = conn.execute(
-                "DELETE FROM memory WHERE bank = ?1 AND key = ?2",
-                params![bank, key],
+                "DELETE FROM memories WHERE scope = ?1 AND key = ?2",
+                params![id, key],
             )?;
             Ok(n > 0)
         })
         .await
     }
 
-    /// The notes that best match `query` (any of its words, in key or value), best first.
-    /// `bank: None` searches every bank. A query with no words lists the newest notes.
-    /// The query is plain text: FTS5 operators in it are matched as words, not obeyed.
-    pub async fn recall(
+    /// How many memories `bank` (absent = `self`) holds. Needs Read.
+    pub async fn memory_count(
         &self,
+        access: &MemoryAccess,
         bank: Option<&str>,
-        query: &str,
-        limit: usize,
-    ) -> Result<Vec<MemoryHit>, StoreError> {
-        let bank = bank.map(str::to_string);
-        let fts = fts_query(query);
-        let limit = i64::try_from(limit).unwrap_or(i64::MAX);
-        self.with_conn(move |conn| match fts {
-            Some(q) => search(conn, bank.as_deref(), &q, limit),
-            None => newest(conn, bank.as_deref(), limit),
+    ) -> Result<i64, StoreError> {
+        let scope = access.resolve(bank, BankPerm::Read)?;
+        self.with_conn(move |conn| {
+            let Some(id) = scope_id(conn, &scope, false)? else {
+                return Ok(0);
+            };
+            Ok(conn.query_row(
+                "SELECT COUNT(*) FROM memories WHERE scope = ?1",
+                [id],
+                |r| r.get(0),
+            )?)
         })
         .await
     }
 
-    /// Every bank with its note count, by name.
-    pub async fn list_banks(&self) -> Result<Vec<BankInfo>, StoreError> {
+    /// Grants `agent` `perm` on shared bank `bank`, replacing a stored grant it had.
+    pub async fn grant_memory_bank(
+        &self,
+        bank: &str,
+        agent: &str,
+        perm: BankPerm,
+    ) -> Result<(), StoreError> {
+        check_bank_name(bank)?;
+        if agent.trim().is_empty() {
+            return Err(StoreError::InvalidMemory("the agent name is empty".into()));
+        }
+        let (bank, agent) = (bank.to_string(), agent.to_string());
+        self.with_conn(move |conn| {
+            conn.execute(
+                "INSERT INTO memory_grants (bank, agent, perm, granted_at) VALUES (?1, ?2, ?3, ?4)
+                 ON CONFLICT (bank, agent) DO UPDATE SET perm = excluded.perm, granted_at = excluded.granted_at",
+                params![bank, agent, perm.as_str(), now_rfc3339()],
+            )?;
+            Ok(())
+        })
+        .await
+    }
+
+    /// Removes the stored grant of `bank` to `agent`; whether there was one. Grants written
+    /// in the config are not stored here and stay in force.
+    pub async fn revoke_memory_bank(&self, bank: &str, agent: &str) -> Result<bool, StoreError> {
+        let (bank, agent) = (bank.to_string(), agent.to_string());
+        self.with_conn(move |conn| {
+            let n = conn.execute(
+                "DELETE FROM memory_grants WHERE bank = ?1 AND agent = ?2",
+                params![bank, agent],
+            )?;
+            Ok(n > 0)
+        })
+        .await
+    }
+
+    /// Every stored grant, by bank then agent.
+    pub async fn memory_grants(&self) -> Result<Vec<StoredGrant>, StoreError> {
         self.with_conn(|conn| {
-            let mut stmt =
-                conn.prepare("SELECT bank, COUNT(*) FROM memory GROUP BY bank ORDER BY bank")?;
+            let mut stmt = conn.prepare(
+                "SELECT bank, agent, perm, granted_at FROM memory_grants ORDER BY bank, agent",
+            )?;
             let rows = stmt.query_map([], |r| {
-                Ok(BankInfo {
-                    name: r.get(0)?,
-                    entries: r.get(1)?,
-                })
+                Ok((
+                    r.get::<_, String>(0)?,
+                    r.get::<_, String>(1)?,
+                    r.get::<_, String>(2)?,
+                    r.get::<_, String>(3)?,
+                ))
             })?;
-            Ok(rows.collect::<Result<Vec<_>, _>>()?)
+            let mut out = Vec::new();
+            for row in rows {
+                let (bank, agent, perm, granted_at) = row?;
+                let perm = BankPerm::parse(&perm).ok_or(StoreError::BadValue {
+                    what: "bank permission",
+                    value: perm,
+                })?;
+                out.push(StoredGrant {
+                    bank,
+                    agent,
+                    perm,
+                    granted_at,
+                });
+            }
+            Ok(out)
         })
         .await
     }
 }
 
-/// Plain words → `"w1" OR "w2"`: each word quoted, so `NEAR`, `*`, `:` or quotes in the
-/// query cannot change its meaning or make it a syntax error.
-fn fts_query(query: &str) -> Option<String> {
-    let words: Vec<String> = query
-        .split(|c: char| !c.is_alphanumeric())
-        .filter(|w| !w.is_empty())
-        .take(32)
-        .map(|w| format!("\"{w}\""))
-        .collect();
-    (!words.is_empty()).then(|| words.join(" OR "))
+/// Query words: lowercase runs of letters and digits of two characters or more, each
+/// quoted, joined by OR; so `NEAR`, `*`, `:` or quotes in the query cannot change its
+/// meaning or make it a syntax error. `None` when no word is usable.
+pub(crate) fn fts_query(query: &str) -> Option<String> {
+    let mut words: Vec<String> = Vec::new();
+    for w in query.split(|c: char| !c.is_alphanumeric()) {
+        let w = w.to_lowercase();
+        if w.chars().count() >= 2 && !words.contains(&w) {
+            words.push(w);
+        }
+        if words.len() == MAX_QUERY_TERMS {
+            break;
+        }
+    }
+    let quoted: Vec<String> = words.iter().map(|w| format!("\"{w}\"")).collect();
+    (!quoted.is_empty()).then(|| quoted.join(" OR "))
 }
 
-fn search(
-    conn: &Connection,
-    bank: Option<&str>,
-    q: &str,
+/// The id of `scope` in `memory_scopes`, created when `create` (else `None` when it has no
+/// memories yet, or no room is left for another scope).
+fn scope_id(conn: &Connection, scope: &Scope, create: bool) -> Result<Option<i64>, StoreError> {
+    let found: Option<i64> = conn
+        .query_row(
+            "SELECT id FROM memory_scopes WHERE owner_kind = ?1 AND owner = ?2",
+            params![scope.kind, scope.owner],
+            |r| r.get(0),
+        )
+        .optional()?;
+    if found.is_some() || !create {
+        return Ok(found);
+    }
+    conn.execute(
+        "INSERT INTO memory_scopes (owner_kind, owner) VALUES (?1, ?2)",
+        params![scope.kind, scope.owner],
+    )?;
+    let id = conn.last_insert_rowid();
+    Ok((id < MAX_SCOPES).then_some(id))
+}
+
+/// Scope ids stay below 2^31 so that `scope << 32` is a positive i64.
+const MAX_SCOPES: i64 = 1 << 31;
+
+/// The rowids scope `id` owns: `(id << 32) + 1 ..= (id << 32) + 2^32 - 1`.
+fn id_range(id: i64) -> (i64, i64) {
+    let lo = id << 32;
+    (lo, lo + 0xFFFF_FFFF)
+}
+
+struct Filter<'a> {
+    scope: i64,
+    name: &'a str,
+    tags_json: &'a str,
+    n_tags: i64,
     limit: i64,
-) -> Result<Vec<MemoryHit>, StoreError> {
-    let mut stmt = conn.prepare(
-        "SELECT m.bank, m.key, m.value, m.updated_at, -bm25(memory_fts) AS score
-         FROM memory_fts JOIN memory m ON m.rowid = memory_fts.rowid
-         WHERE memory_fts MATCH ?1 AND (?2 IS NULL OR m.bank = ?2)
-         ORDER BY bm25(memory_fts) LIMIT ?3",
-    )?;
-    let rows = stmt.query_map(params![q, bank, limit], hit)?;
-    Ok(rows.collect::<Result<Vec<_>, _>>()?)
 }
 
-fn newest(conn: &Connection, bank: Option<&str>, limit: i64) -> Result<Vec<MemoryHit>, StoreError> {
+/// Every requested tag (`?3`, a JSON array of `?4` distinct lowercase tags) is on `m`; the
+/// queries that use it number their other parameters around these two.
+const TAGS_MATCH: &str = "(?4 = 0 OR (SELECT COUNT(*) FROM json_each(m.tags) t
+      WHERE t.value IN (SELECT value FROM json_each(?3))) = ?4)";
+
+/// Ranked inside FTS5 over the scope's rowid range only, then the best `limit` rows read.
+fn search(conn: &Connection, f: &Filter<'_>, q: &str) -> Result<Vec<MemoryHit>, StoreError> {
+    let (lo, hi) = id_range(f.scope);
     let mut stmt = conn.prepare(
-        "SELECT bank, key, value, updated_at, 0.0 FROM memory
-         WHERE (?1 IS NULL OR bank = ?1) ORDER BY updated_at DESC, rowid DESC LIMIT ?2",
+        "SELECT m.key, m.value, m.tags, m.updated_at, -s.score FROM (
+            SELECT rowid AS id, bm25(memories_fts) AS score FROM memories_fts
+            WHERE memories_fts MATCH ?1 AND rowid BETWEEN ?2 AND ?3
+            ORDER BY score, rowid DESC LIMIT ?4
+         ) s CROSS JOIN memories m ON m.id = s.id
+         ORDER BY s.score, s.id DESC",
     )?;
-    let rows = stmt.query_map(params![bank, limit], hit)?;
-    Ok(rows.collect::<Result<Vec<_>, _>>()?)
+    let rows = stmt.query_map(params![q, lo, hi, f.limit], raw_hit)?;
+    collect(rows, f.name)
 }
 
-fn hit(r: &rusqlite::Row<'_>) -> rusqlite::Result<MemoryHit> {
-    Ok(MemoryHit {
-        bank: r.get(0)?,
-        key: r.get(1)?,
-        value: r.get(2)?,
+/// As [`search`], with each match's tags checked before the limit.
+fn search_tagged(conn: &Connection, f: &Filter<'_>, q: &str) -> Result<Vec<MemoryHit>, StoreError> {
+    let (lo, hi) = id_range(f.scope);
+    let sql = format!(
+        "SELECT m.key, m.value, m.tags, m.updated_at, -bm25(memories_fts) AS score
+         FROM memories_fts JOIN memories m ON m.id = memories_fts.rowid
+         WHERE memories_fts MATCH ?5 AND memories_fts.rowid BETWEEN ?1 AND ?2 AND {TAGS_MATCH}
+         ORDER BY bm25(memories_fts), m.id DESC LIMIT ?6"
+    );
+    let mut stmt = conn.prepare(&sql)?;
+    let rows = stmt.query_map(params![lo, hi, f.tags_json, f.n_tags, q, f.limit], raw_hit)?;
+    collect(rows, f.name)
+}
+
+fn newest(conn: &Connection, f: &Filter<'_>) -> Result<Vec<MemoryHit>, StoreError> {
+    let sql = format!(
+        "SELECT m.key, m.value, m.tags, m.updated_at, 0.0 FROM memories m
+         WHERE m.scope = ?1 AND {TAGS_MATCH}
+         ORDER BY m.updated_at DESC, m.id DESC LIMIT ?2"
+    );
+    let mut stmt = conn.prepare(&sql)?;
+    let rows = stmt.query_map(params![f.scope, f.limit, f.tags_json, f.n_tags], raw_hit)?;
+    collect(rows, f.name)
+}
+
+struct RawHit {
+    key: String,
+    value: String,
+    tags: String,
+    updated_at: String,
+    score: f64,
+}
+
+impl RawHit {
+    fn into_hit(self, bank: &str) -> MemoryHit {
+        MemoryHit {
+            bank: bank.to_string(),
+            key: self.key,
+            value: self.value,
+            // Only this module writes the column, always as a JSON array of strings.
+            tags: serde_json::from_str(&self.tags).unwrap_or_default(),
+            updated_at: self.updated_at,
+            score: self.score,
+        }
+    }
+}
+
+fn raw_hit(r: &rusqlite::Row<'_>) -> rusqlite::Result<RawHit> {
+    Ok(RawHit {
+        key: r.get(0)?,
+        value: r.get(1)?,
+        tags: r.get(2)?,
         updated_at: r.get(3)?,
         score: r.get(4)?,
     })
+}
+
+fn collect(
+    rows: impl Iterator<Item = rusqlite::Result<RawHit>>,
+    bank: &str,
+) -> Result<Vec<MemoryHit>, StoreError> {
+    let mut out = Vec::new();
+    for row in rows {
+        out.push(row?.into_hit(bank));
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn query_words_are_lowercased_deduplicated_and_at_least_two_characters() {
+        assert_eq!(
+            fts_query("Rust a rust, CARGO* x").as_deref(),
+            Some("\"rust\" OR \"cargo\"")
+        );
+        assert_eq!(fts_query("a b - * \""), None);
+    }
+
+    #[test]
+    fn bank_names_have_exactly_one_spelling() {
+        for ok in ["project-alpha", "a", "team_2"] {
+            assert!(check_bank_name(ok).is_ok(), "{ok}");
+        }
+        for bad in [
+            "",
+            "self",
+            "Project-Alpha",
+            " project-alpha",
+            "project-alpha ",
+            "pr\u{43e}ject",
+            "../self",
+            "a/b",
+            "-x",
+            "ｐroject",
+        ] {
+            assert!(check_bank_name(bad).is_err(), "{bad:?}");
+        }
+    }
 }

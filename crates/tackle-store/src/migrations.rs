@@ -82,6 +82,74 @@ const MIGRATIONS: &[(i64, &str)] = &[
         );
         CREATE INDEX schedules_due ON schedules (enabled, next_fire_ms);",
     ),
+    (
+        // Memory per owner: an agent's own (`agent`) or a shared bank (`bank`), with tags;
+        // stored bank grants; long-term entries. Notes of the version-3 table move to the
+        // shared bank of the same name, reachable only through a grant.
+        5,
+        "CREATE TABLE memory_scopes (
+            id INTEGER PRIMARY KEY,
+            owner_kind TEXT NOT NULL CHECK (owner_kind IN ('agent', 'bank')),
+            owner TEXT NOT NULL,
+            UNIQUE (owner_kind, owner)
+        );
+        -- id = (scope << 32) + n: one scope's memories are one rowid range, which FTS5
+        -- filters on while it ranks, without reading other scopes' rows.
+        CREATE TABLE memories (
+            id INTEGER PRIMARY KEY,
+            scope INTEGER NOT NULL REFERENCES memory_scopes(id),
+            key TEXT NOT NULL,
+            value TEXT NOT NULL,
+            tags TEXT NOT NULL DEFAULT '[]',
+            created_at TEXT NOT NULL,
+            updated_at TEXT NOT NULL,
+            UNIQUE (scope, key)
+        );
+        CREATE INDEX memories_newest ON memories (scope, updated_at);
+        CREATE VIRTUAL TABLE memories_fts USING fts5(
+            key, value, tags, content='memories', content_rowid='id', tokenize='unicode61'
+        );
+        CREATE TRIGGER memories_ai AFTER INSERT ON memories BEGIN
+            INSERT INTO memories_fts(rowid, key, value, tags) VALUES (new.id, new.key, new.value, new.tags);
+        END;
+        CREATE TRIGGER memories_ad AFTER DELETE ON memories BEGIN
+            INSERT INTO memories_fts(memories_fts, rowid, key, value, tags) VALUES ('delete', old.id, old.key, old.value, old.tags);
+        END;
+        CREATE TRIGGER memories_au AFTER UPDATE ON memories BEGIN
+            INSERT INTO memories_fts(memories_fts, rowid, key, value, tags) VALUES ('delete', old.id, old.key, old.value, old.tags);
+            INSERT INTO memories_fts(rowid, key, value, tags) VALUES (new.id, new.key, new.value, new.tags);
+        END;
+        INSERT INTO memory_scopes (owner_kind, owner) SELECT DISTINCT 'bank', bank FROM memory ORDER BY bank;
+        INSERT INTO memories (id, scope, key, value, tags, created_at, updated_at)
+            SELECT (s.id << 32) + ROW_NUMBER() OVER (PARTITION BY s.id ORDER BY m.updated_at, m.rowid),
+                   s.id, m.key, m.value, '[]', m.updated_at, m.updated_at
+            FROM memory m JOIN memory_scopes s ON s.owner_kind = 'bank' AND s.owner = m.bank;
+        DROP TRIGGER memory_ai;
+        DROP TRIGGER memory_ad;
+        DROP TRIGGER memory_au;
+        DROP TABLE memory_fts;
+        DROP TABLE memory;
+        CREATE TABLE memory_grants (
+            bank TEXT NOT NULL,
+            agent TEXT NOT NULL,
+            perm TEXT NOT NULL CHECK (perm IN ('read', 'write')),
+            granted_at TEXT NOT NULL,
+            PRIMARY KEY (bank, agent)
+        );
+        CREATE TABLE longterm_memory (
+            agent TEXT NOT NULL,
+            key TEXT NOT NULL,
+            value TEXT NOT NULL,
+            category TEXT NOT NULL,
+            tags TEXT NOT NULL DEFAULT '[]',
+            importance REAL NOT NULL DEFAULT 1.0,
+            created_at TEXT NOT NULL,
+            updated_at TEXT NOT NULL,
+            last_accessed TEXT NOT NULL,
+            access_count INTEGER NOT NULL DEFAULT 0,
+            PRIMARY KEY (agent, key)
+        );",
+    ),
 ];
 
 /// The newest schema version this build knows.
@@ -90,6 +158,11 @@ pub(crate) fn latest() -> i64 {
 }
 
 pub(crate) fn migrate(conn: &mut Connection) -> Result<(), StoreError> {
+    migrate_to(conn, latest())
+}
+
+/// Applies the migrations up to and including `target`.
+fn migrate_to(conn: &mut Connection, target: i64) -> Result<(), StoreError> {
     conn.execute_batch(
         "CREATE TABLE IF NOT EXISTS schema_migrations (
             version INTEGER PRIMARY KEY,
@@ -107,7 +180,10 @@ pub(crate) fn migrate(conn: &mut Connection) -> Result<(), StoreError> {
             known: latest(),
         });
     }
-    for (version, sql) in MIGRATIONS.iter().filter(|(v, _)| *v > current) {
+    for (version, sql) in MIGRATIONS
+        .iter()
+        .filter(|(v, _)| *v > current && *v <= target)
+    {
         // IMMEDIATE takes the write lock first, so two processes opening a fresh database
         // at once apply each migration exactly once.
         let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
@@ -126,4 +202,73 @@ pub(crate) fn migrate(conn: &mut Connection) -> Result<(), StoreError> {
         tx.commit()?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::memory::{MemoryAccess, RecallQuery};
+    use crate::Store;
+    use std::collections::BTreeMap;
+    use tackle_protocol::config::MemoryBankConfig;
+
+    #[tokio::test]
+    async fn version_5_moves_the_notes_of_version_4_into_banks_reachable_only_by_grant() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(crate::DB_FILE);
+        {
+            let mut conn = Connection::open(&path).unwrap();
+            migrate_to(&mut conn, 4).unwrap();
+            conn.execute_batch(
+                "INSERT INTO memory (bank, key, value, updated_at) VALUES
+                    ('team', 'deadline', 'friday noon', '2026-01-01T00:00:00.000000Z'),
+                    ('team', 'owner', 'alice', '2026-01-02T00:00:00.000000Z'),
+                    ('other', 'secret', 'launch codes', '2026-01-03T00:00:00.000000Z');",
+            )
+            .unwrap();
+        }
+        let store = Store::open(dir.path()).unwrap();
+        let mut config = BTreeMap::new();
+        config.insert(
+            "team".to_string(),
+            MemoryBankConfig {
+                read: vec!["default".into()],
+                write: vec![],
+            },
+        );
+        let access = MemoryAccess::from_grants("default", &config, &[]);
+        let q = |query: &str| RecallQuery {
+            query: query.into(),
+            tags: vec![],
+            limit: 10,
+        };
+        let hits = store
+            .recall(&access, Some("team"), &q("friday"))
+            .await
+            .unwrap();
+        assert_eq!(hits.len(), 1);
+        assert_eq!(hits[0].key, "deadline");
+        assert_eq!(hits[0].updated_at, "2026-01-01T00:00:00.000000Z");
+        let newest = store.recall(&access, Some("team"), &q("")).await.unwrap();
+        let keys: Vec<&str> = newest.iter().map(|h| h.key.as_str()).collect();
+        assert_eq!(keys, ["owner", "deadline"]);
+        assert!(store
+            .recall(&access, Some("other"), &q("launch"))
+            .await
+            .is_err());
+        assert!(store
+            .recall(&access, None, &q("launch"))
+            .await
+            .unwrap()
+            .is_empty());
+        let conn = Connection::open(&path).unwrap();
+        let old: i64 = conn
+            .query_row(
+                "SELECT COUNT(*) FROM sqlite_master WHERE name IN ('memory', 'memory_fts')",
+                [],
+                |r| r.get(0),
+            )
+            .unwrap();
+        assert_eq!(old, 0);
+    }
 }

@@ -1,7 +1,8 @@
 use serde_json::json;
 use tackle_protocol::Verdict;
 use tackle_store::{
-    AuditRecord, Entry, EntryKind, SessionId, Store, StoreError, ARGS_SUMMARY_MAX_BYTES,
+    AuditRecord, Entry, EntryKind, MemoryAccess, RecallQuery, SessionId, Store, StoreError,
+    ARGS_SUMMARY_MAX_BYTES,
 };
 
 fn user(text: &str) -> Entry {
@@ -28,6 +29,7 @@ fn audit(tool: &str, args_summary: &str) -> AuditRecord {
 async fn reopening_the_state_dir_keeps_sessions_entries_audit_and_memory() {
     let dir = tempfile::tempdir().unwrap();
     let state = dir.path().join("nested/state");
+    let own = MemoryAccess::own_only("default");
     let session = {
         let store = Store::open(&state).unwrap();
         let s = store.create_session("default").await.unwrap();
@@ -37,7 +39,7 @@ async fn reopening_the_state_dir_keeps_sessions_entries_audit_and_memory() {
             .await
             .unwrap();
         store
-            .remember("notes", "color", "the sky is blue")
+            .remember(&own, None, "color", "the sky is blue", &[])
             .await
             .unwrap();
         s
@@ -49,10 +51,12 @@ async fn reopening_the_state_dir_keeps_sessions_entries_audit_and_memory() {
     assert_eq!(entries.len(), 1);
     assert_eq!(entries[0].content, json!({"text": "hello"}));
     assert_eq!(store.audit_tail(10).await.unwrap().len(), 1);
-    assert_eq!(
-        store.recall(Some("notes"), "sky", 5).await.unwrap().len(),
-        1
-    );
+    let q = RecallQuery {
+        query: "sky".into(),
+        tags: vec![],
+        limit: 5,
+    };
+    assert_eq!(store.recall(&own, None, &q).await.unwrap().len(), 1);
 }
 
 #[tokio::test]
@@ -219,91 +223,6 @@ async fn audit_args_summaries_are_cut_at_a_char_boundary() {
     assert!(rec.args_summary.len() <= ARGS_SUMMARY_MAX_BYTES);
     assert!(rec.args_summary.chars().all(|c| c == 'é'));
     assert!(!rec.args_summary.is_empty());
-}
-
-#[tokio::test]
-async fn recall_ranks_the_closest_note_first() {
-    let store = Store::open_in_memory().unwrap();
-    store
-        .remember(
-            "kb",
-            "deploy",
-            "deploy with cargo build then rsync the binary",
-        )
-        .await
-        .unwrap();
-    store
-        .remember(
-            "kb",
-            "rust",
-            "rust rust rust: the project is written in rust",
-        )
-        .await
-        .unwrap();
-    store
-        .remember("kb", "lunch", "pizza on fridays")
-        .await
-        .unwrap();
-    let hits = store.recall(Some("kb"), "rust", 10).await.unwrap();
-    assert_eq!(hits.len(), 1);
-    assert_eq!(hits[0].key, "rust");
-    let hits = store
-        .recall(Some("kb"), "cargo rust binary", 10)
-        .await
-        .unwrap();
-    assert_eq!(hits.len(), 2, "{hits:?}");
-    assert!(hits[0].score >= hits[1].score);
-    assert!(hits.iter().all(|h| h.key != "lunch"));
-}
-
-#[tokio::test]
-async fn recall_treats_fts_operators_as_plain_words() {
-    let store = Store::open_in_memory().unwrap();
-    store.remember("kb", "k", "alpha beta").await.unwrap();
-    for q in [
-        "alpha\" OR \"",
-        "NEAR(alpha",
-        "alpha*",
-        "key:alpha",
-        "\"",
-        "-alpha",
-        "^alpha",
-    ] {
-        let hits = store.recall(Some("kb"), q, 5).await;
-        assert!(hits.is_ok(), "{q}: {hits:?}");
-    }
-    assert_eq!(
-        store.recall(Some("kb"), "alpha*", 5).await.unwrap().len(),
-        1
-    );
-}
-
-#[tokio::test]
-async fn remember_replaces_a_key_and_search_follows_the_new_value() {
-    let store = Store::open_in_memory().unwrap();
-    store.remember("kb", "k", "old words").await.unwrap();
-    store.remember("kb", "k", "new words").await.unwrap();
-    assert!(store.recall(Some("kb"), "old", 5).await.unwrap().is_empty());
-    let hits = store.recall(Some("kb"), "new", 5).await.unwrap();
-    assert_eq!(hits.len(), 1);
-    assert_eq!(hits[0].value, "new words");
-    assert!(store.forget("kb", "k").await.unwrap());
-    assert!(store.recall(Some("kb"), "new", 5).await.unwrap().is_empty());
-}
-
-#[tokio::test]
-async fn recall_is_scoped_to_its_bank_and_lists_newest_without_a_query() {
-    let store = Store::open_in_memory().unwrap();
-    store.remember("a", "k1", "shared word").await.unwrap();
-    store.remember("b", "k2", "shared word").await.unwrap();
-    assert_eq!(store.recall(Some("a"), "shared", 5).await.unwrap().len(), 1);
-    assert_eq!(store.recall(None, "shared", 5).await.unwrap().len(), 2);
-    let newest = store.recall(None, "", 5).await.unwrap();
-    assert_eq!(newest[0].key, "k2");
-    let banks = store.list_banks().await.unwrap();
-    let names: Vec<&str> = banks.iter().map(|b| b.name.as_str()).collect();
-    assert_eq!(names, ["a", "b"]);
-    assert_eq!(banks[0].entries, 1);
 }
 
 #[tokio::test]

@@ -8,6 +8,7 @@
 pub mod core;
 pub mod dev;
 pub mod fs;
+pub mod memory;
 pub mod skills;
 pub mod system;
 pub mod web;

@@ -1,0 +1,292 @@
+//! `remember`, `recall`, `list_memory_banks`: the agent's own memory (`self`) and the shared
+//! banks an operator granted it.
+
+use super::{parse_args, store_error, MemorySettings};
+use async_trait::async_trait;
+use serde::Deserialize;
+use serde_json::{json, Value};
+use std::sync::Arc;
+use tackle_protocol::{Tool, ToolContext, ToolError, ToolOutput, ToolSpec};
+use tackle_store::{MemoryAccess, MemoryHit, RecallQuery};
+
+/// Most memories one `recall` returns.
+const MAX_LIMIT: usize = 100;
+
+async fn access(s: &MemorySettings, cx: &ToolContext) -> Result<MemoryAccess, ToolError> {
+    s.store
+        .memory_access(&cx.agent, &s.banks)
+        .await
+        .map_err(store_error)
+}
+
+fn bank_property() -> Value {
+    json!({"type": "string", "description": "A bank from list_memory_banks; omit for your own memory (`self`)."})
+}
+
+fn tags_property(what: &str) -> Value {
+    json!({"type": "array", "items": {"type": "string"}, "description": what})
+}
+
+/// `remember {key, value, tags?, bank?}`.
+pub struct Remember(pub(super) Arc<MemorySettings>);
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RememberArgs {
+    key: String,
+    value: String,
+    #[serde(default)]
+    tags: Vec<String>,
+    #[serde(default)]
+    bank: Option<String>,
+}
+
+#[async_trait]
+impl Tool for Remember {
+    fn spec(&self) -> ToolSpec {
+        ToolSpec::new(
+            "remember",
+            "Store a fact as key = value in your own memory (or in a shared bank you may write). \
+             A later value for the same key replaces it. Example: {\"key\": \"user_timezone\", \"value\": \"America/New_York\"}.",
+            super::NAME,
+        )
+        .parameters(json!({
+            "type": "object",
+            "properties": {
+                "key": {"type": "string", "description": "A short name for the fact."},
+                "value": {"type": "string", "description": "The fact."},
+                "tags": tags_property("Labels to filter by in recall."),
+                "bank": bank_property()
+            },
+            "required": ["key", "value"],
+            "additionalProperties": false
+        }))
+    }
+
+    async fn call(&self, args: Value, cx: &ToolContext) -> Result<ToolOutput, ToolError> {
+        let args: RememberArgs = parse_args(args)?;
+        let access = access(&self.0, cx).await?;
+        let hit = self
+            .0
+            .store
+            .remember(
+                &access,
+                args.bank.as_deref(),
+                &args.key,
+                &args.value,
+                &args.tags,
+            )
+            .await
+            .map_err(store_error)?;
+        Ok(ToolOutput::text(format!(
+            "Remembered in {}: `{} = {}`",
+            hit.bank, hit.key, hit.value
+        ))
+        .with_structured(json!({"bank": hit.bank, "key": hit.key, "value": hit.value, "tags": hit.tags, "time": hit.updated_at})))
+    }
+}
+
+/// `recall {query, tags?, limit?, bank?}`.
+pub struct Recall(pub(super) Arc<MemorySettings>);
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RecallArgs {
+    query: String,
+    #[serde(default)]
+    tags: Vec<String>,
+    #[serde(default)]
+    limit: Option<u64>,
+    #[serde(default)]
+    bank: Option<String>,
+}
+
+#[async_trait]
+impl Tool for Recall {
+    fn spec(&self) -> ToolSpec {
+        ToolSpec::new(
+            "recall",
+            "Search your own memory (or a shared bank you may read) by keywords over keys, values and tags, best match first. \
+             An empty query lists the newest memories. Example: {\"query\": \"timezone\"}.",
+            super::NAME,
+        )
+        .parameters(json!({
+            "type": "object",
+            "properties": {
+                "query": {"type": "string", "description": "Keywords; \"\" lists the newest first."},
+                "tags": tags_property("Only memories that carry every one of these tags (case-insensitive)."),
+                "limit": {"type": "integer", "minimum": 1, "maximum": MAX_LIMIT, "description": "At most this many (default 10)."},
+                "bank": bank_property()
+            },
+            "required": ["query"],
+            "additionalProperties": false
+        }))
+    }
+
+    async fn call(&self, args: Value, cx: &ToolContext) -> Result<ToolOutput, ToolError> {
+        let args: RecallArgs = parse_args(args)?;
+        let limit = match args.limit {
+            None => 10,
+            Some(n @ 1..=100) => usize::try_from(n).unwrap_or(MAX_LIMIT),
+            Some(n) => {
+                return Err(ToolError::invalid_arguments(format!(
+                    "`limit` must be between 1 and {MAX_LIMIT}, not {n}"
+                )))
+            }
+        };
+        let access = access(&self.0, cx).await?;
+        let query = RecallQuery {
+            query: args.query,
+            tags: args.tags,
+            limit,
+        };
+        let hits = self
+            .0
+            .store
+            .recall(&access, args.bank.as_deref(), &query)
+            .await
+            .map_err(store_error)?;
+        let bank = args.bank.as_deref().unwrap_or(tackle_store::SELF_BANK);
+        Ok(ToolOutput::text(render_hits(bank, &hits)).with_structured(json!({
+            "bank": bank,
+            "memories": hits.iter().map(|h| json!({"key": h.key, "value": h.value, "tags": h.tags, "time": h.updated_at})).collect::<Vec<_>>(),
+        })))
+    }
+}
+
+/// `- **key**: value [tags: a, b] (time)`, one line per memory.
+fn render_hits(bank: &str, hits: &[MemoryHit]) -> String {
+    if hits.is_empty() {
+        return format!("No memories match in {bank}.");
+    }
+    hits.iter()
+        .map(|h| {
+            let tags = if h.tags.is_empty() {
+                String::new()
+            } else {
+                format!(" [tags: {}]", h.tags.join(", "))
+            };
+            format!("- **{}**: {}{tags} ({})", h.key, h.value, h.updated_at)
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// `list_memory_banks {}`.
+pub struct ListMemoryBanks(pub(super) Arc<MemorySettings>);
+
+#[async_trait]
+impl Tool for ListMemoryBanks {
+    fn spec(&self) -> ToolSpec {
+        ToolSpec::new(
+            "list_memory_banks",
+            "List the memory banks you may use with remember/recall's `bank` argument and your permission on each (Read or Write). \
+             `self` is your own memory. No arguments.",
+            super::NAME,
+        )
+    }
+
+    async fn call(&self, _args: Value, cx: &ToolContext) -> Result<ToolOutput, ToolError> {
+        let banks = access(&self.0, cx).await?.banks();
+        let text = banks
+            .iter()
+            .map(|b| format!("- {} ({}, id {})", b.name, b.perm.label(), b.id))
+            .collect::<Vec<_>>()
+            .join("\n");
+        Ok(ToolOutput::text(text).with_structured(json!({
+            "banks": banks.iter().map(|b| json!({"name": b.name, "permission": b.perm.label(), "id": b.id})).collect::<Vec<_>>(),
+        })))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::tests::settings;
+    use super::*;
+    use crate::mock_host::MockHost;
+    use tackle_protocol::ErrorKind;
+
+    fn tools(s: super::super::MemorySettings) -> (Remember, Recall, ListMemoryBanks) {
+        let s = Arc::new(s);
+        (
+            Remember(Arc::clone(&s)),
+            Recall(Arc::clone(&s)),
+            ListMemoryBanks(s),
+        )
+    }
+
+    #[tokio::test]
+    async fn remember_then_recall_returns_the_value_with_tags_and_time() {
+        let (remember, recall, _) = tools(settings(&[]));
+        let cx = Arc::new(MockHost::new()).context();
+        let out = remember
+            .call(
+                json!({"key": "user_timezone", "value": "America/New_York", "tags": ["Prefs"]}),
+                &cx,
+            )
+            .await
+            .unwrap();
+        assert_eq!(
+            out.content,
+            "Remembered in self: `user_timezone = America/New_York`"
+        );
+        let out = recall
+            .call(json!({"query": "timezone"}), &cx)
+            .await
+            .unwrap();
+        assert!(
+            out.content
+                .starts_with("- **user_timezone**: America/New_York [tags: prefs] (20"),
+            "{}",
+            out.content
+        );
+        let none = recall
+            .call(json!({"query": "nothing here"}), &cx)
+            .await
+            .unwrap();
+        assert_eq!(none.content, "No memories match in self.");
+    }
+
+    #[tokio::test]
+    async fn an_unknown_bank_is_not_found_and_a_read_only_bank_is_denied() {
+        let (remember, recall, list) = tools(settings(&[
+            ("team", &["default"], &[]),
+            ("ops", &[], &["default"]),
+        ]));
+        let cx = Arc::new(MockHost::new()).context();
+        let err = recall
+            .call(json!({"query": "x", "bank": "Team"}), &cx)
+            .await
+            .unwrap_err();
+        assert_eq!(err.kind, ErrorKind::NotFound);
+        assert!(err.message.contains("self, ops, team"), "{}", err.message);
+        let err = remember
+            .call(json!({"key": "k", "value": "v", "bank": "team"}), &cx)
+            .await
+            .unwrap_err();
+        assert_eq!(err.kind, ErrorKind::Denied);
+        assert!(err.decision.is_some());
+        assert!(remember
+            .call(json!({"key": "k", "value": "v", "bank": "ops"}), &cx)
+            .await
+            .is_ok());
+        let out = list.call(json!({}), &cx).await.unwrap();
+        assert_eq!(
+            out.content,
+            "- self (Write, id agent:default)\n- ops (Write, id bank:ops)\n- team (Read, id bank:team)"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_limit_out_of_range_is_invalid() {
+        let (_, recall, _) = tools(settings(&[]));
+        let cx = Arc::new(MockHost::new()).context();
+        for limit in [0, 101] {
+            let err = recall
+                .call(json!({"query": "", "limit": limit}), &cx)
+                .await
+                .unwrap_err();
+            assert_eq!(err.kind, ErrorKind::InvalidArguments);
+        }
+    }
+}
