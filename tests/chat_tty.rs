@@ -5,92 +5,9 @@
 
 mod common;
 
+use common::tmux::{shell_quote, Tmux};
 use common::{FakeLlm, Sandbox};
-use std::process::Command;
 use std::time::{Duration, Instant};
-
-struct Tmux {
-    name: String,
-}
-
-impl Tmux {
-    fn start(name: &str, command: &str) -> Option<Self> {
-        let ok = Command::new("tmux")
-            .args([
-                "new-session",
-                "-d",
-                "-s",
-                name,
-                "-x",
-                "160",
-                "-y",
-                "50",
-                command,
-            ])
-            .status()
-            .map(|s| s.success())
-            .unwrap_or(false);
-        if !ok {
-            eprintln!("SKIP: tmux is not available");
-            return None;
-        }
-        Some(Self {
-            name: name.to_string(),
-        })
-    }
-
-    /// A key by its tmux name (`C-c`), not typed as text.
-    fn key(&self, key: &str) {
-        let _ = Command::new("tmux")
-            .args(["send-keys", "-t", &self.name, key])
-            .status();
-    }
-
-    fn send(&self, keys: &str) {
-        let _ = Command::new("tmux")
-            .args(["send-keys", "-t", &self.name, "-l", keys])
-            .status();
-        let _ = Command::new("tmux")
-            .args(["send-keys", "-t", &self.name, "Enter"])
-            .status();
-    }
-
-    fn screen(&self) -> String {
-        Command::new("tmux")
-            .args(["capture-pane", "-p", "-S", "-200", "-t", &self.name])
-            .output()
-            .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
-            .unwrap_or_default()
-    }
-
-    /// Wait until the screen shows `needle` `times` times.
-    fn wait_for(&self, needle: &str, times: usize) -> String {
-        let deadline = Instant::now() + Duration::from_secs(30);
-        loop {
-            let screen = self.screen();
-            if screen.matches(needle).count() >= times {
-                return screen;
-            }
-            assert!(
-                Instant::now() < deadline,
-                "timed out waiting for {needle:?} x{times}; screen:\n{screen}"
-            );
-            std::thread::sleep(Duration::from_millis(100));
-        }
-    }
-}
-
-impl Drop for Tmux {
-    fn drop(&mut self) {
-        let _ = Command::new("tmux")
-            .args(["kill-session", "-t", &self.name])
-            .status();
-    }
-}
-
-fn shell_quote(s: &str) -> String {
-    format!("'{}'", s.replace('\'', r"'\''"))
-}
 
 #[test]
 fn always_for_this_session_stops_further_prompts_for_that_tool() {
@@ -114,7 +31,7 @@ fn always_for_this_session_stops_further_prompts_for_that_tool() {
         shell_quote(&sb.workspace().to_string_lossy()),
     );
     let name = format!("tackle-chat-{}", std::process::id());
-    let Some(tmux) = Tmux::start(&name, &command) else {
+    let Some(tmux) = Tmux::start_sized(&name, &command, 160) else {
         return;
     };
     tmux.wait_for("you>", 1);
@@ -149,9 +66,10 @@ fn start_chat(sb: &Sandbox, llm: &FakeLlm, extra_yaml: &str, tag: &str) -> Optio
         shell_quote(&config.to_string_lossy()),
         shell_quote(&sb.workspace().to_string_lossy()),
     );
-    let tmux = Tmux::start(
+    let tmux = Tmux::start_sized(
         &format!("tackle-chat-{tag}-{}", std::process::id()),
         &command,
+        160,
     )?;
     tmux.wait_for("you>", 1);
     Some(tmux)

@@ -9,7 +9,13 @@ pub struct Tmux {
 }
 
 impl Tmux {
+    /// A 200×50 terminal running `command`.
     pub fn start(name: &str, command: &str) -> Option<Self> {
+        Self::start_sized(name, command, 200)
+    }
+
+    /// A `width`×50 terminal running `command`.
+    pub fn start_sized(name: &str, command: &str, width: u16) -> Option<Self> {
         let ok = Command::new("tmux")
             .args([
                 "new-session",
@@ -17,7 +23,7 @@ impl Tmux {
                 "-s",
                 name,
                 "-x",
-                "200",
+                &width.to_string(),
                 "-y",
                 "50",
                 command,
@@ -34,6 +40,14 @@ impl Tmux {
         })
     }
 
+    /// A key by its tmux name (`C-c`), not typed as text.
+    pub fn key(&self, key: &str) {
+        let _ = Command::new("tmux")
+            .args(["send-keys", "-t", &self.name, key])
+            .status();
+    }
+
+    /// Type `keys` and press Enter.
     pub fn send(&self, keys: &str) {
         let _ = Command::new("tmux")
             .args(["send-keys", "-t", &self.name, "-l", keys])

@@ -119,27 +119,11 @@ impl Registry {
     /// Names close to `name`, best first, for "did you mean".
     pub fn suggestions(&self, name: &str) -> Vec<String> {
         let snap = self.current();
-        let wanted = name.to_ascii_lowercase();
-        let mut scored: Vec<(f64, &str)> = snap
-            .entries
-            .iter()
-            .map(|e| {
-                let candidate = e.spec.name.as_str();
-                let lower = candidate.to_ascii_lowercase();
-                let mut score = strsim::jaro_winkler(&wanted, &lower);
-                if !wanted.is_empty() && (lower.contains(&wanted) || wanted.contains(&lower)) {
-                    score = score.max(0.9);
-                }
-                (score, candidate)
-            })
-            .filter(|(score, _)| *score >= 0.75)
-            .collect();
-        scored.sort_by(|a, b| b.0.total_cmp(&a.0).then_with(|| a.1.cmp(b.1)));
-        scored
-            .into_iter()
-            .take(3)
-            .map(|(_, n)| n.to_string())
-            .collect()
+        tackle_protocol::suggest::nearest(
+            name,
+            snap.entries.iter().map(|e| e.spec.name.as_str()),
+            0.75,
+        )
     }
 
     /// An extension's explanation for a name it would own but cannot serve now.

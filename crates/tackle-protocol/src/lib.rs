@@ -29,6 +29,7 @@ pub mod host;
 pub mod message;
 pub mod skills;
 pub mod spec;
+pub mod suggest;
 pub mod text;
 pub mod tool;
 

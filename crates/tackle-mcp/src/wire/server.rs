@@ -7,9 +7,9 @@ use crate::server::ToolService;
 use async_trait::async_trait;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, CustomRequest, CustomResult,
-    ElicitRequestParams, ElicitationAction, ErrorCode, ErrorData, Implementation, InitializeResult,
-    ListToolsResult, PaginatedRequestParams, ProgressNotificationParam, ProgressToken,
-    ProtocolVersion, ServerCapabilities, ServerConfig, ServerNotification,
+    ElicitRequestParams, ElicitResult, ElicitationAction, ErrorCode, ErrorData, Implementation,
+    InitializeResult, ListToolsResult, PaginatedRequestParams, ProgressNotificationParam,
+    ProgressToken, ProtocolVersion, ServerCapabilities, ServerConfig, ServerNotification,
 };
 use rmcp::service::{ElicitationMode, NotificationContext, Peer, RequestContext, RoleServer};
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
@@ -483,21 +483,14 @@ impl Approver for ElicitApprover {
         }
         let params: ElicitRequestParams = serde_json::from_value(crate::server::approval_form(req))
             .map_err(|e| ApprovalUnavailable(format!("could not build the approval form: {e}")))?;
-        let asked = self
-            .peer
-            .create_elicitation_with_timeout(params, Some(APPROVAL_TIMEOUT));
-        let result = tokio::select! {
-            biased;
-            () = self.cancel.cancelled() => {
-                return Err(ApprovalUnavailable(format!(
-                    "the MCP client cancelled the call to `{}` before answering",
-                    req.tool
-                )));
+        let result = self.elicit(params).await.map_err(|e| match e {
+            Unanswered::Cancelled => ApprovalUnavailable(format!(
+                "the MCP client cancelled the call to `{}` before answering",
+                req.tool
+            )),
+            Unanswered::Failed(e) => {
+                ApprovalUnavailable(format!("asking the MCP client for approval failed: {e}"))
             }
-            result = asked => result,
-        }
-        .map_err(|e| {
-            ApprovalUnavailable(format!("asking the MCP client for approval failed: {e}"))
         })?;
         Ok(match result.action {
             ElicitationAction::Accept => crate::server::answer_from(result.content.as_ref()),
@@ -506,11 +499,30 @@ impl Approver for ElicitApprover {
     }
 }
 
+/// Why an elicitation came back without an answer.
+enum Unanswered {
+    /// The call was cancelled while the question was open.
+    Cancelled,
+    Failed(String),
+}
+
 impl ElicitApprover {
     fn can_elicit(&self) -> bool {
         self.peer
             .supported_elicitation_modes()
             .contains(&ElicitationMode::Form)
+    }
+
+    /// Ask the client, giving up when the call is cancelled.
+    async fn elicit(&self, params: ElicitRequestParams) -> Result<ElicitResult, Unanswered> {
+        let asked = self
+            .peer
+            .create_elicitation_with_timeout(params, Some(APPROVAL_TIMEOUT));
+        tokio::select! {
+            biased;
+            () = self.cancel.cancelled() => Err(Unanswered::Cancelled),
+            result = asked => result.map_err(|e| Unanswered::Failed(e.to_string())),
+        }
     }
 }
 
@@ -531,17 +543,10 @@ impl FormAsker for ElicitApprover {
         });
         let params: ElicitRequestParams = serde_json::from_value(params)
             .map_err(|e| FormUnavailable(format!("the form cannot be passed on: {e}")))?;
-        let asked = self
-            .peer
-            .create_elicitation_with_timeout(params, Some(APPROVAL_TIMEOUT));
-        let result = tokio::select! {
-            biased;
-            () = self.cancel.cancelled() => {
-                return Err(FormUnavailable("the MCP client cancelled the call".into()));
-            }
-            result = asked => result,
-        }
-        .map_err(|e| FormUnavailable(format!("asking the MCP client failed: {e}")))?;
+        let result = self.elicit(params).await.map_err(|e| match e {
+            Unanswered::Cancelled => FormUnavailable("the MCP client cancelled the call".into()),
+            Unanswered::Failed(e) => FormUnavailable(format!("asking the MCP client failed: {e}")),
+        })?;
         Ok(match result.action {
             ElicitationAction::Accept => match result.content {
                 Some(Value::Object(map)) => FormReply::Accept(map),

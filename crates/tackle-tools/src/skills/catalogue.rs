@@ -180,24 +180,7 @@ pub fn matches(meta: &SkillMeta, query: &str) -> bool {
 
 /// Up to three names closest to `name`, best first.
 pub fn nearest<'a>(name: &str, names: impl Iterator<Item = &'a str>) -> Vec<String> {
-    let lower = name.to_lowercase();
-    let mut scored: Vec<(f64, &str)> = names
-        .map(|n| {
-            let l = n.to_lowercase();
-            let mut score = strsim::jaro_winkler(&lower, &l);
-            if !lower.is_empty() && (l.contains(&lower) || lower.contains(&l)) {
-                score = score.max(0.9);
-            }
-            (score, n)
-        })
-        .filter(|(s, _)| *s >= 0.7)
-        .collect();
-    scored.sort_by(|a, b| b.0.total_cmp(&a.0).then_with(|| a.1.cmp(b.1)));
-    scored
-        .into_iter()
-        .take(3)
-        .map(|(_, n)| n.to_string())
-        .collect()
+    tackle_protocol::suggest::nearest(name, names, 0.7)
 }
 
 #[cfg(test)]
