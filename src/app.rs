@@ -25,6 +25,10 @@ pub struct App {
     pub mcp_bearer_token: Option<String>,
     /// Sessions, memory and the audit log.
     pub store: Store,
+    /// What the selected agent's model is shown of each tool (`agents[].tool_profile`).
+    pub tool_profile: tackle_agent::ToolProfile,
+    /// The tools `mcp serve` offers (`mcp.serve_tools`).
+    pub serve_tools: tackle_agent::profiles::ToolSelection,
 }
 
 /// Options that change which tools are registered.
@@ -82,6 +86,9 @@ impl App {
             })?),
             None => config.agent(None).cloned(),
         };
+        let tool_profile = crate::profiles::for_agent(&config, agent.as_ref())?;
+        let serve_tools =
+            tackle_agent::profiles::ToolSelection::compile(config.mcp.serve_tools.as_deref())?;
         let coding_tools =
             config.tools.coding_tools || selection.template.as_deref() == Some("coder");
         let mcp_configured: Vec<String> = config.mcp_servers.keys().cloned().collect();
@@ -153,6 +160,8 @@ impl App {
             mcp_configured,
             mcp_bearer_token: config.mcp.bearer_token.clone().filter(|t| !t.is_empty()),
             store,
+            tool_profile,
+            serve_tools,
         })
     }
 }

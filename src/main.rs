@@ -18,6 +18,7 @@ mod elicit;
 mod exit;
 mod mcp_service;
 mod net_bridge;
+mod profiles;
 mod render;
 mod runtime;
 mod sampling;

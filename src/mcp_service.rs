@@ -8,6 +8,7 @@ use std::collections::{BTreeSet, HashMap};
 use std::hash::{BuildHasher, Hasher};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
+use tackle_agent::profiles::ToolSelection;
 use tackle_agent::{CallRequest, Dispatcher, SessionApprovals};
 use tackle_mcp::ToolService;
 use tackle_protocol::{Approver, ProgressSink, ToolCall, ToolError, ToolOutput, ToolSpec};
@@ -27,6 +28,8 @@ pub struct DispatcherService {
     mcp_servers: BTreeSet<String>,
     /// Moves when the tool list changed (see [`Self::watch_tools`]); `None`: it never does.
     tool_changes: Option<watch::Sender<u64>>,
+    /// The tools offered (`mcp.serve_tools`); any other is unknown here.
+    offered: ToolSelection,
 }
 
 impl DispatcherService {
@@ -39,7 +42,15 @@ impl DispatcherService {
             approvals: Mutex::new(HashMap::new()),
             mcp_servers: BTreeSet::new(),
             tool_changes: None,
+            offered: ToolSelection::all(),
         }
+    }
+
+    /// Offer only the tools `offered` selects: others are neither listed nor callable. MCP
+    /// clients get full schemas whatever the agent's tool profile says.
+    pub fn with_serve_tools(mut self, offered: ToolSelection) -> Self {
+        self.offered = offered;
+        self
     }
 
     /// The MCP servers whose tools are in the registry (`mcp_servers:`). Their tools are
@@ -81,7 +92,9 @@ impl DispatcherService {
 
     fn current_tools(&self) -> Vec<ToolSpec> {
         self.dispatcher.registry().refresh();
-        self.dispatcher.registry().specs()
+        let mut specs = self.dispatcher.registry().specs();
+        specs.retain(|s| self.offered.allows(&s.name));
+        specs
     }
 
     fn approvals_of(&self, session: &str) -> Arc<SessionApprovals> {
@@ -91,6 +104,17 @@ impl DispatcherService {
             Err(_) => Arc::default(),
         }
     }
+}
+
+/// The tool a `describe_tool` call asks about.
+fn described_tool(call: &ToolCall) -> Option<&str> {
+    (call.name == "describe_tool")
+        .then(|| {
+            call.arguments
+                .get("tool")
+                .and_then(serde_json::Value::as_str)
+        })
+        .flatten()
 }
 
 /// The start time in seconds and 32 random bits, in hex: distinct for each run.
@@ -139,6 +163,17 @@ impl ToolService for DispatcherService {
         cancel: CancellationToken,
         progress: Option<Arc<dyn ProgressSink>>,
     ) -> Result<ToolOutput, ToolError> {
+        if !self.offered.allows(&call.name) {
+            // Worded as for a tool that does not exist: this server does not have it.
+            return Err(ToolError::not_found(format!(
+                "unknown tool `{}`",
+                call.name
+            )));
+        }
+        if let Some(target) = described_tool(&call).filter(|t| !self.offered.allows(t)) {
+            // `describe_tool` reads the whole registry; it must not show what is not offered.
+            return Err(ToolError::not_found(format!("no tool named `{target}`")));
+        }
         // Each MCP session is a session of its own: approvals and TMPDIR do not leak across.
         let req = CallRequest::new(call, approver)
             .session(format!("{}-{session}", self.session_id))

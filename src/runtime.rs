@@ -47,6 +47,7 @@ impl Runtime {
         app.settle_mcp().await;
         let mut config = LoopConfig::new(model);
         config.stream = stream;
+        config.tool_profile = app.tool_profile.clone();
         config.system_prompt = agent.as_ref().and_then(|a| a.system_prompt.clone());
         if let Some(n) = agent.as_ref().and_then(|a| a.max_iterations) {
             config.max_iterations = n.max(1);

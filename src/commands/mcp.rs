@@ -42,7 +42,8 @@ async fn serve(global: &Global, selection: &Selection, http: Option<&str>) -> Re
     app.settle_mcp().await;
     let service = Arc::new(
         DispatcherService::new(Arc::clone(&app.dispatcher), "mcp-serve")
-            .with_mcp_servers(app.mcp_configured.iter().cloned()),
+            .with_mcp_servers(app.mcp_configured.iter().cloned())
+            .with_serve_tools(app.serve_tools.clone()),
     );
     // MCP servers behind this one change their tools; clients hear of it.
     service.watch_tools();

@@ -6,6 +6,7 @@ use crate::cli::{Global, ToolsCommand};
 use crate::exit::{self, usage};
 use anyhow::Result;
 use serde_json::{json, Value};
+use tackle_agent::profiles::mode_name;
 use tackle_agent::CallRequest;
 use tackle_protocol::text::preview;
 use tackle_protocol::{ErrorKind, ToolCall, ToolError, ToolOutput, Verdict};
@@ -82,28 +83,30 @@ async fn list(global: &Global, selection: &Selection, as_json: bool) -> Result<i
 
 fn print_list(app: &App, as_json: bool) -> Result<()> {
     let specs = app.dispatcher.registry().specs();
+    let profile = |name: &str| mode_name(app.tool_profile.mode_for(name));
     let mut out = exit::stdout();
     if as_json {
         let rows: Vec<Value> = specs
             .iter()
-            .map(|s| json!({"name": s.name, "owner": s.owner, "risk": s.risk, "approval": s.approval, "description": s.description}))
+            .map(|s| json!({"name": s.name, "owner": s.owner, "risk": s.risk, "approval": s.approval, "profile": profile(&s.name), "description": s.description}))
             .collect();
         return writeln!(out, "{}", serde_json::to_string_pretty(&rows)?);
     }
     let width = specs.iter().map(|s| s.name.len()).max().unwrap_or(4).max(4);
     writeln!(
         out,
-        "{:<width$}  {:<10}  {:<6}  APPROVAL",
-        "NAME", "OWNER", "RISK"
+        "{:<width$}  {:<10}  {:<6}  {:<20}  PROFILE",
+        "NAME", "OWNER", "RISK", "APPROVAL"
     )?;
     for s in &specs {
         writeln!(
             out,
-            "{:<width$}  {:<10}  {:<6}  {}",
+            "{:<width$}  {:<10}  {:<6}  {:<20}  {}",
             s.name,
             s.owner,
             s.risk.to_string(),
-            s.approval
+            s.approval.to_string(),
+            profile(&s.name)
         )?;
     }
     Ok(())

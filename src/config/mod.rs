@@ -168,6 +168,22 @@ fn check(config: &Config, origin: &str, warnings: &mut Vec<String>) -> Result<()
             }
         }
     }
+    for (name, profile) in &config.tool_profiles {
+        if let Err(e) = tackle_agent::ToolProfile::compile(name, profile) {
+            return Err(invalid(
+                format!("tool_profiles.{name}.tools"),
+                e.to_string(),
+            ));
+        }
+    }
+    if let Err(e) =
+        tackle_agent::profiles::ToolSelection::compile(config.mcp.serve_tools.as_deref())
+    {
+        return Err(invalid(
+            format!("mcp.serve_tools[{}]", e.index),
+            e.to_string(),
+        ));
+    }
     for (name, server) in &config.mcp_servers {
         match (&server.command, &server.url) {
             (Some(_), None) | (None, Some(_)) => {}

@@ -184,6 +184,22 @@ fn agents_must_name_existing_backends_and_profiles() {
 }
 
 #[test]
+fn bad_profile_and_serve_tools_patterns_are_load_errors_naming_them() {
+    let e = parse_err("tool_profiles:\n  p:\n    tools:\n      \"web_[\": brief\n");
+    assert!(
+        e.contains("tool_profiles.p.tools") && e.contains("web_["),
+        "{e}"
+    );
+    let e = parse_err("mcp:\n  serve_tools: [get_time, \"bad{\"]\n");
+    assert!(
+        e.contains("mcp.serve_tools[1]") && e.contains("bad{"),
+        "{e}"
+    );
+    let e = parse_err("tool_profiles:\n  p:\n    tools:\n      shell: tiny\n");
+    assert!(e.contains("tool_profiles") && e.contains("tiny"), "{e}");
+}
+
+#[test]
 fn mcp_servers_need_exactly_one_transport() {
     let e = parse_err("mcp_servers:\n  x:\n    args: [a]\n");
     assert!(e.contains("mcp_servers.x"), "{e}");

@@ -6,6 +6,7 @@ Without --url the server is CMD, started over stdio (everything after `--` is it
 
 STEPS is a JSON list of steps, run in one session; the results are printed as one JSON list:
     ["list"]                        -> {"tools": [names]}
+    ["schemas"]                     -> {"tools": [{"name", "description", "input_schema"}]}
     ["call", NAME, ARGS]            -> {"is_error": bool, "text": str, "structured": obj|null}
     ["bench", NAME, ARGS, N]        -> {"n": N, "median_ms": f, "p99_ms": f, "mean_ms": f}
     ["forms"]                       -> {"messages": [the message of every form asked so far]}
@@ -80,6 +81,12 @@ async def run_step(client: Client, step: list):
     if kind == "list":
         tools = await client.list_tools()
         return {"tools": [t.name for t in tools.tools]}
+    if kind == "schemas":
+        tools = await client.list_tools()
+        return {"tools": [
+            {"name": t.name, "description": t.description, "input_schema": t.input_schema}
+            for t in tools.tools
+        ]}
     if kind == "call":
         r = await client.call_tool(step[1], step[2])
         return {"is_error": bool(r.is_error), "text": text_of(r), "structured": r.structured_content}

@@ -12,7 +12,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 use tackle_llm::{
-    AssembledToolCall, Assembler, ChatRequest, Completion, LlmError, Provider, StreamEvent, ToolDef,
+    AssembledToolCall, Assembler, ChatRequest, Completion, LlmError, Provider, StreamEvent,
 };
 use tackle_protocol::message::Message;
 use tackle_protocol::text::preview;
@@ -45,6 +45,8 @@ pub struct LoopConfig {
     pub context_tokens: usize,
     /// Stream the answer (text deltas as they come).
     pub stream: bool,
+    /// How much of each tool definition the model is shown (`agents[].tool_profile`).
+    pub tool_profile: crate::ToolProfile,
 }
 
 impl LoopConfig {
@@ -56,6 +58,7 @@ impl LoopConfig {
             max_iterations: 25,
             context_tokens: DEFAULT_CONTEXT_TOKENS,
             stream: true,
+            tool_profile: crate::ToolProfile::full(),
         }
     }
 }
@@ -346,13 +349,10 @@ impl AgentLoop {
         req.stream = self.config.stream;
         if with_tools {
             self.dispatcher.registry().refresh();
-            req.tools = self
-                .dispatcher
-                .registry()
-                .specs()
-                .iter()
-                .map(ToolDef::from)
-                .collect();
+            req.tools = crate::profiles::render(
+                &self.dispatcher.registry().specs(),
+                &self.config.tool_profile,
+            );
         }
         req
     }

@@ -57,6 +57,18 @@ pub use types::{
 };
 
 use async_trait::async_trait;
+
+/// The JSON body the provider of `kind` sends for `req`, exactly as it goes on the wire;
+/// for measuring request sizes (tool profiles) and for tests.
+pub fn request_body(
+    kind: tackle_protocol::config::BackendType,
+    req: &ChatRequest,
+) -> serde_json::Value {
+    match kind {
+        tackle_protocol::config::BackendType::Openai => openai::request_body(req),
+        tackle_protocol::config::BackendType::Anthropic => anthropic::request_body(req),
+    }
+}
 #[cfg(doc)]
 use tackle_protocol::config::BackendConfig;
 

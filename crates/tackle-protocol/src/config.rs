@@ -300,6 +300,10 @@ pub struct McpServeConfig {
     /// Required for any non-loopback `--http` bind.
     #[serde(default)]
     pub bearer_token: Option<String>,
+    /// Which tools `mcp serve` lists and lets call (tool-profile patterns: exact names and
+    /// globs, `ns.*` = `ns__*`); unset = every tool.
+    #[serde(default)]
+    pub serve_tools: Option<Vec<String>>,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
