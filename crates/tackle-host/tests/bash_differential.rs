@@ -602,8 +602,10 @@ fn the_harness_ends_a_line_that_hangs_and_its_background_jobs() {
         Duration::from_millis(300),
     );
     assert!(trace.timed_out);
+    // The line loops for ever, its background job too: ending at all is what is checked (how
+    // fast is not a test's business, and a loaded machine can take seconds to reap).
     assert!(
-        started.elapsed() < Duration::from_secs(3),
+        started.elapsed() < Duration::from_secs(30),
         "{:?}",
         started.elapsed()
     );
