@@ -29,6 +29,10 @@ pub struct App {
     pub tool_profile: tackle_agent::ToolProfile,
     /// The tools `mcp serve` offers (`mcp.serve_tools`).
     pub serve_tools: tackle_agent::profiles::ToolSelection,
+    /// The plugin manifests found, with their load errors (`tackle plugins`, `tackle doctor`).
+    pub plugins: Arc<tackle_tools::plugins::Plugins>,
+    /// Reloads the plugins when their directories change (`Selection::watch_plugins`).
+    _plugin_watch: Option<crate::plugins::Watch>,
 }
 
 /// Options that change which tools are registered.
@@ -42,6 +46,10 @@ pub struct Selection {
     /// The front end is `tackle mcp serve`: configured servers' forms (elicitation) go to the
     /// MCP client whose call made them ask.
     pub serving_mcp: bool,
+    /// Report plugin problems to the caller instead of logging them (`tackle plugins`).
+    pub plugins_reported: bool,
+    /// Reload plugins when a plugin directory changes (long-running front ends).
+    pub watch_plugins: bool,
 }
 
 fn env_var(name: &str) -> Option<String> {
@@ -115,6 +123,24 @@ impl App {
                 home.as_deref(),
             ));
         }
+        let plugins = load_plugins(
+            &config,
+            &workspace,
+            home.as_deref(),
+            &extensions,
+            &mcp_configured,
+            !selection.plugins_reported,
+        );
+        if agent
+            .as_ref()
+            .is_none_or(|a| a.extensions.is_enabled(tackle_tools::plugins::NAME))
+        {
+            extensions.push(plugins.clone());
+        }
+        let plugin_watch = selection
+            .watch_plugins
+            .then(|| crate::plugins::watch(plugins.clone()))
+            .flatten();
         if agents.is_none() {
             // A front end without an agent (`tools`, `mcp serve`) lists only what it can run.
             extensions = extensions.into_iter().map(without_agent_tools).collect();
@@ -162,6 +188,8 @@ impl App {
             store,
             tool_profile,
             serve_tools,
+            plugins,
+            _plugin_watch: plugin_watch,
         })
     }
 }
@@ -231,6 +259,27 @@ fn extensions(
     all.into_iter()
         .filter(|ext| agent.is_none_or(|a| a.extensions.is_enabled(ext.name())))
         .collect()
+}
+
+/// Every plugin, its problems reported once at start-up: a bad plugin is skipped, never fatal.
+fn load_plugins(
+    config: &Config,
+    workspace: &Path,
+    home: Option<&Path>,
+    builtins: &[Arc<dyn Extension>],
+    mcp: &[String],
+    log: bool,
+) -> Arc<tackle_tools::plugins::Plugins> {
+    let reserved = builtins
+        .iter()
+        .flat_map(|e| e.tools())
+        .map(|t| t.spec().name)
+        .collect();
+    let plugins = crate::plugins::load(&config.plugins, workspace, home, reserved, mcp);
+    if log {
+        crate::plugins::log(&plugins.report());
+    }
+    plugins
 }
 
 /// Tools that only work inside a running agent (they ask it through [`AgentServices`]).

@@ -59,6 +59,9 @@ pub enum Command {
     /// Agents' memory and shared memory banks: list, show, set, rm; banks and their grants.
     #[command(subcommand)]
     Memory(crate::commands::memory::MemoryCommand),
+    /// Plugin manifests (`plugins.dirs`): list the loaded plugins, check them for problems.
+    #[command(subcommand)]
+    Plugins(crate::commands::plugins::PluginsCommand),
 }
 
 #[derive(Debug, Args)]

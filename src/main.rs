@@ -18,6 +18,7 @@ mod elicit;
 mod exit;
 mod mcp_service;
 mod net_bridge;
+mod plugins;
 mod profiles;
 mod render;
 mod runtime;
@@ -77,6 +78,7 @@ async fn run(cli: cli::Cli) -> anyhow::Result<i32> {
         cli::Command::Sessions(cmd) => commands::sessions::run(&cli.global, cmd).await,
         cli::Command::Skills(cmd) => commands::skills::run(&cli.global, cmd).await,
         cli::Command::Memory(cmd) => commands::memory::run(&cli.global, cmd).await,
+        cli::Command::Plugins(cmd) => commands::plugins::run(&cli.global, cmd).await,
     }
 }
 

@@ -19,6 +19,7 @@ pub async fn run(global: &Global, args: ChatArgs) -> Result<i32> {
     let selection = Selection {
         agent: args.agent.clone(),
         template: args.template.clone(),
+        watch_plugins: true,
         ..Selection::default()
     };
     let rt = Runtime::build(global, &selection).await?;

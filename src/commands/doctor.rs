@@ -99,7 +99,11 @@ pub async fn run(global: &Global, args: DoctorArgs) -> Result<i32> {
         Ok(store) => (store, None),
         Err(e) => (Store::open_in_memory()?, Some(format!("{e:#}"))),
     };
-    let app = match App::from_loaded(global, &Selection::default(), loaded, None, store) {
+    let selection = Selection {
+        plugins_reported: true,
+        ..Selection::default()
+    };
+    let app = match App::from_loaded(global, &selection, loaded, None, store) {
         Ok(app) => app,
         Err(e) => {
             checks.push(Check::fail("config", format!("{e:#}")));
@@ -145,6 +149,7 @@ pub async fn run(global: &Global, args: DoctorArgs) -> Result<i32> {
         format!("{} registered", app.dispatcher.registry().specs().len()),
     ));
     checks.extend(discovered);
+    checks.extend(plugin_checks(&app.plugins.report()));
     for ((i, b), endpoint) in config.backends.iter().enumerate().zip(probed) {
         checks.push(key_check(i, b, &warnings));
         checks.push(endpoint);
@@ -219,6 +224,29 @@ fn finish(checks: &[Check], json: bool, forced: Option<i32>, secrets: &[String])
 }
 
 /// The state directory exists, is a directory, can be written, and only its owner gets in.
+/// One line for the plugins loaded, one failure per manifest problem (file and JSON path), one
+/// warning per refused tool.
+fn plugin_checks(report: &tackle_tools::plugins::LoadReport) -> Vec<Check> {
+    let tools: usize = report.plugins.iter().map(|p| p.tools.len()).sum();
+    let mut checks = vec![Check::ok(
+        "plugins",
+        format!("{} loaded with {tools} tool(s)", report.plugins.len()),
+    )];
+    checks.extend(
+        report
+            .errors
+            .iter()
+            .map(|e| Check::fail("plugins", format!("{e} (the plugin is skipped)"))),
+    );
+    checks.extend(
+        report
+            .warnings
+            .iter()
+            .map(|w| Check::warn("plugins", w.clone())),
+    );
+    checks
+}
+
 fn state_dir_check(dir: &Path) -> Check {
     const NAME: &str = "state_dir";
     let shown = dir.display();

@@ -23,6 +23,7 @@ pub async fn run(global: &Global, cmd: McpCommand) -> Result<i32> {
                     agent,
                     template,
                     serving_mcp: true,
+                    watch_plugins: true,
                     ..Selection::default()
                 },
                 http.as_deref(),

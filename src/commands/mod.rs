@@ -4,6 +4,7 @@ pub mod doctor;
 pub mod mcp;
 pub mod mcp_login;
 pub mod memory;
+pub mod plugins;
 pub mod run;
 pub mod sessions;
 pub mod skills;

@@ -22,13 +22,13 @@ use tackle_protocol::skills::{
 #[derive(Debug, Clone, Copy, Default)]
 pub struct DiskSkillDirs;
 
-enum ReadError {
+pub(crate) enum ReadError {
     Missing,
     TooLarge,
     Io(io::Error),
 }
 
-fn read_capped(path: &Path, max: u64) -> Result<Vec<u8>, ReadError> {
+pub(crate) fn read_capped(path: &Path, max: u64) -> Result<Vec<u8>, ReadError> {
     let fd = open_no_links(path, libc::O_RDONLY | libc::O_NONBLOCK).map_err(|e| {
         if e.kind() == io::ErrorKind::NotFound {
             ReadError::Missing

@@ -27,6 +27,7 @@ pub mod error;
 pub mod grants;
 pub mod host;
 pub mod message;
+pub mod plugins;
 pub mod skills;
 pub mod spec;
 pub mod suggest;

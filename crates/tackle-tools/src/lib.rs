@@ -9,6 +9,7 @@ pub mod core;
 pub mod dev;
 pub mod fs;
 pub mod memory;
+pub mod plugins;
 pub mod skills;
 pub mod system;
 pub mod web;

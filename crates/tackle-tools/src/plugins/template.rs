@@ -1,0 +1,286 @@
+//! Argv templates: `["git", "log", "-n", "{{count}}"]`, filled in one left-to-right pass.
+//!
+//! Each `{{name}}` is replaced by one declared parameter's value, inside the element that holds
+//! it, so every element stays exactly one argv element. Inserted values are never scanned
+//! again (a value holding `{{other}}` stays those nine characters), and nothing passes through
+//! a shell (docs/decisions/0013-plugins.md).
+
+use serde_json::{Map, Value};
+
+/// The longest single argv element Linux accepts (`MAX_ARG_STRLEN`, 32 pages), minus its NUL.
+pub const MAX_ELEMENT_BYTES: usize = 128 * 1024 - 1;
+/// The most argument bytes one call may pass in all (well under the kernel's `ARG_MAX`).
+pub const MAX_TOTAL_BYTES: usize = 1024 * 1024;
+
+/// One piece of a template element.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Segment {
+    Literal(String),
+    Param(String),
+}
+
+/// One argv element of a template.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Element {
+    pub segments: Vec<Segment>,
+    /// A literal `--` came earlier in the template: a whole-element value after it may start
+    /// with `-` (it cannot be read as an option).
+    pub after_dashes: bool,
+}
+
+impl Element {
+    /// The element is nothing but one placeholder.
+    fn whole_param(&self) -> Option<&str> {
+        match self.segments.as_slice() {
+            [Segment::Param(p)] => Some(p),
+            _ => None,
+        }
+    }
+
+    fn params(&self) -> impl Iterator<Item = &str> {
+        self.segments.iter().filter_map(|s| match s {
+            Segment::Param(p) => Some(p.as_str()),
+            Segment::Literal(_) => None,
+        })
+    }
+}
+
+/// Why a template element does not parse.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum TemplateError {
+    #[error("`{{{{` is not closed by `}}}}`")]
+    Unclosed,
+    #[error("`{{{{{0}}}}}` is not a placeholder: a name is letters, digits and `_`, not starting with a digit")]
+    BadName(String),
+}
+
+/// Why a call's arguments cannot fill the template.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum FillError {
+    #[error("`{param}` contains a NUL byte, which no argument can carry")]
+    Nul { param: String },
+    #[error("`{param}` starts with `-` and would be read as an option; the plugin's command takes it only after a literal `--`")]
+    LeadingDash { param: String },
+    #[error("argument {index} would be {len} bytes long; one argument may be at most {max} bytes")]
+    TooLong {
+        index: usize,
+        len: usize,
+        max: usize,
+    },
+    #[error("the arguments would be {len} bytes in all; at most {max} bytes are passed")]
+    TooMuch { len: usize, max: usize },
+}
+
+/// Parse one element: literal text with `{{name}}` placeholders.
+pub fn parse_element(text: &str) -> Result<Vec<Segment>, TemplateError> {
+    let mut segments = Vec::new();
+    let mut rest = text;
+    while let Some(start) = rest.find("{{") {
+        let (before, after) = rest.split_at(start);
+        if !before.is_empty() {
+            segments.push(Segment::Literal(before.to_string()));
+        }
+        let inner = after.strip_prefix("{{").unwrap_or(after);
+        let end = inner.find("}}").ok_or(TemplateError::Unclosed)?;
+        let (name, tail) = inner.split_at(end);
+        if !is_param_name(name) {
+            return Err(TemplateError::BadName(name.to_string()));
+        }
+        segments.push(Segment::Param(name.to_string()));
+        rest = tail.strip_prefix("}}").unwrap_or(tail);
+    }
+    if !rest.is_empty() {
+        segments.push(Segment::Literal(rest.to_string()));
+    }
+    Ok(segments)
+}
+
+fn is_param_name(name: &str) -> bool {
+    let mut chars = name.chars();
+    chars
+        .next()
+        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
+}
+
+/// A whole argv template after `argv[0]`.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Template {
+    pub elements: Vec<Element>,
+}
+
+impl Template {
+    /// Build from parsed elements, marking those after a literal `--`.
+    pub fn new(parsed: Vec<Vec<Segment>>) -> Self {
+        let mut seen_dashes = false;
+        let elements = parsed
+            .into_iter()
+            .map(|segments| {
+                let element = Element {
+                    after_dashes: seen_dashes,
+                    segments,
+                };
+                if matches!(element.segments.as_slice(), [Segment::Literal(l)] if l == "--") {
+                    seen_dashes = true;
+                }
+                element
+            })
+            .collect();
+        Self { elements }
+    }
+
+    /// Every placeholder name, in order of first appearance.
+    pub fn params(&self) -> Vec<&str> {
+        let mut out: Vec<&str> = Vec::new();
+        for p in self.elements.iter().flat_map(Element::params) {
+            if !out.contains(&p) {
+                out.push(p);
+            }
+        }
+        out
+    }
+
+    /// The argv after `argv[0]` for these arguments, in one pass. An element naming an
+    /// absent (or `null`) argument is dropped whole.
+    pub fn fill(&self, args: &Map<String, Value>) -> Result<Vec<String>, FillError> {
+        let mut out = Vec::with_capacity(self.elements.len());
+        let mut total = 0usize;
+        'elements: for element in &self.elements {
+            let mut text = String::new();
+            for segment in &element.segments {
+                match segment {
+                    Segment::Literal(l) => text.push_str(l),
+                    Segment::Param(p) => match args.get(p) {
+                        None | Some(Value::Null) => continue 'elements,
+                        Some(v) => {
+                            let value = render(v);
+                            if value.contains('\0') {
+                                return Err(FillError::Nul { param: p.clone() });
+                            }
+                            text.push_str(&value);
+                        }
+                    },
+                }
+            }
+            if let Some(p) = element.whole_param() {
+                if text.starts_with('-') && !element.after_dashes {
+                    return Err(FillError::LeadingDash {
+                        param: p.to_string(),
+                    });
+                }
+            }
+            if text.len() > MAX_ELEMENT_BYTES {
+                return Err(FillError::TooLong {
+                    index: out.len() + 1,
+                    len: text.len(),
+                    max: MAX_ELEMENT_BYTES,
+                });
+            }
+            total = total.saturating_add(text.len() + 1);
+            if total > MAX_TOTAL_BYTES {
+                return Err(FillError::TooMuch {
+                    len: total,
+                    max: MAX_TOTAL_BYTES,
+                });
+            }
+            out.push(text);
+        }
+        Ok(out)
+    }
+}
+
+/// Strings as they are; every other value as compact JSON.
+fn render(v: &Value) -> String {
+    match v {
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn template(parts: &[&str]) -> Template {
+        Template::new(parts.iter().map(|p| parse_element(p).unwrap()).collect())
+    }
+
+    fn args(v: Value) -> Map<String, Value> {
+        v.as_object().cloned().unwrap_or_default()
+    }
+
+    #[test]
+    fn a_value_holding_another_placeholder_is_not_rescanned() {
+        let t = template(&["{{a}}", "{{b}}", "x{{a}}y"]);
+        let out = t.fill(&args(json!({"a": "{{b}}", "b": "B"}))).unwrap();
+        assert_eq!(out, ["{{b}}", "B", "x{{b}}y"]);
+    }
+
+    #[test]
+    fn each_element_stays_one_argument_whatever_the_value_holds() {
+        let t = template(&["--msg={{m}}"]);
+        let out = t.fill(&args(json!({"m": "a b; rm -rf ~\n$(id)"}))).unwrap();
+        assert_eq!(out, ["--msg=a b; rm -rf ~\n$(id)"]);
+    }
+
+    #[test]
+    fn absent_optional_values_drop_their_elements_and_non_strings_are_compact_json() {
+        let t = template(&["-n", "{{count}}", "--since={{since}}", "{{obj}}"]);
+        let out = t
+            .fill(&args(json!({"count": 5, "obj": {"k": [1, true]}})))
+            .unwrap();
+        assert_eq!(out, ["-n", "5", r#"{"k":[1,true]}"#]);
+    }
+
+    #[test]
+    fn leading_dash_is_refused_unless_after_a_literal_double_dash() {
+        let plain = template(&["{{p}}"]);
+        assert!(matches!(
+            plain.fill(&args(json!({"p": "--upload-pack=x"}))),
+            Err(FillError::LeadingDash { .. })
+        ));
+        let guarded = template(&["--", "{{p}}"]);
+        assert_eq!(
+            guarded.fill(&args(json!({"p": "-rf"}))).unwrap(),
+            ["--", "-rf"]
+        );
+        // Inside an element a value cannot make an option.
+        let embedded = template(&["x={{p}}"]);
+        assert_eq!(
+            embedded.fill(&args(json!({"p": "-rf"}))).unwrap(),
+            ["x=-rf"]
+        );
+    }
+
+    #[test]
+    fn nul_and_oversized_values_are_refused() {
+        let t = template(&["{{p}}"]);
+        assert!(matches!(
+            t.fill(&args(json!({"p": "a\u{0}b"}))),
+            Err(FillError::Nul { .. })
+        ));
+        let big = "a".repeat(MAX_ELEMENT_BYTES + 1);
+        assert!(matches!(
+            t.fill(&args(json!({ "p": big }))),
+            Err(FillError::TooLong { .. })
+        ));
+    }
+
+    #[test]
+    fn malformed_placeholders_do_not_parse() {
+        assert_eq!(parse_element("{{x"), Err(TemplateError::Unclosed));
+        assert!(matches!(
+            parse_element("{{a b}}"),
+            Err(TemplateError::BadName(_))
+        ));
+        assert!(matches!(
+            parse_element("{{}}"),
+            Err(TemplateError::BadName(_))
+        ));
+        assert_eq!(
+            parse_element("{x} }}"),
+            Ok(vec![Segment::Literal("{x} }}".into())])
+        );
+    }
+}

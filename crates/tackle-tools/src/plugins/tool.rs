@@ -1,0 +1,155 @@
+//! A plugin tool: its manifest's argv template filled with the call's arguments (or, for
+//! `execution: binary`, one JSON-RPC request on stdin) and run through the host's `Exec`
+//! capability (sandboxed, no shell) under the tool's own grants.
+
+use super::jsonrpc;
+use super::manifest::{Mode, ToolDef};
+use crate::core::finish_exec;
+use async_trait::async_trait;
+use serde_json::{Map, Value};
+use sha2::{Digest, Sha256};
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+use tackle_protocol::plugins::{PluginDirs, MAX_PROGRAM_BYTES};
+use tackle_protocol::{
+    Capability, ExecCommand, ExecRequest, FsGrant, Grants, OutputLines, Tool, ToolContext,
+    ToolError, ToolOutput, ToolPolicy, ToolSpec,
+};
+
+/// Per stream; both together stay under the sanitizer's 50 KB cut.
+const MAX_STREAM_BYTES: usize = 24_000;
+
+/// What a plugin tool knows about the plugin it came from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PluginInfo {
+    pub name: String,
+    pub version: String,
+    pub dir: PathBuf,
+}
+
+pub struct PluginTool {
+    pub(crate) plugin: Arc<PluginInfo>,
+    pub(crate) def: ToolDef,
+    /// The allowed variables' values, read by the binary at load.
+    pub(crate) env: Vec<(String, String)>,
+    /// For the digest of a binary before each start.
+    pub(crate) disk: Arc<dyn PluginDirs>,
+}
+
+impl PluginTool {
+    /// The program and its arguments for these call arguments.
+    fn command(&self, args: &Value) -> Result<(String, Vec<String>), ToolError> {
+        match &self.def.mode {
+            Mode::Binary { path, .. } => Ok((path.display().to_string(), Vec::new())),
+            Mode::Argv { program, template } => {
+                let empty = Map::new();
+                let map = match args {
+                    Value::Object(m) => m,
+                    Value::Null => &empty,
+                    _ => {
+                        return Err(ToolError::invalid_arguments(
+                            "arguments must be a JSON object",
+                        ))
+                    }
+                };
+                let argv = template.fill(map).map_err(|e| {
+                    ToolError::invalid_arguments(format!("plugin tool `{}`: {e}", self.def.name))
+                })?;
+                Ok((program.clone(), argv))
+            }
+        }
+    }
+
+    /// A binary whose digest the manifest gives must still have it, checked before each start.
+    fn check_digest(&self) -> Result<(), ToolError> {
+        let Mode::Binary {
+            path,
+            sha256: Some(want),
+        } = &self.def.mode
+        else {
+            return Ok(());
+        };
+        let bytes = self
+            .disk
+            .read_program(path, MAX_PROGRAM_BYTES)
+            .map_err(|e| ToolError::failed(format!("plugin tool `{}`: {e}", self.def.name)))?;
+        let got: String = Sha256::digest(&bytes)
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect();
+        if &got != want {
+            return Err(ToolError::failed(format!(
+                "plugin tool `{}`: {} has SHA-256 {got}, not the {want} its manifest names; it was not started",
+                self.def.name,
+                path.display()
+            )));
+        }
+        Ok(())
+    }
+}
+
+#[async_trait]
+impl Tool for PluginTool {
+    fn spec(&self) -> ToolSpec {
+        ToolSpec::new(&self.def.name, &self.def.description, super::NAME)
+            .parameters(self.def.parameters.clone())
+            .risk(self.def.risk)
+            .approval(self.def.approval)
+    }
+
+    /// The plugin's own directory is readable (its program lives there) besides the workspace.
+    fn default_policy(&self) -> ToolPolicy {
+        ToolPolicy::new(self.def.approval).with_grants(Grants {
+            fs: Some(FsGrant {
+                allow_read: vec![".".into(), self.plugin.dir.display().to_string()],
+                allow_write: Vec::new(),
+            }),
+            ..Grants::default()
+        })
+    }
+
+    fn planned_capabilities(&self, args: &Value, _cx: &ToolContext) -> Vec<Capability> {
+        match self.command(args) {
+            Ok((program, args)) => vec![Capability::Exec { program, args }],
+            Err(_) => Vec::new(),
+        }
+    }
+
+    fn timeout(&self) -> Option<Duration> {
+        Some(Duration::from_secs(self.def.timeout_secs + 15))
+    }
+
+    async fn call(&self, args: Value, cx: &ToolContext) -> Result<ToolOutput, ToolError> {
+        let (program, argv) = self.command(&args)?;
+        self.check_digest()?;
+        let ws = cx.host().workspace().to_path_buf();
+        let cwd = match &self.def.working_dir {
+            Some(rel) => ws.join(rel),
+            None => ws,
+        };
+        let binary = matches!(self.def.mode, Mode::Binary { .. });
+        let req = ExecRequest {
+            command: ExecCommand::Argv {
+                program,
+                args: argv,
+            },
+            cwd: Some(cwd),
+            timeout: Duration::from_secs(self.def.timeout_secs),
+            env: self.env.clone(),
+            stdin: binary.then(|| jsonrpc::request(&self.def.name, &args)),
+            max_output_bytes: MAX_STREAM_BYTES,
+            output_lines: if binary {
+                None
+            } else {
+                cx.progress().cloned().map(OutputLines)
+            },
+        };
+        let out = cx.host().exec(req).await?;
+        if binary {
+            jsonrpc::response(&self.def.name, &out, self.def.timeout_secs)
+        } else {
+            finish_exec(&out, self.def.timeout_secs)
+        }
+    }
+}

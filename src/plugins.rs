@@ -1,0 +1,155 @@
+//! The `plugins` extension as the binary builds it: `plugins.dirs` resolved against the home
+//! and the workspace, the disk through the host crate, the built-in tool names reserved.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use tackle_protocol::config::DirsConfig;
+use tackle_tools::plugins::{LoadReport, PluginDir, Plugins, PluginsSettings};
+
+/// Where plugins live when `plugins.dirs` names none: the user's own config directory.
+fn default_dir(home: Option<&Path>, xdg_config: Option<&str>) -> PluginDir {
+    match (xdg_config.filter(|v| !v.is_empty()), home) {
+        (Some(xdg), _) => {
+            let path = PathBuf::from(xdg).join("tackle/plugins");
+            PluginDir {
+                label: path.display().to_string(),
+                path,
+            }
+        }
+        (None, Some(h)) => PluginDir {
+            label: "~/.config/tackle/plugins".into(),
+            path: h.join(".config/tackle/plugins"),
+        },
+        (None, None) => PluginDir {
+            label: ".config/tackle/plugins".into(),
+            path: PathBuf::from(".config/tackle/plugins"),
+        },
+    }
+}
+
+/// One `plugins.dirs` entry: `~/…` in the home, absolute as is, relative inside the workspace.
+fn resolve(raw: &str, workspace: &Path, home: Option<&Path>) -> PathBuf {
+    match (raw.strip_prefix("~/"), home) {
+        (Some(rest), Some(h)) => h.join(rest),
+        _ => workspace.join(raw),
+    }
+}
+
+/// Load every configured plugin. `reserved` are the names already registered; `mcp` the
+/// configured MCP servers, whose `server__` namespaces plugins may not enter.
+pub fn load(
+    config: &DirsConfig,
+    workspace: &Path,
+    home: Option<&Path>,
+    reserved: Vec<String>,
+    mcp: &[String],
+) -> Arc<Plugins> {
+    let xdg = std::env::var("XDG_CONFIG_HOME").ok();
+    let dirs = if config.dirs.is_empty() {
+        vec![default_dir(home, xdg.as_deref())]
+    } else {
+        config
+            .dirs
+            .iter()
+            .map(|raw| PluginDir {
+                label: raw.clone(),
+                path: resolve(raw, workspace, home),
+            })
+            .collect()
+    };
+    let mut settings = PluginsSettings::new(Arc::new(tackle_host::DiskPluginDirs));
+    settings.dirs = dirs;
+    settings.reserved = reserved;
+    settings.reserved_prefixes = mcp.iter().map(|m| format!("{m}__")).collect();
+    settings.env = Arc::new(|name| std::env::var(name).ok());
+    Plugins::new(settings)
+}
+
+/// Each problem once on stderr: a bad plugin is skipped, never fatal.
+pub fn log(report: &LoadReport) {
+    for e in &report.errors {
+        tracing::warn!("plugin skipped: {e}");
+    }
+    for w in &report.warnings {
+        tracing::warn!("plugins: {w}");
+    }
+}
+
+/// Watches the plugin directories while it lives.
+pub struct Watch {
+    _watcher: notify::RecommendedWatcher,
+}
+
+/// Reload `plugins` whenever something under one of its directories changes. Directories that
+/// do not exist when the front end starts are not watched (said at debug level).
+pub fn watch(plugins: Arc<Plugins>) -> Option<Watch> {
+    use notify::{RecursiveMode, Watcher};
+    let target = Arc::clone(&plugins);
+    let last = std::sync::Mutex::new(summary(&plugins.report()));
+    let handler = move |event: notify::Result<notify::Event>| {
+        let Ok(event) = event else { return };
+        if event.kind.is_access() {
+            return;
+        }
+        let report = target.reload();
+        let now = summary(&report);
+        let Ok(mut previous) = last.lock() else {
+            return;
+        };
+        if *previous != now {
+            tracing::info!(
+                "plugins reloaded: {} plugin(s), {} problem(s)",
+                report.plugins.len(),
+                report.errors.len()
+            );
+            log(&report);
+            *previous = now;
+        }
+    };
+    let mut watcher = match notify::recommended_watcher(handler) {
+        Ok(w) => w,
+        Err(e) => {
+            tracing::warn!("plugins will not reload on change: {e}");
+            return None;
+        }
+    };
+    for dir in plugins.dirs() {
+        if let Err(e) = watcher.watch(&dir.path, RecursiveMode::Recursive) {
+            tracing::debug!("not watching plugins dir {}: {e}", dir.path.display());
+        }
+    }
+    Some(Watch { _watcher: watcher })
+}
+
+/// What a reload is compared by: the tools loaded and the problems found.
+fn summary(report: &LoadReport) -> (Vec<String>, Vec<String>) {
+    use tackle_protocol::Tool;
+    let tools = report
+        .plugins
+        .iter()
+        .flat_map(|p| p.tools.iter().map(|t| t.spec().name))
+        .collect();
+    let problems = report
+        .errors
+        .iter()
+        .map(|e| e.to_string())
+        .chain(report.warnings.iter().cloned())
+        .collect();
+    (tools, problems)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dirs_resolve_home_absolute_and_workspace_relative_entries() {
+        let ws = Path::new("/ws");
+        let home = Some(Path::new("/home/me"));
+        assert_eq!(resolve("~/p", ws, home), PathBuf::from("/home/me/p"));
+        assert_eq!(resolve("/opt/p", ws, home), PathBuf::from("/opt/p"));
+        assert_eq!(resolve("p", ws, home), PathBuf::from("/ws/p"));
+        let d = default_dir(home, None);
+        assert_eq!(d.path, PathBuf::from("/home/me/.config/tackle/plugins"));
+    }
+}
