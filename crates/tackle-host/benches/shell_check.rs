@@ -55,6 +55,7 @@ fn bench(c: &mut Criterion) {
         stdin: None,
         max_output_bytes: 1024,
         output_lines: None,
+        data_values: Vec::new(),
     };
     group.bench_function("exec true through the host (sandboxed)", |b| {
         b.iter(|| rt.block_on(host.exec(req())).expect("true runs"))

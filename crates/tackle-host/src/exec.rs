@@ -98,6 +98,14 @@ fn stricter(written: Decision, read: Decision) -> Decision {
 }
 
 pub(crate) async fn run(scope: &ExecScope<'_>, req: ExecRequest) -> Result<ExecOutput, HostError> {
+    if let ExecCommand::Argv { program, args } = &req.command {
+        let argv: Vec<String> = std::iter::once(program.clone())
+            .chain(args.iter().cloned())
+            .collect();
+        if let Err(why) = tackle_policy::shell::values_stay_data(&argv, &req.data_values) {
+            return Err(HostError::Denied(Decision::deny("plugins.argv", why)));
+        }
+    }
     let decision = decide(&req.command, scope.shell).await;
     // A line the policy could not check runs only when a person approved this very call.
     let approved_ask = decision.verdict == Verdict::Ask && scope.approved;

@@ -186,6 +186,10 @@ pub struct ExecRequest {
     pub max_output_bytes: usize,
     /// Where each line of output goes as it comes (the result still carries all of it).
     pub output_lines: Option<OutputLines>,
+    /// Text the model supplied that the argv carries (a plugin tool's argument values): the
+    /// command is refused if anything it runs would read one as more than data (a shell line or
+    /// wrapper the template hands it to).
+    pub data_values: Vec<String>,
 }
 
 /// A [`ProgressSink`](crate::tool::ProgressSink) for a command's output lines. Two are equal

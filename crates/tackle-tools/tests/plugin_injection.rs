@@ -70,7 +70,10 @@ fn write_plugin(dir: &Path) {
             {"name": "rec_guarded", "description": "d", "parameters": params,
              "command": ["./record.sh", "--", "{{value}}", "x={{value}}", "{{other}}"]},
             {"name": "rec_plain", "description": "d", "parameters": params,
-             "command": ["./record.sh", "{{value}}"]}
+             "command": ["./record.sh", "{{value}}"]},
+            // A template that hands the value to a shell line: the host must keep it data.
+            {"name": "rec_shelled", "description": "d", "parameters": params,
+             "command": ["sh", "-c", "printf '%s\\n' {{value}} > said.txt"]}
         ]
     });
     std::fs::write(plugin.join("plugin.json"), manifest.to_string()).unwrap();
@@ -199,4 +202,68 @@ async fn every_corpus_value_arrives_as_one_literal_argv_element_and_nothing_else
             );
         }
     }
+}
+
+#[tokio::test]
+async fn a_template_that_hands_values_to_a_shell_line_runs_only_what_stays_data() {
+    let plugins = tempfile::tempdir().unwrap();
+    let ws = tempfile::tempdir().unwrap();
+    let state = tempfile::tempdir().unwrap();
+    write_plugin(plugins.path());
+    let ws_path = std::fs::canonicalize(ws.path()).unwrap();
+    std::fs::write(ws_path.join("victim.txt"), VICTIM).unwrap();
+    let mut settings = PluginsSettings::new(Arc::new(DiskPluginDirs));
+    settings.dirs = vec![PluginDir {
+        label: "test".into(),
+        path: plugins.path().to_path_buf(),
+    }];
+    let report = load(&settings);
+    let tool = report.plugins[0]
+        .tools
+        .iter()
+        .find(|t| t.spec().name == "rec_shelled")
+        .unwrap()
+        .clone();
+    let provider = NativeHostProvider::new(HostConfig::new(state.path()));
+    let mut values: Vec<String> = corpus().into_iter().map(|c| c.value).collect();
+    values.extend(["hello".to_string(), "plain-word_1.2".to_string()]);
+    let mut ran = 0;
+    for value in &values {
+        let _ = std::fs::remove_file(ws_path.join("said.txt"));
+        let scope = CallScope {
+            tool: "rec_shelled".into(),
+            session_id: "s".into(),
+            agent: "a".into(),
+            workspace: ws_path.clone(),
+            grants: tool.default_policy().grants,
+            cancel: Default::default(),
+            approved: false,
+        };
+        let cx = ToolContext::new(&scope, "test", provider.scoped(&scope));
+        let out = tool.call(json!({"value": value}), &cx).await;
+        let shown = tackle_protocol::text::preview(value, 40);
+        match out {
+            Ok(out) if !out.is_error => {
+                // It ran: the value reached printf whole, as one word.
+                ran += 1;
+                let said = std::fs::read_to_string(ws_path.join("said.txt")).unwrap_or_default();
+                assert_eq!(said, format!("{value}\n"), "{shown:?}");
+            }
+            Ok(out) => panic!("{shown:?}: {}", out.content),
+            Err(e) => {
+                assert!(
+                    matches!(e.kind, ErrorKind::Denied | ErrorKind::InvalidArguments),
+                    "{shown:?}: {e}"
+                );
+                assert!(!ws_path.join("said.txt").exists(), "{shown:?}: it ran");
+            }
+        }
+        assert_eq!(markers(&ws_path), Vec::<PathBuf>::new(), "{shown:?}");
+        assert_eq!(
+            std::fs::read_to_string(ws_path.join("victim.txt")).unwrap(),
+            VICTIM,
+            "{shown:?}"
+        );
+    }
+    assert!(ran >= 2, "plain words still run ({ran} ran)");
 }

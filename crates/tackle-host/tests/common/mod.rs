@@ -83,5 +83,6 @@ pub fn sh(line: &str) -> ExecRequest {
         stdin: None,
         max_output_bytes: 64 * 1024,
         output_lines: None,
+        data_values: Vec::new(),
     }
 }

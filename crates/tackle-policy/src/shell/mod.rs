@@ -47,6 +47,7 @@ mod programs;
 mod rules;
 mod runners;
 mod tools;
+mod values;
 mod walk;
 mod words;
 mod wrappers;
@@ -56,6 +57,8 @@ use rules::{allow_matches, deny_matches, Rule};
 use tackle_protocol::{Decision, OpaqueMode, ShellGrant, Verdict};
 use walk::{Analysis, Cmd, Walker};
 use words::Word;
+
+pub use values::values_stay_data;
 
 /// Why a shell line could not be analysed.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

@@ -190,7 +190,7 @@ impl Template {
 }
 
 /// Strings as they are; every other value as compact JSON.
-fn render(v: &Value) -> String {
+pub(crate) fn render(v: &Value) -> String {
     match v {
         Value::String(s) => s.clone(),
         other => other.to_string(),

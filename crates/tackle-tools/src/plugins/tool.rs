@@ -144,6 +144,13 @@ impl Tool for PluginTool {
             } else {
                 cx.progress().cloned().map(OutputLines)
             },
+            // The model's values: the host refuses the call if a command the template hands
+            // them to (a shell line, a wrapper) would read them as anything but data.
+            data_values: if binary {
+                Vec::new()
+            } else {
+                data_values(&args)
+            },
         };
         let out = cx.host().exec(req).await?;
         if binary {
@@ -151,5 +158,17 @@ impl Tool for PluginTool {
         } else {
             finish_exec(&out, self.def.timeout_secs)
         }
+    }
+}
+
+/// Every argument value as the template would place it.
+fn data_values(args: &Value) -> Vec<String> {
+    match args {
+        Value::Object(map) => map
+            .values()
+            .filter(|v| !v.is_null())
+            .map(super::template::render)
+            .collect(),
+        _ => Vec::new(),
     }
 }

@@ -1,0 +1,202 @@
+//! Values that must stay data: text a model supplied (a plugin tool's argument values) placed
+//! into an argv by a template. Run directly, an argv element is data whatever it holds; but a
+//! template can hand it to a program that reads it as a command line or code (`sh -c "echo
+//! {{x}}"`, `find -exec {{x}}`, `env {{x}}`), and then the value could run anything.
+//!
+//! The check looks at what the argv runs, through every wrapper the analyser knows, twice: as
+//! filled, and with each value replaced by an inert word. The value passes only if both run the
+//! same programs with the same number of words each, and each value appears whole inside one
+//! word of what runs (a value a shell would split, quote-break or redirect does not).
+
+use super::walk::{Cmd, Walker};
+use super::words::Word;
+
+/// The word that stands for value number N in the second walk (`tackle0value0`, …).
+fn inert(n: usize) -> String {
+    format!("tackle0value{n}")
+}
+
+/// Characters a shell expands in a word: a value holding one is not passed into a command line.
+const EXPANDS: &[char] = &['$', '`', '\\', '*', '?', '[', '~'];
+
+/// The commands `argv` runs (each as its words) and how many parts the analyser could not
+/// see through.
+fn walk(argv: &[String]) -> Result<(Vec<Vec<String>>, usize), String> {
+    let mut walker = Walker::new();
+    walker.fed = true;
+    if !argv.is_empty() {
+        walker.command(Cmd {
+            words: argv.iter().map(|a| Word::literal(a.clone())).collect(),
+            open_tail: false,
+            maybe: false,
+        });
+    }
+    if let Some(e) = walker.out.error {
+        return Err(e.to_string());
+    }
+    let opaque = walker.out.opaque.len();
+    let cmds = walker
+        .out
+        .cmds
+        .into_iter()
+        .map(|c| c.words.into_iter().map(|w| w.text).collect())
+        .collect();
+    Ok((cmds, opaque))
+}
+
+/// `Ok` when every one of `values` reaches what `argv` runs as data; otherwise why not.
+pub fn values_stay_data(argv: &[String], values: &[String]) -> Result<(), String> {
+    let mut values: Vec<&str> = values
+        .iter()
+        .map(String::as_str)
+        .filter(|v| !v.is_empty())
+        .collect();
+    if values.is_empty() {
+        return Ok(());
+    }
+    // Longer values first, so a value inside another is not replaced within it.
+    values.sort_by_key(|v| std::cmp::Reverse(v.len()));
+    values.dedup();
+    let program = argv.first().map(String::as_str).unwrap_or("");
+    let refuse = |why: &str| {
+        Err(format!(
+            "an argument value would not reach `{program}` as plain data: {why}"
+        ))
+    };
+    let (filled, filled_opaque) = match walk(argv) {
+        Ok(found) => found,
+        Err(e) => return refuse(&format!("what it runs cannot be read ({e})")),
+    };
+    let inert_argv: Vec<String> = argv
+        .iter()
+        .map(|element| {
+            values
+                .iter()
+                .enumerate()
+                .fold(element.clone(), |text, (n, v)| text.replace(v, &inert(n)))
+        })
+        .collect();
+    let (expected, expected_opaque) = match walk(&inert_argv) {
+        Ok(found) => found,
+        Err(e) => return refuse(&format!("what it runs cannot be read ({e})")),
+    };
+    if filled_opaque > expected_opaque {
+        return refuse("it makes the command run something that cannot be checked");
+    }
+    let shape = |cmds: &[Vec<String>]| -> Vec<usize> { cmds.iter().map(Vec::len).collect() };
+    if shape(&filled) != shape(&expected) {
+        return refuse("it changes the commands that run or how their words split");
+    }
+    let restore = |word: &str| {
+        values
+            .iter()
+            .enumerate()
+            .fold(word.to_string(), |text, (n, v)| text.replace(&inert(n), v))
+    };
+    for (i, (f, e)) in filled.iter().zip(&expected).enumerate() {
+        // The argv itself (command 0) is data whatever it holds; a command inside it (a
+        // wrapper's, a shell line's) may expand what it is given, which is not judged.
+        if i > 0
+            && e.iter().any(|w| w.contains("tackle0value"))
+            && values.iter().any(|v| v.contains(EXPANDS))
+        {
+            return refuse("a command it wraps would expand it (`$`, `` ` ``, `\\`, globs, `~`)");
+        }
+        if e.first().is_some_and(|p| p.contains("tackle0value")) {
+            return refuse("it would name the program to run");
+        }
+        // Word by word, what runs must be the inert reading with each value put back whole.
+        if f.iter().zip(e).any(|(fw, ew)| *fw != restore(ew)) {
+            return refuse("a shell or interpreter the template hands it to would read it as code");
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn argv(words: &[&str]) -> Vec<String> {
+        words.iter().map(|w| w.to_string()).collect()
+    }
+
+    fn ok(template: &[&str], value: &str) -> bool {
+        let filled: Vec<String> = template.iter().map(|w| w.replace("{}", value)).collect();
+        values_stay_data(&filled, &[value.to_string()]).is_ok()
+    }
+
+    #[test]
+    fn a_value_passed_straight_to_a_program_is_data_whatever_it_holds() {
+        for v in [
+            "; rm -rf ~",
+            "$(id)",
+            "`id`",
+            "a > f",
+            "-rf",
+            "hello world",
+            "*",
+            "'\"",
+        ] {
+            assert!(ok(&["git", "log", "-n", "{}"], v), "{v}");
+            assert!(ok(&["grep", "-rn", "--", "{}", "notes/"], v), "{v}");
+            assert!(ok(&["tool", "--format={}"], v), "{v}");
+            // A shell that gets the value as a positional parameter keeps it data.
+            assert!(ok(&["sh", "-c", "printf %s \"$1\"", "sh", "{}"], v), "{v}");
+        }
+    }
+
+    #[test]
+    fn a_value_a_shell_would_read_as_code_is_refused() {
+        for v in [
+            "; rm -rf ~",
+            "$(touch x)",
+            "`touch x`",
+            "a > victim",
+            "a && touch x",
+            "a | sh",
+            "x' ; touch y ; '",
+            "hello world",
+            "a\ntouch x",
+            "${IFS}touch${IFS}x",
+        ] {
+            assert!(!ok(&["sh", "-c", "echo {}"], v), "{v}");
+            assert!(!ok(&["env", "sh", "-c", "ls {}"], v), "{v}");
+            assert!(
+                !ok(&["find", ".", "-exec", "sh", "-c", "echo {}", ";"], v),
+                "{v}"
+            );
+        }
+        assert!(
+            ok(&["sh", "-c", "echo {}"], "hello"),
+            "a plain word stays a word"
+        );
+    }
+
+    #[test]
+    fn inside_single_quotes_a_value_that_ends_the_quotes_or_expands_is_refused() {
+        let quoted = ["bash", "-c", "echo '{}'"];
+        for v in ["; rm -rf /tmp/x", "a > victim", "hello world"] {
+            assert!(ok(&quoted, v), "{v} stays inside the quotes");
+        }
+        // Expansions are not judged, even where the quotes would keep them inert.
+        for v in [
+            "x' ; touch y ; '",
+            "'$(touch x)'",
+            "a'b",
+            "$(touch x)",
+            "$HOME",
+            "~",
+        ] {
+            assert!(!ok(&quoted, v), "{v}");
+        }
+    }
+
+    #[test]
+    fn a_value_that_names_the_program_is_refused() {
+        assert!(!ok(&["find", ".", "-exec", "{}", ";"], "rm"));
+        assert!(!ok(&["env", "{}"], "rm"));
+        assert!(!ok(&["xargs", "{}"], "touch"));
+        assert!(values_stay_data(&argv(&["x"]), &[]).is_ok());
+    }
+}
