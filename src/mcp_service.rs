@@ -64,6 +64,15 @@ impl DispatcherService {
         self
     }
 
+    /// The tools may change while serving for a reason of the registry's own (plugins reloaded
+    /// when their files change): watch the list then too.
+    pub fn with_changing_tools(mut self, changing: bool) -> Self {
+        if changing && self.tool_changes.is_none() {
+            self.tool_changes = Some(watch::channel(0).0);
+        }
+        self
+    }
+
     /// Re-reads the registry every [`TOOL_WATCH_INTERVAL`] and moves the change counter each
     /// time the tools differ, which every MCP session announces as
     /// `notifications/tools/list_changed`. Nothing to do (and nothing started) when no MCP

@@ -279,6 +279,20 @@ impl Serve {
         }
     }
 
+    /// Wait for a message with this `method` (a notification); `None` after 30 s.
+    fn notified(&mut self, method: &str) -> Option<Value> {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+        while let Some(left) = deadline.checked_duration_since(std::time::Instant::now()) {
+            let line = self.lines.recv_timeout(left).ok()?;
+            if let Ok(v) = serde_json::from_str::<Value>(&line) {
+                if v["method"] == method {
+                    return Some(v);
+                }
+            }
+        }
+        None
+    }
+
     fn tool_names(&mut self, id: u64) -> Vec<String> {
         self.send(&json!({"jsonrpc": "2.0", "id": id, "method": "tools/list"}));
         let v = self.reply(id);
@@ -304,21 +318,20 @@ fn mcp_serve_picks_up_a_plugin_added_while_it_runs() {
         "protocolVersion": "2025-11-25", "capabilities": {},
         "clientInfo": {"name": "plugins-test", "version": "0"}}}),
     );
-    serve.reply(1);
+    let init = serve.reply(1);
+    assert_eq!(
+        init["result"]["capabilities"]["tools"]["listChanged"], true,
+        "{init}"
+    );
     serve.send(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
     let before = serve.tool_names(2);
     assert!(before.iter().any(|n| n == "calculate"), "{before:?}");
     assert!(!before.iter().any(|n| n == "record_args"), "{before:?}");
 
     write_plugin(&sb, "recorder", &recorder());
-    let mut id = 3;
-    let found = loop {
-        let names = serve.tool_names(id);
-        if names.iter().any(|n| n == "record_args") || id > 40 {
-            break names;
-        }
-        id += 1;
-        std::thread::sleep(std::time::Duration::from_millis(250));
-    };
+    // The client is told, and the next listing has the plugin's tool.
+    let note = serve.notified("notifications/tools/list_changed");
+    assert!(note.is_some(), "no notifications/tools/list_changed");
+    let found = serve.tool_names(3);
     assert!(found.iter().any(|n| n == "record_args"), "{found:?}");
 }

@@ -44,9 +44,11 @@ async fn serve(global: &Global, selection: &Selection, http: Option<&str>) -> Re
     let service = Arc::new(
         DispatcherService::new(Arc::clone(&app.dispatcher), "mcp-serve")
             .with_mcp_servers(app.mcp_configured.iter().cloned())
+            .with_changing_tools(!app.plugins.dirs().is_empty())
             .with_serve_tools(app.serve_tools.clone()),
     );
-    // MCP servers behind this one change their tools; clients hear of it.
+    // MCP servers behind this one, and plugins reloaded on change, change the tools; clients
+    // hear of it.
     service.watch_tools();
     let served = serve_on(&app, service, http).await;
     // Every MCP session's TMPDIR goes with the server, however serving ended.
