@@ -43,6 +43,7 @@
 mod bash;
 mod bwrap;
 mod config;
+mod dir_entries;
 mod exec;
 mod fd_walk;
 mod fs;

@@ -5,7 +5,6 @@
 
 use crate::safe_open::open_no_links;
 use crate::skill_dirs::{read_capped, ReadError};
-use std::io;
 use std::path::Path;
 use tackle_protocol::plugins::{
     FoundManifest, ManifestScan, PluginDirError, PluginDirs, MANIFEST_FILE,
@@ -18,41 +17,9 @@ pub struct DiskPluginDirs;
 impl PluginDirs for DiskPluginDirs {
     fn scan(&self, dir: &Path, max_bytes: u64) -> ManifestScan {
         let mut report = ManifestScan::default();
-        let root = match std::fs::canonicalize(dir) {
-            Ok(p) => p,
-            Err(e) if e.kind() == io::ErrorKind::NotFound => return report,
-            Err(e) => {
-                report
-                    .warnings
-                    .push(format!("plugins dir {}: {e}", dir.display()));
-                return report;
-            }
-        };
-        let mut names: Vec<_> = match std::fs::read_dir(&root) {
-            Ok(entries) => entries.flatten().map(|e| e.file_name()).collect(),
-            Err(e) => {
-                report
-                    .warnings
-                    .push(format!("plugins dir {}: {e}", root.display()));
-                return report;
-            }
-        };
-        names.sort();
-        for name in names {
-            let path = root.join(&name);
-            let Some(entry) = name.to_str() else {
-                report.warnings.push(format!(
-                    "{}: skipped, the name is not UTF-8",
-                    path.display()
-                ));
-                continue;
-            };
-            if entry.starts_with('.') {
-                continue;
-            }
-            let Ok(meta) = std::fs::symlink_metadata(&path) else {
-                continue;
-            };
+        for crate::dir_entries::Entry { path, meta, .. } in
+            crate::dir_entries::entries(dir, "plugins dir", &mut report.warnings)
+        {
             if meta.file_type().is_symlink() {
                 report.warnings.push(format!(
                     "{}: skipped, links in plugins dirs are not followed",

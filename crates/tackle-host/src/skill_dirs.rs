@@ -64,41 +64,13 @@ fn io_err(path: &Path, e: impl std::fmt::Display) -> SkillDirError {
 impl SkillDirs for DiskSkillDirs {
     fn scan(&self, dir: &Path, max_bytes: u64) -> ScanReport {
         let mut report = ScanReport::default();
-        let root = match std::fs::canonicalize(dir) {
-            Ok(p) => p,
-            Err(e) if e.kind() == io::ErrorKind::NotFound => return report,
-            Err(e) => {
-                report
-                    .warnings
-                    .push(format!("skills dir {}: {e}", dir.display()));
-                return report;
-            }
-        };
-        let mut names: Vec<_> = match std::fs::read_dir(&root) {
-            Ok(entries) => entries.flatten().map(|e| e.file_name()).collect(),
-            Err(e) => {
-                report
-                    .warnings
-                    .push(format!("skills dir {}: {e}", root.display()));
-                return report;
-            }
-        };
-        names.sort();
-        for name in names {
-            let path = root.join(&name);
-            let Some(entry) = name.to_str() else {
-                report.warnings.push(format!(
-                    "{}: skipped, the name is not UTF-8",
-                    path.display()
-                ));
-                continue;
-            };
-            if entry.starts_with('.') {
-                continue;
-            }
-            let Ok(meta) = std::fs::symlink_metadata(&path) else {
-                continue;
-            };
+        for crate::dir_entries::Entry {
+            name: entry,
+            path,
+            meta,
+        } in crate::dir_entries::entries(dir, "skills dir", &mut report.warnings)
+        {
+            let root = path.parent().map(Path::to_path_buf).unwrap_or_default();
             let (file, base_dir, entry) = if meta.file_type().is_symlink() {
                 report.warnings.push(format!(
                     "{}: skipped, links in skills dirs are not followed",
