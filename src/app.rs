@@ -32,7 +32,7 @@ pub struct App {
     /// The plugin manifests found, with their load errors (`tackle plugins`, `tackle doctor`).
     pub plugins: Arc<tackle_tools::plugins::Plugins>,
     /// Reloads the plugins when their directories change (`Selection::watch_plugins`).
-    _plugin_watch: Option<crate::plugins::Watch>,
+    _plugin_watch: Option<crate::plugin_watch::Watch>,
 }
 
 /// Options that change which tools are registered.
@@ -139,7 +139,7 @@ impl App {
         }
         let plugin_watch = selection
             .watch_plugins
-            .then(|| crate::plugins::watch(plugins.clone()))
+            .then(|| crate::plugin_watch::watch(plugins.clone()))
             .flatten();
         if agents.is_none() {
             // A front end without an agent (`tools`, `mcp serve`) lists only what it can run.

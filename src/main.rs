@@ -18,6 +18,7 @@ mod elicit;
 mod exit;
 mod mcp_service;
 mod net_bridge;
+mod plugin_watch;
 mod plugins;
 mod profiles;
 mod render;

@@ -75,69 +75,6 @@ pub fn log(report: &LoadReport) {
     }
 }
 
-/// Watches the plugin directories while it lives.
-pub struct Watch {
-    _watcher: notify::RecommendedWatcher,
-}
-
-/// Reload `plugins` whenever something under one of its directories changes. Directories that
-/// do not exist when the front end starts are not watched (said at debug level).
-pub fn watch(plugins: Arc<Plugins>) -> Option<Watch> {
-    use notify::{RecursiveMode, Watcher};
-    let target = Arc::clone(&plugins);
-    let last = std::sync::Mutex::new(summary(&plugins.report()));
-    let handler = move |event: notify::Result<notify::Event>| {
-        let Ok(event) = event else { return };
-        if event.kind.is_access() {
-            return;
-        }
-        let report = target.reload();
-        let now = summary(&report);
-        let Ok(mut previous) = last.lock() else {
-            return;
-        };
-        if *previous != now {
-            tracing::info!(
-                "plugins reloaded: {} plugin(s), {} problem(s)",
-                report.plugins.len(),
-                report.errors.len()
-            );
-            log(&report);
-            *previous = now;
-        }
-    };
-    let mut watcher = match notify::recommended_watcher(handler) {
-        Ok(w) => w,
-        Err(e) => {
-            tracing::warn!("plugins will not reload on change: {e}");
-            return None;
-        }
-    };
-    for dir in plugins.dirs() {
-        if let Err(e) = watcher.watch(&dir.path, RecursiveMode::Recursive) {
-            tracing::debug!("not watching plugins dir {}: {e}", dir.path.display());
-        }
-    }
-    Some(Watch { _watcher: watcher })
-}
-
-/// What a reload is compared by: the tools loaded and the problems found.
-fn summary(report: &LoadReport) -> (Vec<String>, Vec<String>) {
-    use tackle_protocol::Tool;
-    let tools = report
-        .plugins
-        .iter()
-        .flat_map(|p| p.tools.iter().map(|t| t.spec().name))
-        .collect();
-    let problems = report
-        .errors
-        .iter()
-        .map(|e| e.to_string())
-        .chain(report.warnings.iter().cloned())
-        .collect();
-    (tools, problems)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -335,3 +335,31 @@ fn mcp_serve_picks_up_a_plugin_added_while_it_runs() {
     let found = serve.tool_names(3);
     assert!(found.iter().any(|n| n == "record_args"), "{found:?}");
 }
+
+#[test]
+fn mcp_serve_waits_for_a_plugin_directory_that_does_not_exist_yet() {
+    let sb = Sandbox::new();
+    let config = sb.config("plugins:\n  dirs: [later/plugins]\n");
+    let mut serve = Serve::start(&sb, &config);
+    serve.send(
+        &json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {},
+        "clientInfo": {"name": "plugins-test", "version": "0"}}}),
+    );
+    serve.reply(1);
+    serve.send(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+    let before = serve.tool_names(2);
+    assert!(!before.iter().any(|n| n == "record_args"), "{before:?}");
+
+    // The directory and its parent appear only now, the plugin copied in with them.
+    let plugin = sb.workspace().join("later/plugins/recorder");
+    std::fs::create_dir_all(&plugin).expect("mkdir");
+    let script = plugin.join("record.sh");
+    std::fs::write(&script, RECORD).expect("script");
+    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).expect("chmod");
+    std::fs::write(plugin.join("plugin.json"), recorder().to_string()).expect("manifest");
+    let note = serve.notified("notifications/tools/list_changed");
+    assert!(note.is_some(), "no notifications/tools/list_changed");
+    let found = serve.tool_names(3);
+    assert!(found.iter().any(|n| n == "record_args"), "{found:?}");
+}
