@@ -336,8 +336,8 @@ mod tests {
 
     #[tokio::test]
     async fn enter_keeps_the_defaults_and_choices_take_numbers_or_values() {
-        // Fields come in name order: colour, count, name, size.
-        let (got, shown) = answer(&["", "", "", "2"]).await;
+        // Fields come in the order the schema lists them: name, colour, size, count.
+        let (got, shown) = answer(&["", "", "2", ""]).await;
         assert_eq!(
             got,
             accepted(json!({"name": "Ada", "colour": "g", "size": "l"}))
@@ -349,7 +349,7 @@ mod tests {
             !shown.contains('\u{1b}'),
             "escape sequences are defused: {shown}"
         );
-        let (got, _) = answer(&["red", "3", "Grace", "small"]).await;
+        let (got, _) = answer(&["Grace", "red", "small", "3"]).await;
         assert_eq!(
             got,
             accepted(json!({"name": "Grace", "colour": "r", "size": "s", "count": 3}))
@@ -358,7 +358,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_wrong_answer_is_asked_again_with_the_reason() {
-        let (got, shown) = answer(&["7", "g", "9", "0", "5", "", "Medium", "l"]).await;
+        let (got, shown) = answer(&["", "7", "g", "Medium", "l", "9", "0", "5"]).await;
         assert_eq!(
             got,
             accepted(json!({"name": "Ada", "colour": "g", "size": "l", "count": 5}))

@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use std::sync::mpsc::{Receiver, RecvTimeoutError};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
-use tackle_tools::plugins::{LoadReport, Plugins};
+use tackle_tools::plugins::{LoadReport, Manifest, Plugins};
 
 /// How long the directories must stay quiet before the manifests are read.
 const QUIET: Duration = Duration::from_millis(100);
@@ -156,7 +156,7 @@ fn worker(plugins: &Plugins, changes: &Receiver<()>, mut dirs: Dirs) {
     }
 }
 
-fn reload(plugins: &Plugins, last: &mut (Vec<String>, Vec<String>)) {
+fn reload(plugins: &Plugins, last: &mut Summary) {
     let report = plugins.reload();
     let now = summary(&report);
     if *last != now {
@@ -170,9 +170,13 @@ fn reload(plugins: &Plugins, last: &mut (Vec<String>, Vec<String>)) {
     }
 }
 
-/// What a reload is compared by: the tools loaded and the problems found.
-fn summary(report: &LoadReport) -> (Vec<String>, Vec<String>) {
+/// What a reload is compared by: the manifests loaded (a changed command counts), the tools
+/// they got and the problems found.
+type Summary = (Vec<Manifest>, Vec<String>, Vec<String>);
+
+fn summary(report: &LoadReport) -> Summary {
     use tackle_protocol::Tool;
+    let manifests = report.plugins.iter().map(|p| p.manifest.clone()).collect();
     let tools = report
         .plugins
         .iter()
@@ -184,5 +188,5 @@ fn summary(report: &LoadReport) -> (Vec<String>, Vec<String>) {
         .map(|e| e.to_string())
         .chain(report.warnings.iter().cloned())
         .collect();
-    (tools, problems)
+    (manifests, tools, problems)
 }

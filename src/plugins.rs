@@ -3,7 +3,7 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use tackle_protocol::config::DirsConfig;
+use tackle_protocol::config::PluginsConfig;
 use tackle_tools::plugins::{LoadReport, PluginDir, Plugins, PluginsSettings};
 
 /// Where plugins live when `plugins.dirs` names none: the user's own config directory.
@@ -38,7 +38,7 @@ fn resolve(raw: &str, workspace: &Path, home: Option<&Path>) -> PathBuf {
 /// Load every configured plugin. `reserved` are the names already registered; `mcp` the
 /// configured MCP servers, whose `server__` namespaces plugins may not enter.
 pub fn load(
-    config: &DirsConfig,
+    config: &PluginsConfig,
     workspace: &Path,
     home: Option<&Path>,
     reserved: Vec<String>,
@@ -59,6 +59,8 @@ pub fn load(
     };
     let mut settings = PluginsSettings::new(Arc::new(tackle_host::DiskPluginDirs));
     settings.dirs = dirs;
+    settings.allow = config.allow.clone();
+    settings.block = config.block.clone();
     settings.reserved = reserved;
     settings.reserved_prefixes = mcp.iter().map(|m| format!("{m}__")).collect();
     settings.env = Arc::new(|name| std::env::var(name).ok());

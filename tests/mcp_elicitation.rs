@@ -86,9 +86,13 @@ fn in_a_terminal_the_form_is_asked_field_by_field_and_its_answers_sent() {
     let Some(tmux) = in_terminal(&sb, &cfg, "elicit__profile", "form") else {
         return;
     };
-    // Fields come in name order: colour (default green), count (default 2), name (required).
+    // Fields come in the order the server declares them: name (required), colour (default
+    // green), count (default 2).
     let screen = tmux.wait_for("MCP server `elicit` asks:", 1);
     assert!(screen.contains("Tell me about yourself"), "{screen}");
+    let screen = tmux.wait_for("Name (required)", 1);
+    assert!(!screen.contains("Colour"), "name is asked first:\n{screen}");
+    tmux.send("Grace");
     let screen = tmux.wait_for("Colour", 1);
     assert!(
         screen.contains("1) red") && screen.contains("2) green"),
@@ -103,8 +107,6 @@ fn in_a_terminal_the_form_is_asked_field_by_field_and_its_answers_sent() {
     tmux.send("9");
     tmux.wait_for("enter a whole number from 1 to 5", 1);
     tmux.send("");
-    tmux.wait_for("Name (required)", 1);
-    tmux.send("Grace");
     let screen = tmux.wait_for("EXIT=", 1);
     assert!(screen.contains("EXIT=0"), "{screen}");
     assert!(screen.contains("sent to `elicit`"), "{screen}");
@@ -130,14 +132,15 @@ fn in_a_terminal_an_empty_required_answer_declines_and_the_capability_is_declare
     let Some(tmux) = in_terminal(&sb, &cfg, "elicit__profile", "decline") else {
         return;
     };
-    tmux.wait_for("Colour", 1);
-    tmux.send("");
-    tmux.wait_for("[2]: ", 1);
-    tmux.send("");
+    // The required name is asked first; leaving it empty declines at once.
     tmux.wait_for("Name (required)", 1);
     tmux.send("");
     let screen = tmux.wait_for("EXIT=", 1);
     assert!(screen.contains("nothing was sent"), "{screen}");
+    assert!(
+        !screen.contains("Colour"),
+        "nothing more is asked:\n{screen}"
+    );
     let json_line = screen
         .lines()
         .find(|l| l.starts_with('{'))

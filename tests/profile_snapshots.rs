@@ -10,12 +10,12 @@ use tackle_llm::{request_body, ChatRequest};
 use tackle_protocol::config::{BackendType, ProfileMode, ToolProfileConfig};
 use tackle_protocol::message::Message;
 use tackle_protocol::Extension;
-use tackle_tools::{core, dev, fs, memory, system, web};
+use tackle_tools::{core, dev, fs, memory, skills, system, web};
 
 const SNAPSHOT: &str = "tests/snapshots/tool_profiles.json";
 
-/// The built-ins a default agent with `coding_tools` has (skills come from the binary's own
-/// extension and are left out here).
+/// The built-ins a default agent with `coding_tools` has, skills included (with no skill
+/// directories: the tools' definitions do not depend on what is installed).
 fn builtins() -> Registry {
     let store = tackle_store::Store::open_in_memory().expect("store");
     let extensions: Vec<Arc<dyn Extension>> = vec![
@@ -31,6 +31,9 @@ fn builtins() -> Registry {
             store,
             banks: Default::default(),
         }),
+        skills::extension(skills::SkillsSettings::new(Arc::new(
+            tackle_host::DiskSkillDirs,
+        ))),
     ];
     Registry::new(extensions).expect("registry")
 }

@@ -14,14 +14,14 @@ use tackle_tools::plugins::LoadReport;
 pub enum PluginsCommand {
     /// The loaded plugins and their tools (name, risk, approval).
     List {
-        /// Print `{"plugins", "errors", "warnings"}` JSON.
+        /// Print `{"plugins", "errors", "warnings", "excluded"}` JSON.
         #[arg(long)]
         json: bool,
     },
     /// Every problem of every manifest, with its file and JSON path; exit 1 when any
     /// manifest was skipped.
     Check {
-        /// Print `{"plugins", "errors", "warnings"}` JSON.
+        /// Print `{"plugins", "errors", "warnings", "excluded"}` JSON.
         #[arg(long)]
         json: bool,
     },
@@ -57,7 +57,7 @@ pub async fn run(global: &Global, cmd: PluginsCommand) -> Result<i32> {
 
 fn list(report: &LoadReport) -> Result<()> {
     let mut out = exit::stdout();
-    if report.plugins.is_empty() {
+    if report.plugins.is_empty() && report.excluded.is_empty() {
         exit::unless_closed(writeln!(out, "no plugins loaded"))?;
     }
     for p in &report.plugins {
@@ -78,6 +78,9 @@ fn list(report: &LoadReport) -> Result<()> {
                 spec.name, spec.risk, spec.approval, spec.description
             ))?;
         }
+    }
+    for (name, why) in &report.excluded {
+        exit::unless_closed(writeln!(out, "{name} (not loaded: {why})"))?;
     }
     if !report.errors.is_empty() || !report.warnings.is_empty() {
         eprintln!(
@@ -137,5 +140,10 @@ pub fn to_json(report: &LoadReport) -> Value {
         .iter()
         .map(|e| json!({"file": e.file, "path": e.path, "message": e.message}))
         .collect();
-    json!({"plugins": plugins, "errors": errors, "warnings": report.warnings})
+    let excluded: Vec<Value> = report
+        .excluded
+        .iter()
+        .map(|(name, why)| json!({"name": name, "why": why}))
+        .collect();
+    json!({"plugins": plugins, "errors": errors, "warnings": report.warnings, "excluded": excluded})
 }

@@ -77,12 +77,12 @@ fn every_key_of_the_example_file_parses_into_typed_fields() {
         .expect("fs");
     assert_eq!(fs.allow_read, ["~/notes", "."]);
     assert_eq!(
-        c.tool_profiles["compact"].tools["github.*"],
-        ProfileMode::Summary
+        c.tool_profiles["compact"].tools.get("github.*"),
+        Some(ProfileMode::Summary)
     );
     assert_eq!(
-        c.tool_profiles["compact"].tools["shell"],
-        ProfileMode::Hidden
+        c.tool_profiles["compact"].tools.get("shell"),
+        Some(ProfileMode::Hidden)
     );
     assert_eq!(c.mcp_servers["time"].command.as_deref(), Some("uvx"));
     assert_eq!(
@@ -306,4 +306,19 @@ fn the_example_file_grants_project_alpha_and_keeps_pinned_memory_out_of_prompts(
     let (c, _) = parse(&text, "config.example.yaml", &env, &[]).unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(c.memory_banks["project-alpha"].write, ["default"]);
     assert!(c.agents.iter().all(|a| !a.inject_pinned_memory));
+}
+
+#[test]
+fn profile_rules_keep_the_order_they_were_written_in() {
+    // The order decides ties between equally long globs, so it must survive the file.
+    let c = parse_ok(
+        "tool_profiles:\n  lean:\n    tools:\n      \"z*\": summary\n      \"*b\": hidden\n      \"a*\": brief\n",
+    );
+    let order: Vec<&str> = c.tool_profiles["lean"]
+        .tools
+        .iter()
+        .map(|(p, _)| p.as_str())
+        .collect();
+    assert_eq!(order, ["z*", "*b", "a*"]);
+    assert_eq!(c.tool_profiles["lean"].tools.0[1].1, ProfileMode::Hidden);
 }

@@ -55,6 +55,7 @@ fn bench(c: &mut Criterion) {
         stdin: None,
         max_output_bytes: 1024,
         output_lines: None,
+        program_sha256: None,
         data_values: Vec::new(),
     };
     group.bench_function("exec true through the host (sandboxed)", |b| {

@@ -4,6 +4,7 @@
 use crate::bash;
 use crate::bwrap;
 use crate::paths::PathGuard;
+use crate::pinned_program::PinnedProgram;
 use crate::sandbox::{self, Prepared};
 use std::ffi::OsString;
 use std::os::fd::AsRawFd;
@@ -118,6 +119,12 @@ pub(crate) async fn run(scope: &ExecScope<'_>, req: ExecRequest) -> Result<ExecO
     let cwd = checked_cwd(scope.guard, req.cwd.as_deref())?;
     prepare_tmpdir(scope.tmpdir)?;
     let (program, args) = command_line(&req.command)?;
+    // A pinned program is checked here, once, and the child runs the checked copy.
+    let pinned = match &req.program_sha256 {
+        Some(want) => Some(PinnedProgram::load(&program, want)?),
+        None => None,
+    };
+    let program = pinned.as_ref().map_or(program, PinnedProgram::path);
     let namespaces = bwrap::usable();
     // With a network grant, the command reaches the network only through the proxy, which
     // lives as long as this call.
@@ -202,7 +209,8 @@ pub(crate) async fn run(scope: &ExecScope<'_>, req: ExecRequest) -> Result<ExecO
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
     cmd.process_group(0).kill_on_drop(true);
-    let keep = filter_fds.clone();
+    let mut keep = filter_fds.clone();
+    keep.extend(pinned.as_ref().map(PinnedProgram::raw_fd));
     // SAFETY: only `close_range` and `fcntl` run between fork and exec (async-signal-safe
     // system calls, no allocation); the kept descriptors stay open in the parent until `spawn`
     // has returned.
@@ -221,6 +229,7 @@ pub(crate) async fn run(scope: &ExecScope<'_>, req: ExecRequest) -> Result<ExecO
     let started = Instant::now();
     let child = cmd.spawn().map_err(|e| spawn_error(&req.command, e))?;
     drop(filters);
+    drop(pinned);
     drop(sandbox); // the child holds its own copy of the ruleset descriptor
                    // If this future is dropped mid-way (the caller gave up), the group still dies.
     let _group = GroupGuard(child.id());
@@ -683,6 +692,45 @@ mod line_tests {
 
 #[cfg(test)]
 mod tests {
+    #[tokio::test]
+    async fn a_pinned_program_runs_under_the_landlock_layer_too() {
+        // Where namespaces are missing Landlock is the sandbox; executing the sealed copy
+        // through `/proc/self/fd` must still work under it.
+        use sha2::Digest;
+        let d = tempfile::tempdir().unwrap();
+        let body = "#!/bin/sh\necho pinned ok\n";
+        let p = d.path().join("prog");
+        std::fs::write(&p, body).unwrap();
+        std::os::unix::fs::PermissionsExt::set_mode(
+            &mut std::fs::metadata(&p).unwrap().permissions(),
+            0o755,
+        );
+        std::fs::set_permissions(&p, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+        let want: String = sha2::Sha256::digest(body.as_bytes())
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect();
+        let pinned = PinnedProgram::load(&p, &want).expect("pinned");
+        let prepared = sandbox::prepare(&[d.path().to_path_buf()]);
+        let mut cmd = Command::new(pinned.path());
+        cmd.stdout(Stdio::piped());
+        let keep = vec![pinned.raw_fd()];
+        // SAFETY: as in `run`: close_range and fcntl only.
+        unsafe {
+            cmd.pre_exec(move || only_these_descriptors(&keep));
+        }
+        apply_sandbox(&mut cmd, &prepared);
+        println!("sandbox: {}", prepared.status);
+        let out = cmd.output().await.expect("runs");
+        assert_eq!(
+            String::from_utf8_lossy(&out.stdout),
+            "pinned ok\n",
+            "{:?} {}",
+            out,
+            prepared.status
+        );
+    }
+
     use super::*;
 
     #[test]

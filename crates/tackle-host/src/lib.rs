@@ -50,6 +50,7 @@ mod fs;
 mod host;
 mod net;
 mod paths;
+mod pinned_program;
 mod plugin_dirs;
 mod proxy;
 mod report;

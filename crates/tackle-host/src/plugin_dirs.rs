@@ -6,9 +6,7 @@
 use crate::safe_open::open_no_links;
 use crate::skill_dirs::{read_capped, ReadError};
 use std::path::Path;
-use tackle_protocol::plugins::{
-    FoundManifest, ManifestScan, PluginDirError, PluginDirs, MANIFEST_FILE,
-};
+use tackle_protocol::plugins::{FoundManifest, ManifestScan, PluginDirs, MANIFEST_FILE};
 
 /// The plugin directories on the local disk.
 #[derive(Debug, Clone, Copy, Default)]
@@ -61,23 +59,6 @@ impl PluginDirs for DiskPluginDirs {
         std::fs::File::from(fd)
             .metadata()
             .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
-    }
-
-    fn read_program(&self, path: &Path, max_bytes: u64) -> Result<Vec<u8>, PluginDirError> {
-        read_capped(path, max_bytes).map_err(|e| match e {
-            ReadError::TooLarge => PluginDirError::TooLarge {
-                path: path.to_path_buf(),
-                max: max_bytes,
-            },
-            ReadError::Missing => PluginDirError::Io {
-                path: path.to_path_buf(),
-                message: "no such file".into(),
-            },
-            ReadError::Io(e) => PluginDirError::Io {
-                path: path.to_path_buf(),
-                message: e.to_string(),
-            },
-        })
     }
 }
 

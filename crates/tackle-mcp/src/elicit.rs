@@ -138,7 +138,7 @@ const MAX_CHOICES: usize = 256;
 
 impl Form {
     /// Read `schema` (`{"type": "object", "properties": {…}, "required": […]}`). Fields are in
-    /// name order (the order the SDK keeps a schema's properties in).
+    /// the order the schema lists its properties (JSON objects keep their order here).
     pub fn from_schema(schema: &Value) -> Result<Self, ElicitError> {
         let bad = |why: &str| ElicitError::Schema(why.to_string());
         let obj = schema.as_object().ok_or_else(|| bad("not an object"))?;

@@ -190,6 +190,9 @@ pub struct ExecRequest {
     /// command is refused if anything it runs would read one as more than data (a shell line or
     /// wrapper the template hands it to).
     pub data_values: Vec<String>,
+    /// The program runs only if its SHA-256 (lowercase hex) is this, and then exactly the bytes
+    /// that were checked, whatever happens to the file afterwards.
+    pub program_sha256: Option<String>,
 }
 
 /// A [`ProgressSink`](crate::tool::ProgressSink) for a command's output lines. Two are equal

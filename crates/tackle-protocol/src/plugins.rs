@@ -31,17 +31,9 @@ pub struct ManifestScan {
     pub warnings: Vec<String>,
 }
 
-/// The largest plugin executable whose digest is checked (`binary.sha256`).
+/// The largest plugin executable whose digest is checked (`binary.sha256`); the host holds
+/// the checked copy in memory while it runs.
 pub const MAX_PROGRAM_BYTES: u64 = 512 * 1024 * 1024;
-
-/// Why a plugin file could not be read.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum PluginDirError {
-    #[error("{}: larger than {max} bytes", .path.display())]
-    TooLarge { path: PathBuf, max: u64 },
-    #[error("{}: {message}", .path.display())]
-    Io { path: PathBuf, message: String },
-}
 
 /// Disk access for loading plugins.
 pub trait PluginDirs: Send + Sync {
@@ -50,7 +42,4 @@ pub trait PluginDirs: Send + Sync {
     fn scan(&self, dir: &Path, max_bytes: u64) -> ManifestScan;
     /// Is `path` a regular, executable file (no link in any component)?
     fn is_executable_file(&self, path: &Path) -> bool;
-    /// The whole content of a plugin's executable (at most `max_bytes`, no link followed), for
-    /// its digest to be checked before each start.
-    fn read_program(&self, path: &Path, max_bytes: u64) -> Result<Vec<u8>, PluginDirError>;
 }

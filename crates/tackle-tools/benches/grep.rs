@@ -62,6 +62,7 @@ async fn exec(host: &dyn ToolHost, command: ExecCommand) -> Option<tackle_protoc
         stdin: None,
         max_output_bytes: 1 << 20,
         output_lines: None,
+        program_sha256: None,
         data_values: Vec::new(),
     };
     host.exec(req).await.ok()

@@ -145,6 +145,7 @@ async fn sh(host: &dyn ToolHost, line: &str) -> Result<(), String> {
         stdin: None,
         max_output_bytes: 64 * 1024,
         output_lines: None,
+        program_sha256: None,
         data_values: Vec::new(),
     };
     let out = host

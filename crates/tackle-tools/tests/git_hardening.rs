@@ -116,6 +116,7 @@ impl Ws {
                 stdin: None,
                 max_output_bytes: 65_536,
                 output_lines: None,
+                program_sha256: None,
                 data_values: Vec::new(),
             })
             .await

@@ -51,7 +51,7 @@ impl ToolProfile {
     pub fn compile(name: &str, config: &ToolProfileConfig) -> Result<Self, ProfileError> {
         let mut exact = Vec::new();
         let mut globs = Vec::new();
-        for (pattern, mode) in &config.tools {
+        for (pattern, mode) in config.tools.iter() {
             if pattern.is_empty() {
                 return Err(ProfileError::EmptyPattern {
                     profile: name.to_string(),
@@ -124,12 +124,10 @@ impl Default for ToolProfile {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::collections::BTreeMap;
     use ProfileMode::*;
 
     fn profile(default: ProfileMode, rules: &[(&str, ProfileMode)]) -> ToolProfile {
-        let tools: BTreeMap<String, ProfileMode> =
-            rules.iter().map(|(p, m)| (p.to_string(), *m)).collect();
+        let tools = rules.iter().map(|(p, m)| (*p, *m)).collect();
         ToolProfile::compile("p", &ToolProfileConfig { default, tools }).expect("compiles")
     }
 
@@ -177,24 +175,28 @@ mod tests {
 
     #[test]
     fn equal_length_globs_tie_to_the_rule_listed_first() {
-        // `a*` and `*b` both match `ab` and are equally long; a profile's rules come in key
-        // order (the config map is sorted), so `*b` is listed first and wins, every time.
+        // `a*` and `*b` both match `ab` and are equally long: the one written first wins,
+        // whichever way round they are written, every time.
         let p = profile(Full, &[("a*", Brief), ("*b", Summary)]);
-        assert_eq!(p.mode_for("ab"), Summary);
-        let mut cfg = ToolProfileConfig {
-            default: Full,
-            tools: BTreeMap::new(),
-        };
-        cfg.tools.insert("*b".into(), Summary);
-        cfg.tools.insert("a*".into(), Brief);
+        assert_eq!(p.mode_for("ab"), Brief);
+        let q = profile(Full, &[("*b", Summary), ("a*", Brief)]);
         for _ in 0..10 {
-            let q = ToolProfile::compile("p", &cfg).expect("compiles");
             assert_eq!(q.mode_for("ab"), Summary);
         }
-        // The two spellings of one namespace are the same length once read as `__`; `gh.*`
-        // sorts first.
+        // The two spellings of one namespace are the same length once read as `__`.
         let p = profile(Full, &[("gh__*", Summary), ("gh.*", Brief)]);
+        assert_eq!(p.mode_for("gh__x"), Summary);
+        let p = profile(Full, &[("gh.*", Brief), ("gh__*", Summary)]);
         assert_eq!(p.mode_for("gh__x"), Brief);
+    }
+
+    #[test]
+    fn a_pattern_listed_twice_is_an_error() {
+        let tree = serde_json::json!({"tools": {"a*": "brief"}});
+        let mut text = tree.to_string();
+        text = text.replace("}}", ", \"a*\": \"hidden\"}}");
+        let e = serde_json::from_str::<ToolProfileConfig>(&text).expect_err("duplicate");
+        assert!(e.to_string().contains("listed twice"), "{e}");
     }
 
     #[test]
@@ -218,7 +220,7 @@ mod tests {
 
     #[test]
     fn a_bad_glob_is_an_error_naming_profile_and_pattern() {
-        let tools = BTreeMap::from([("web_[".to_string(), Brief)]);
+        let tools = [("web_[", Brief)].into_iter().collect();
         let e = ToolProfile::compile(
             "compact",
             &ToolProfileConfig {

@@ -83,6 +83,7 @@ pub fn sh(line: &str) -> ExecRequest {
         stdin: None,
         max_output_bytes: 64 * 1024,
         output_lines: None,
+        program_sha256: None,
         data_values: Vec::new(),
     }
 }

@@ -85,6 +85,7 @@ impl Tool for Shell {
             max_output_bytes: MAX_STREAM_BYTES,
             // Its output lines, as they come, to a front end that shows progress.
             output_lines: cx.progress().cloned().map(OutputLines),
+            program_sha256: None,
             data_values: Vec::new(),
         };
         let out = cx.host().exec(req).await?;

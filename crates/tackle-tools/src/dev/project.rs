@@ -328,6 +328,7 @@ async fn origin_repo(cx: &ToolContext) -> Result<String, ToolError> {
         stdin: None,
         max_output_bytes: 4096,
         output_lines: None,
+        program_sha256: None,
         data_values: Vec::new(),
     };
     let out = cx.host().exec(req).await?;

@@ -23,8 +23,6 @@
 //! # impl tackle_protocol::plugins::PluginDirs for NoDisk {
 //! #     fn scan(&self, _: &std::path::Path, _: u64) -> tackle_protocol::plugins::ManifestScan { Default::default() }
 //! #     fn is_executable_file(&self, _: &std::path::Path) -> bool { false }
-//! #     fn read_program(&self, p: &std::path::Path, _: u64) -> Result<Vec<u8>, tackle_protocol::plugins::PluginDirError> {
-//! #         Err(tackle_protocol::plugins::PluginDirError::Io { path: p.into(), message: "none".into() }) }
 //! # }
 //! let report = load(&PluginsSettings::new(Arc::new(NoDisk)));
 //! assert!(report.plugins.is_empty() && report.errors.is_empty());
@@ -75,6 +73,10 @@ pub struct PluginsSettings {
     /// Namespaces already taken (`server__` of each configured MCP server).
     pub reserved_prefixes: Vec<String>,
     pub env: EnvLookup,
+    /// `plugins.allow`: the plugin names that may load (empty: all not blocked).
+    pub allow: Vec<String>,
+    /// `plugins.block`: plugin names that never load; wins over `allow`.
+    pub block: Vec<String>,
 }
 
 impl PluginsSettings {
@@ -86,6 +88,19 @@ impl PluginsSettings {
             reserved: Vec::new(),
             reserved_prefixes: Vec::new(),
             env: Arc::new(|_| None),
+            allow: Vec::new(),
+            block: Vec::new(),
+        }
+    }
+
+    /// Why the operator keeps the plugin named `name` out, if they do.
+    fn excluded(&self, name: &str) -> Option<&'static str> {
+        if self.block.iter().any(|b| b == name) {
+            Some("is in plugins.block")
+        } else if !self.allow.is_empty() && !self.allow.iter().any(|a| a == name) {
+            Some("is not in plugins.allow")
+        } else {
+            None
         }
     }
 }
@@ -105,6 +120,9 @@ pub struct LoadReport {
     pub errors: Vec<ManifestError>,
     /// Refused tools and unreadable entries.
     pub warnings: Vec<String>,
+    /// Plugins the operator keeps out (`plugins.allow` / `plugins.block`): name and why. Not a
+    /// problem, so never warned about.
+    pub excluded: Vec<(String, String)>,
 }
 
 /// Read and check every manifest in `settings.dirs`, in order.
@@ -120,6 +138,18 @@ pub fn load(settings: &PluginsSettings) -> LoadReport {
         let scan = settings.disk.scan(&dir.path, MAX_MANIFEST_BYTES);
         report.warnings.extend(scan.warnings);
         for found in scan.found {
+            // A blocked plugin is not even parsed: its directory name is enough to refuse it.
+            let dir_name = found
+                .plugin_dir
+                .file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default();
+            if settings.block.contains(&dir_name) {
+                report
+                    .excluded
+                    .push((dir_name, "is in plugins.block".to_string()));
+                continue;
+            }
             let is_exec = |p: &std::path::Path| settings.disk.is_executable_file(p);
             let manifest =
                 match manifest::load(&found.path, &found.plugin_dir, &found.bytes, &is_exec) {
@@ -129,6 +159,12 @@ pub fn load(settings: &PluginsSettings) -> LoadReport {
                         continue;
                     }
                 };
+            if let Some(why) = settings.excluded(&manifest.name) {
+                report
+                    .excluded
+                    .push((manifest.name.clone(), why.to_string()));
+                continue;
+            }
             if names.contains(&manifest.name) {
                 report.warnings.push(format!(
                     "{}: plugin `{}` is already loaded from an earlier directory; skipped",
@@ -164,7 +200,6 @@ pub fn load(settings: &PluginsSettings) -> LoadReport {
                     plugin: info.clone(),
                     def: def.clone(),
                     env,
-                    disk: settings.disk.clone(),
                 }));
             }
             report.plugins.push(LoadedPlugin { manifest, tools });

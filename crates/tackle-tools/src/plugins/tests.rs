@@ -4,7 +4,7 @@ use super::*;
 use crate::mock_host::{exec_ok, MockHost};
 use serde_json::{json, Value};
 use std::path::Path;
-use tackle_protocol::plugins::{FoundManifest, ManifestScan, PluginDirError};
+use tackle_protocol::plugins::{FoundManifest, ManifestScan};
 use tackle_protocol::{ApprovalMode, Capability, ErrorKind, ExecCommand, Risk};
 
 /// Manifests in memory: `(plugin dir name, manifest)`, all under `/plugins`.
@@ -28,10 +28,6 @@ impl PluginDirs for Fake {
 
     fn is_executable_file(&self, path: &Path) -> bool {
         path.ends_with("run.sh") || path.ends_with("server")
-    }
-
-    fn read_program(&self, _: &Path, _: u64) -> Result<Vec<u8>, PluginDirError> {
-        Ok(b"server bytes".to_vec())
     }
 }
 
@@ -299,16 +295,28 @@ async fn a_binary_gets_one_json_rpc_request_and_its_last_line_is_the_answer() {
 }
 
 #[tokio::test]
-async fn a_binary_whose_digest_changed_is_not_started() {
-    let other = "0".repeat(64);
-    let r = load(&settings(vec![("demo", binary_manifest(&other))]));
+async fn a_binary_is_started_only_through_the_hosts_digest_check() {
+    // The host checks the digest and runs the checked bytes (tackle-host `pinned_program`);
+    // the tool must hand it the manifest's digest with every start.
+    let r = load(&settings(vec![("demo", binary_manifest(&server_sha()))]));
     let host = Arc::new(MockHost::new());
-    let err = r.plugins[0].tools[0]
-        .call(json!({}), &host.context())
-        .await
-        .err();
-    assert!(err.is_some_and(|e| e.kind == ErrorKind::Failed && e.message.contains("not started")));
-    assert!(host.exec_requests().is_empty());
+    host.reply_exec(Ok(exec_ok(
+        0,
+        "{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"output\":\"done\"}}\n",
+        "",
+    )));
+    let _ = r.plugins[0].tools[0].call(json!({}), &host.context()).await;
+    let req = &host.exec_requests()[0];
+    assert_eq!(req.program_sha256.as_deref(), Some(server_sha().as_str()));
+    // A template plugin names no digest.
+    let t = load(&settings(vec![(
+        "demo",
+        manifest(vec![tool("t", json!(["git", "log"]))]),
+    )]));
+    let host = Arc::new(MockHost::new());
+    host.reply_exec(Ok(exec_ok(0, "", "")));
+    let _ = t.plugins[0].tools[0].call(json!({}), &host.context()).await;
+    assert_eq!(host.exec_requests()[0].program_sha256, None);
 }
 
 #[test]
@@ -405,12 +413,6 @@ impl PluginDirs for Changing {
     fn is_executable_file(&self, _: &Path) -> bool {
         false
     }
-    fn read_program(&self, p: &Path, _: u64) -> Result<Vec<u8>, PluginDirError> {
-        Err(PluginDirError::Io {
-            path: p.into(),
-            message: "none".into(),
-        })
-    }
 }
 
 #[test]
@@ -438,4 +440,53 @@ fn reload_replaces_the_tool_set_and_a_broken_edit_removes_the_plugin() {
     let report = plugins.reload();
     assert!(names(&plugins).is_empty());
     assert_eq!(report.errors.len(), 1);
+}
+
+#[test]
+fn allow_and_block_lists_keep_plugins_out_and_block_wins() {
+    let good = || manifest(vec![tool("t", json!(["git"]))]);
+    let loaded = |s: &PluginsSettings| -> Vec<String> {
+        load(s)
+            .plugins
+            .iter()
+            .map(|p| p.manifest.name.clone())
+            .collect()
+    };
+    let excluded = |s: &PluginsSettings| load(s).excluded;
+
+    // Neither list: it loads.
+    let s = settings(vec![("demo", good())]);
+    assert_eq!(loaded(&s), ["demo"]);
+
+    // Blocked by its manifest name (here in a directory named otherwise).
+    let mut s = settings(vec![("elsewhere", good())]);
+    s.block = vec!["demo".into()];
+    assert!(loaded(&s).is_empty());
+    assert_eq!(
+        excluded(&s),
+        [("demo".to_string(), "is in plugins.block".to_string())]
+    );
+
+    // An allow list names the plugins that may load; the others stay out.
+    let mut s = settings(vec![("demo", good())]);
+    s.allow = vec!["other".into()];
+    assert!(loaded(&s).is_empty());
+    assert_eq!(excluded(&s)[0].1, "is not in plugins.allow");
+    s.allow.push("demo".into());
+    assert_eq!(loaded(&s), ["demo"]);
+
+    // On both lists: blocked.
+    s.block = vec!["demo".into()];
+    assert!(loaded(&s).is_empty());
+
+    // A blocked directory is not parsed, so a broken manifest in it is no problem.
+    let mut s = settings(vec![("demo", json!({"tools": "broken"}))]);
+    s.block = vec!["demo".into()];
+    let r = load(&s);
+    assert!(
+        r.errors.is_empty() && r.plugins.is_empty(),
+        "{:?}",
+        errors(&r)
+    );
+    assert_eq!(r.excluded.len(), 1);
 }

@@ -7,11 +7,9 @@ use super::manifest::{Mode, ToolDef};
 use crate::core::finish_exec;
 use async_trait::async_trait;
 use serde_json::{Map, Value};
-use sha2::{Digest, Sha256};
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
-use tackle_protocol::plugins::{PluginDirs, MAX_PROGRAM_BYTES};
 use tackle_protocol::{
     Capability, ExecCommand, ExecRequest, FsGrant, Grants, OutputLines, Tool, ToolContext,
     ToolError, ToolOutput, ToolPolicy, ToolSpec,
@@ -33,8 +31,6 @@ pub struct PluginTool {
     pub(crate) def: ToolDef,
     /// The allowed variables' values, read by the binary at load.
     pub(crate) env: Vec<(String, String)>,
-    /// For the digest of a binary before each start.
-    pub(crate) disk: Arc<dyn PluginDirs>,
 }
 
 impl PluginTool {
@@ -59,33 +55,6 @@ impl PluginTool {
                 Ok((program.clone(), argv))
             }
         }
-    }
-
-    /// A binary whose digest the manifest gives must still have it, checked before each start.
-    fn check_digest(&self) -> Result<(), ToolError> {
-        let Mode::Binary {
-            path,
-            sha256: Some(want),
-        } = &self.def.mode
-        else {
-            return Ok(());
-        };
-        let bytes = self
-            .disk
-            .read_program(path, MAX_PROGRAM_BYTES)
-            .map_err(|e| ToolError::failed(format!("plugin tool `{}`: {e}", self.def.name)))?;
-        let got: String = Sha256::digest(&bytes)
-            .iter()
-            .map(|b| format!("{b:02x}"))
-            .collect();
-        if &got != want {
-            return Err(ToolError::failed(format!(
-                "plugin tool `{}`: {} has SHA-256 {got}, not the {want} its manifest names; it was not started",
-                self.def.name,
-                path.display()
-            )));
-        }
-        Ok(())
     }
 }
 
@@ -122,7 +91,6 @@ impl Tool for PluginTool {
 
     async fn call(&self, args: Value, cx: &ToolContext) -> Result<ToolOutput, ToolError> {
         let (program, argv) = self.command(&args)?;
-        self.check_digest()?;
         let ws = cx.host().workspace().to_path_buf();
         let cwd = match &self.def.working_dir {
             Some(rel) => ws.join(rel),
@@ -146,6 +114,11 @@ impl Tool for PluginTool {
             },
             // The model's values: the host refuses the call if a command the template hands
             // them to (a shell line, a wrapper) would read them as anything but data.
+            // Checked by the host before each start, which then runs the checked bytes.
+            program_sha256: match &self.def.mode {
+                Mode::Binary { sha256, .. } => sha256.clone(),
+                Mode::Argv { .. } => None,
+            },
             data_values: if binary {
                 Vec::new()
             } else {

@@ -212,6 +212,7 @@ impl Tool for Git {
             stdin: None,
             max_output_bytes: MAX_STREAM_BYTES,
             output_lines: None,
+            program_sha256: None,
             data_values: Vec::new(),
         };
         let out = cx.host().exec(req).await?;

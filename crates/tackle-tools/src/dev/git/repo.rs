@@ -89,6 +89,7 @@ async fn run(
         stdin: None,
         max_output_bytes: PROBE_OUTPUT,
         output_lines: None,
+        program_sha256: None,
         data_values: Vec::new(),
     };
     match cx.host().exec(req).await {
