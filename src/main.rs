@@ -41,6 +41,8 @@ fn main() -> ExitCode {
     exit::quiet_closed_stdout_panics();
     let cli = cli::Cli::parse();
     init_tracing(cli.global.verbose, cli.global.quiet);
+    // Before any HTTP client exists (MCP's SDK builds its own): the one TLS backend.
+    tackle_host::install_tls_provider();
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()

@@ -64,7 +64,7 @@ pub use bash::{bash_path, bash_read_back};
 pub use config::{operator_urls, HostConfig};
 pub use exec::check_shell_line;
 pub use host::{NativeHost, NativeHostProvider};
-pub use net::MAX_REDIRECTS;
+pub use net::{install_tls_provider, MAX_REDIRECTS};
 pub use plugin_dirs::DiskPluginDirs;
 pub use report::{enforcement_report, enforcement_report_json, Enforcement};
 pub use sandbox::{sandbox_status, SandboxStatus};

@@ -137,6 +137,7 @@ pub(crate) struct ClientConfig<'a> {
 }
 
 fn build_client(reach: Reach, cfg: &ClientConfig<'_>) -> Result<Client, String> {
+    install_tls_provider();
     let resolver = PinnedResolver {
         reach,
         overrides: cfg.dns_overrides.into(),
@@ -465,6 +466,13 @@ async fn read_body(
         redirects,
         truncated,
     })
+}
+
+/// Make ring the process's TLS provider, which every `reqwest` client needs: reqwest is built
+/// without one (one TLS backend in the binary). Cheap and idempotent; a provider already
+/// installed stays.
+pub fn install_tls_provider() {
+    let _ = rustls::crypto::ring::default_provider().install_default();
 }
 
 #[cfg(test)]

@@ -118,6 +118,7 @@ pub async fn discover_with(
     if let Some(found) = from_env(env) {
         return Ok(found);
     }
+    crate::http::install_tls_provider();
     let client = reqwest::Client::builder()
         .connect_timeout(Duration::from_millis(500))
         .timeout(Duration::from_secs(2))

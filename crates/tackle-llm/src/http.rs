@@ -82,6 +82,7 @@ impl Transport {
         if let Some(client) = self.lock_pinned().clone() {
             return Ok(client);
         }
+        install_tls_provider();
         let mut builder = reqwest::Client::builder()
             .connect_timeout(Duration::from_secs(10))
             .read_timeout(Duration::from_secs(300))
@@ -407,4 +408,10 @@ pub(crate) fn error_chain(e: &dyn std::error::Error) -> String {
         source = s.source();
     }
     out
+}
+
+/// Make ring the process's TLS provider before a `reqwest` client is built: reqwest is built
+/// without one, so that the binary carries a single TLS backend. Idempotent.
+pub(crate) fn install_tls_provider() {
+    let _ = rustls::crypto::ring::default_provider().install_default();
 }

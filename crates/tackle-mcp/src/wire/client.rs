@@ -250,6 +250,7 @@ pub(crate) async fn connect_http(
     elicitor: Elicitor,
     roots: &[(String, PathBuf)],
 ) -> Result<Connection, WireError> {
+    super::install_tls_provider();
     let mut config = StreamableHttpClientTransportConfig::with_uri(url.to_string())
         .reinit_on_expired_session(true);
     let mut custom = HashMap::new();

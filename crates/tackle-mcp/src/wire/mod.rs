@@ -27,3 +27,9 @@ pub enum WireError {
     #[error("{0}")]
     Config(String),
 }
+
+/// Make ring the process's TLS provider before a `reqwest` client is built: reqwest is built
+/// without one, so that the binary carries a single TLS backend. Idempotent.
+pub(crate) fn install_tls_provider() {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+}

@@ -178,6 +178,7 @@ pub(crate) async fn manager(
     url: &str,
     token_file: &Path,
 ) -> Result<AuthorizationManager, rmcp::transport::auth::AuthError> {
+    crate::wire::install_tls_provider();
     let mut manager = AuthorizationManager::new(url).await?;
     manager.set_credential_store(FileStore {
         path: token_file.to_path_buf(),
@@ -200,6 +201,7 @@ pub struct Login<'a> {
 /// Log in: discover, register (unless pre-registered), show the authorization URL through
 /// `show`, receive the redirect on 127.0.0.1, exchange the code and store the tokens.
 pub async fn login(login: Login<'_>, show: &(dyn Fn(&str) + Sync)) -> Result<(), OAuthError> {
+    crate::wire::install_tls_provider();
     let listener = TcpListener::bind(("127.0.0.1", 0))
         .await
         .map_err(|e| OAuthError::Listen(e.to_string()))?;
@@ -298,6 +300,7 @@ async fn probe(url: &str) -> Option<String> {
         "params": {"protocolVersion": "2025-11-25", "capabilities": {},
                    "clientInfo": {"name": "tackle", "version": env!("CARGO_PKG_VERSION")}}
     });
+    crate::wire::install_tls_provider();
     let response = reqwest::Client::new()
         .post(url)
         .header("content-type", "application/json")
@@ -320,6 +323,7 @@ async fn probe(url: &str) -> Option<String> {
 /// The unattended mode: follow the authorization URL's redirects until one points at
 /// `redirect_uri`, and return that URL (nothing is opened in a browser).
 async fn follow(auth_url: &str, redirect_uri: &str) -> Result<String, OAuthError> {
+    crate::wire::install_tls_provider();
     let client = reqwest::Client::builder()
         .redirect(reqwest::redirect::Policy::none())
         .timeout(Duration::from_secs(30))
@@ -482,6 +486,7 @@ mod tests {
         let listener = TcpListener::bind(("127.0.0.1", 0)).await.unwrap();
         let port = listener.local_addr().unwrap().port();
         let waiting = tokio::spawn(async move { receive(&listener, port).await });
+        crate::wire::install_tls_provider();
         let client = reqwest::Client::new();
         let other = client
             .get(format!("http://127.0.0.1:{port}/favicon.ico"))
