@@ -244,7 +244,7 @@ fn extensions(
     use tackle_tools::{core, dev, fs, memory, system, web};
     let all: Vec<Arc<dyn Extension>> = vec![
         system::extension(),
-        core::extension(),
+        core::extension_with_channels(config.channels.clone()),
         fs::extension(coding_tools),
         web::extension(web::WebSettings::from_config(&config.web_search)),
         dev::extension(dev::DevSettings {
@@ -283,7 +283,14 @@ fn load_plugins(
 }
 
 /// Tools that only work inside a running agent (they ask it through [`AgentServices`]).
-const AGENT_TOOLS: &[&str] = &["compact"];
+const AGENT_TOOLS: &[&str] = &[
+    "compact",
+    "spawn_agent",
+    "spawn_worker",
+    "spawn",
+    "delegate",
+    "message",
+];
 
 /// `ext` without its agent tools; calling one by name says where it works instead.
 fn without_agent_tools(ext: Arc<dyn Extension>) -> Arc<dyn Extension> {
@@ -442,6 +449,16 @@ fn redactor(config: &Config) -> tackle_agent::sanitizer::Redact {
             .filter_map(|m| m.oauth.as_ref()?.client_secret.clone()),
     );
     secrets.extend(config.mcp.bearer_token.clone());
+    // A webhook's headers (tokens) and URL (some carry their token in the path).
+    secrets.extend(config.channels.values().flat_map(|c| {
+        match c {
+            tackle_protocol::config::ChannelConfig::Webhook { url, headers, .. } => headers
+                .values()
+                .cloned()
+                .chain([url.clone()])
+                .collect::<Vec<_>>(),
+        }
+    }));
     secrets.retain(|s| !s.trim().is_empty());
     let redactor = Arc::new(tackle_policy::secrets::SecretRedactor::new(secrets));
     Arc::new(move |text: &str| redactor.redact(text))

@@ -98,6 +98,9 @@ pub enum SessionsCommand {
         /// Print a JSON array.
         #[arg(long)]
         json: bool,
+        /// Show child agents' sessions under the session that started them.
+        #[arg(long)]
+        tree: bool,
     },
     /// One session's messages and tool calls.
     Show {
@@ -188,6 +191,9 @@ pub struct RunArgs {
     /// Print the event stream as JSON lines.
     #[arg(long)]
     pub json: bool,
+    /// Do not wait for background tasks (`spawn`) at the end: cancel them and say so.
+    #[arg(long)]
+    pub no_wait: bool,
 }
 
 #[derive(Debug, Args)]

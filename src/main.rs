@@ -11,6 +11,7 @@ macro_rules! outln {
 
 mod app;
 mod approval;
+mod background;
 mod cli;
 mod commands;
 mod config;

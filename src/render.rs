@@ -73,6 +73,18 @@ pub async fn render(mut events: UnboundedReceiver<AgentEvent>, json: bool, quiet
                     DoneReason::Answer | DoneReason::MaxIterations | DoneReason::Error => {}
                 }
             }
+            AgentEvent::Message { from, content } => {
+                term::err_line(&format!("  ✉ {from}: {}", first_line(&content)));
+            }
+            AgentEvent::BackgroundTask {
+                label, ok, text, ..
+            } => {
+                let state = if ok { "completed" } else { "failed" };
+                term::err_line(&format!(
+                    "  [Background task '{label}' {state}] {}",
+                    first_line(&text)
+                ));
+            }
             AgentEvent::Iteration { .. } | AgentEvent::Usage { .. } => {}
         }
     }

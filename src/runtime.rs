@@ -5,7 +5,8 @@ use crate::cli::Global;
 use crate::exit::usage;
 use anyhow::Result;
 use std::sync::Arc;
-use tackle_agent::{AgentLoop, Compactor, LoopConfig, Session};
+use tackle_agent::tree::Budget;
+use tackle_agent::{AgentLoop, BudgetMode, Compactor, LoopConfig, Session, Tree, TreeSettings};
 use tackle_llm::{provider_from_config, EnvSnapshot, LlmError, Provider};
 use tackle_protocol::config::{AgentConfig, BackendConfig, Config};
 use tackle_store::Store;
@@ -16,6 +17,8 @@ pub struct Runtime {
     pub store: Store,
     pub compactor: Arc<Compactor>,
     pub agent_name: String,
+    /// The tree of agents this run's agent may start (`spawn_*`, `delegate`, `spawn`).
+    pub tree: Arc<Tree>,
 }
 
 impl Runtime {
@@ -37,15 +40,34 @@ impl Runtime {
             model.clone(),
             Some(store.clone()),
         ));
+        let max_iterations = agent
+            .as_ref()
+            .and_then(|a| a.max_iterations)
+            .map_or(LoopConfig::new("").max_iterations, |n| n.max(1));
+        let tree = Tree::new(TreeSettings {
+            config: Arc::new(loaded.config.clone()),
+            agent: agent.clone(),
+            provider: Arc::clone(&provider),
+            model: model.clone(),
+            stream,
+            tool_profile: crate::profiles::for_agent(&loaded.config, agent.as_ref())?,
+            context_tokens: LoopConfig::new("").context_tokens,
+            store: store.clone(),
+            compactor: Some(Arc::clone(&compactor)),
+        });
+        let budget = Arc::new(Budget::new(max_iterations));
+        let root = tree.root_node(Arc::clone(&budget));
         let app = App::from_loaded(
             global,
             selection,
             loaded,
-            Some(compactor.clone() as Arc<dyn tackle_protocol::AgentServices>),
+            Some(root as Arc<dyn tackle_protocol::AgentServices>),
             store.clone(),
         )?;
+        tree.attach(&app.dispatcher);
         app.settle_mcp().await;
         let mut config = LoopConfig::new(model);
+        config.budget = BudgetMode::PerTurn(budget);
         config.stream = stream;
         config.tool_profile = app.tool_profile.clone();
         config.system_prompt = agent.as_ref().and_then(|a| a.system_prompt.clone());
@@ -64,13 +86,15 @@ impl Runtime {
             config.memory_block = tackle_store::pinned_block(&pinned);
         }
         let agent_loop = AgentLoop::new(provider, Arc::clone(&app.dispatcher), config)
-            .with_compactor(Arc::clone(&compactor));
+            .with_compactor(Arc::clone(&compactor))
+            .with_inbox(Arc::clone(tree.inbox()));
         Ok(Self {
             app,
             agent_loop,
             store,
             compactor,
             agent_name,
+            tree,
         })
     }
 

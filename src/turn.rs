@@ -34,10 +34,13 @@ pub async fn run_rendered(
             on_ctrl_c.cancel();
         }
     });
+    rt.tree.set_front_end(Some(tx.clone()));
     let outcome = rt
         .agent_loop
         .run_turn(session, input, approver, &tx, &cancel)
         .await;
+    // The renderer ends when every sender is gone, the tree's included.
+    rt.tree.set_front_end(None);
     drop(tx);
     let _ = renderer.await;
     ctrl_c.abort();

@@ -6,6 +6,7 @@ pub mod mcp_login;
 pub mod memory;
 pub mod plugins;
 pub mod run;
+pub mod session_tree;
 pub mod sessions;
 pub mod skills;
 pub mod tools;

@@ -26,6 +26,7 @@ pub async fn run(global: &Global, args: RunArgs) -> Result<i32> {
         global.quiet,
     )
     .await;
+    crate::background::finish(&rt, args.no_wait, global.quiet).await;
     // `-q`: only errors on stderr.
     if !args.json && !global.quiet {
         eprintln!(

@@ -19,7 +19,10 @@ pub async fn run(global: &Global, cmd: SessionsCommand) -> Result<i32> {
     let loaded = load_config(global)?;
     let store = open_store(&App::state_dir_for(&loaded.config))?;
     match cmd {
-        SessionsCommand::List { json } => list(&store, json, global.quiet).await,
+        SessionsCommand::List { json, tree: true } => {
+            crate::commands::session_tree::list(&store, json).await
+        }
+        SessionsCommand::List { json, .. } => list(&store, json, global.quiet).await,
         SessionsCommand::Show { id, json } => show(&store, &SessionId(id), json).await,
         SessionsCommand::Rm { id } => rm(&store, &SessionId(id)).await,
     }

@@ -6,6 +6,7 @@ use crate::context::{trim_to_window, DEFAULT_CONTEXT_TOKENS};
 use crate::dispatcher::{CallRequest, Dispatcher};
 use crate::events::{emit, AgentEvent, DoneReason, EventSink};
 use crate::session::Session;
+use crate::tree::Budget;
 use futures::StreamExt;
 use serde_json::Value;
 use std::collections::HashMap;
@@ -47,6 +48,25 @@ pub struct LoopConfig {
     pub stream: bool,
     /// How much of each tool definition the model is shown (`agents[].tool_profile`).
     pub tool_profile: crate::ToolProfile,
+    /// The iteration pool this loop draws from, shared with every agent it starts.
+    pub budget: BudgetMode,
+}
+
+/// Whose iteration pool a loop draws from.
+#[derive(Debug, Clone)]
+pub enum BudgetMode {
+    /// Its own: refilled to `max_iterations` at the start of each user turn (a root agent).
+    PerTurn(Arc<Budget>),
+    /// Its parent's: never refilled (a child in a tree).
+    Shared(Arc<Budget>),
+}
+
+impl BudgetMode {
+    pub fn pool(&self) -> &Arc<Budget> {
+        match self {
+            Self::PerTurn(b) | Self::Shared(b) => b,
+        }
+    }
 }
 
 impl LoopConfig {
@@ -59,6 +79,7 @@ impl LoopConfig {
             context_tokens: DEFAULT_CONTEXT_TOKENS,
             stream: true,
             tool_profile: crate::ToolProfile::full(),
+            budget: BudgetMode::PerTurn(Arc::new(Budget::new(25))),
         }
     }
 }
@@ -94,6 +115,7 @@ pub struct AgentLoop {
     dispatcher: Arc<Dispatcher>,
     config: LoopConfig,
     compactor: Option<Arc<Compactor>>,
+    inbox: Option<Arc<crate::tree::Inbox>>,
 }
 
 /// Per-turn counters.
@@ -116,7 +138,14 @@ impl AgentLoop {
             dispatcher,
             config,
             compactor: None,
+            inbox: None,
         }
+    }
+
+    /// Take in background results for the session at safe points (between model turns).
+    pub fn with_inbox(mut self, inbox: Arc<crate::tree::Inbox>) -> Self {
+        self.inbox = Some(inbox);
+        self
     }
 
     /// Adopt summaries the `compact` tool writes mid-turn.
@@ -149,6 +178,12 @@ impl AgentLoop {
     ) -> Result<TurnOutcome, LoopError> {
         let mut tally = Tally::default();
         let mut iteration = 0;
+        if let Some(inbox) = &self.inbox {
+            // Already in the store (written while this session was idle): context only.
+            for note in inbox.enter(session.id()) {
+                session.remember(Message::user(note));
+            }
+        }
         let outcome = self
             .turn_steps(
                 session,
@@ -160,6 +195,12 @@ impl AgentLoop {
                 &mut iteration,
             )
             .await;
+        if let Some(inbox) = &self.inbox {
+            // Results that came in during the last model turn, written after its answer.
+            for note in inbox.leave(session.id()) {
+                session.push(Message::user(note)).await?;
+            }
+        }
         if let Err(e) = &outcome {
             // Readers of the event stream (`run --json`) always get a final event, with why.
             emit(
@@ -186,7 +227,10 @@ impl AgentLoop {
         iteration: &mut u32,
     ) -> Result<TurnOutcome, LoopError> {
         session.push(Message::user(input)).await?;
-        while *iteration < self.config.max_iterations {
+        if let BudgetMode::PerTurn(pool) = &self.config.budget {
+            pool.reset(self.config.max_iterations);
+        }
+        while self.config.budget.pool().take() {
             *iteration += 1;
             emit(events, AgentEvent::Iteration { n: *iteration });
             let Some(turn) = self.model_turn(session, true, events, cancel).await? else {
@@ -226,6 +270,11 @@ impl AgentLoop {
                 session
                     .push(Message::tool_result(&c.call.id, content, is_error))
                     .await?;
+            }
+            if let Some(inbox) = &self.inbox {
+                for note in inbox.drain(session.id()) {
+                    session.push(Message::user(note)).await?;
+                }
             }
             if let Some(summary) = self
                 .compactor
@@ -349,10 +398,15 @@ impl AgentLoop {
         req.stream = self.config.stream;
         if with_tools {
             self.dispatcher.registry().refresh();
-            req.tools = crate::profiles::render(
-                &self.dispatcher.registry().specs(),
-                &self.config.tool_profile,
-            );
+            // A child is shown only the tools it may call.
+            let specs: Vec<_> = self
+                .dispatcher
+                .registry()
+                .specs()
+                .into_iter()
+                .filter(|s| self.dispatcher.allows_tool(&s.name))
+                .collect();
+            req.tools = crate::profiles::render(&specs, &self.config.tool_profile);
         }
         req
     }

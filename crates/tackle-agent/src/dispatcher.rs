@@ -8,6 +8,7 @@ use crate::plan::Plan;
 use crate::registry::{Entry, Registry};
 use crate::sanitizer::Sanitizer;
 use crate::session_approvals::SessionApprovals;
+use crate::tree::TreePlace;
 use futures::FutureExt;
 use serde::Serialize;
 use serde_json::Value;
@@ -126,6 +127,8 @@ pub struct Dispatcher {
     config: DispatcherConfig,
     audit: Option<Arc<dyn AuditSink>>,
     agents: Option<Arc<dyn AgentServices>>,
+    /// Where this dispatcher's agent sits in a tree of agents (the root's is empty).
+    place: TreePlace,
 }
 
 impl Dispatcher {
@@ -140,7 +143,35 @@ impl Dispatcher {
             config,
             audit: None,
             agents: None,
+            place: TreePlace::default(),
         }
+    }
+
+    /// The dispatcher of a child agent: the same registry, host and audit log, its own
+    /// config, its place in the tree (grant ceilings, tools, path) and its own agent services.
+    pub fn child(
+        &self,
+        config: DispatcherConfig,
+        place: TreePlace,
+        agents: Arc<dyn AgentServices>,
+    ) -> Self {
+        Self {
+            registry: Arc::clone(&self.registry),
+            host: Arc::clone(&self.host),
+            config,
+            audit: self.audit.clone(),
+            agents: Some(agents),
+            place,
+        }
+    }
+
+    pub fn place(&self) -> &TreePlace {
+        &self.place
+    }
+
+    /// Whether this dispatcher's agent may call `name` at all (a child's tools are a subset).
+    pub fn allows_tool(&self, name: &str) -> bool {
+        self.place.tools.as_ref().is_none_or(|t| t.contains(name))
     }
 
     pub fn with_audit(mut self, audit: Arc<dyn AuditSink>) -> Self {
@@ -261,6 +292,12 @@ impl Dispatcher {
     }
 
     fn lookup(&self, name: &str) -> Result<Arc<Entry>, ToolError> {
+        if !self.allows_tool(name) {
+            return Err(ToolError::not_found(format!(
+                "`{name}` is not among the tools of `{}`",
+                self.place.label(&self.config.agent)
+            )));
+        }
         if let Some(entry) = self.registry.get(name) {
             return Ok(entry);
         }
@@ -281,13 +318,29 @@ impl Dispatcher {
         Err(ToolError::not_found(format!("unknown tool `{name}`{hint}")))
     }
 
+    /// The tool's policy for this agent, narrowed to what each agent above it in the tree
+    /// would get for the same tool: a child never runs under wider grants than its parent.
     fn resolve(&self, entry: &Entry) -> ResolvedPolicy {
-        resolve(
+        let mut policy = resolve(
             &entry.spec.name,
             &entry.default_policy,
             &self.config.security,
             self.config.agent_grants.as_ref(),
-        )
+        );
+        for (name, ceiling) in &self.place.ceilings {
+            let above = resolve(
+                &entry.spec.name,
+                &entry.default_policy,
+                &self.config.security,
+                ceiling.as_ref(),
+            );
+            policy.grants = tackle_policy::grants::intersect(&above.grants, &policy.grants);
+            policy.approval = policy.approval.max(above.approval);
+            policy
+                .sources
+                .push(format!("narrowed to the grants of `{name}`"));
+        }
+        policy
     }
 
     fn scope(
@@ -314,7 +367,7 @@ impl Dispatcher {
         if let Some(agents) = &self.agents {
             cx = cx.with_agents(Arc::clone(agents));
         }
-        cx
+        cx.with_ancestors(self.place.ceilings.iter().map(|(n, _)| n.clone()).collect())
     }
 
     /// Returns who approved (`policy` when no one had to).
@@ -404,7 +457,8 @@ impl Dispatcher {
         let cx = self
             .context(&scope, &req.channel, host)
             .with_forms(req.approver.forms())
-            .with_progress(progress);
+            .with_progress(progress)
+            .with_approver(Arc::clone(&req.approver));
         let limit = entry.tool.timeout().unwrap_or(self.config.default_timeout);
         let cancelled = || {
             Err(ToolError::failed(format!(
@@ -496,7 +550,8 @@ impl Dispatcher {
         audit
             .record(AuditEvent {
                 session_id: req.session_id.clone(),
-                agent: self.config.agent.clone(),
+                // A child's record names its path in the tree (`default › researcher`).
+                agent: self.place.label(&self.config.agent),
                 tool: req.call.name.clone(),
                 args_summary,
                 verdict,

@@ -33,6 +33,15 @@ pub enum AgentEvent {
         input_tokens: u64,
         output_tokens: u64,
     },
+    /// A proactive message from an agent of the tree to this front end (`message`).
+    Message { from: String, content: String },
+    /// A background task (`spawn`) finished; its result is also in the parent session.
+    BackgroundTask {
+        id: String,
+        label: String,
+        ok: bool,
+        text: String,
+    },
     /// The turn ended.
     Done {
         reason: DoneReason,

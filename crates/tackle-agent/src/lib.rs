@@ -35,8 +35,9 @@ pub mod registry;
 pub mod sanitizer;
 pub mod session;
 pub mod session_approvals;
+pub mod tree;
 
-pub use agent_loop::{AgentLoop, LoopConfig, LoopError, TurnOutcome};
+pub use agent_loop::{AgentLoop, BudgetMode, LoopConfig, LoopError, TurnOutcome};
 pub use audit::{AuditEvent, AuditSink};
 pub use compaction::Compactor;
 pub use dispatcher::{CallRequest, Dispatcher, DispatcherConfig, Explanation};
@@ -47,3 +48,4 @@ pub use registry::{Registry, RegistryError};
 pub use sanitizer::Sanitizer;
 pub use session::Session;
 pub use session_approvals::SessionApprovals;
+pub use tree::{Tree, TreeNode, TreePlace, TreeSettings};

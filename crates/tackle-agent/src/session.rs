@@ -45,6 +45,26 @@ impl Session {
         })
     }
 
+    /// A new stored session for `agent`, started by the agent of session `parent` and
+    /// linked to it (its path in the tree is `path`).
+    pub async fn create_child(
+        store: Store,
+        agent: &str,
+        parent: &str,
+        path: &str,
+    ) -> Result<Self, StoreError> {
+        let id = store
+            .create_child_session(agent, &SessionId(parent.to_string()), path)
+            .await?;
+        Ok(Self {
+            id,
+            store: Some(store),
+            summary: None,
+            messages: Vec::new(),
+            approvals: Arc::default(),
+        })
+    }
+
     /// Resume a stored session (created if the id is new), from its latest summary on.
     pub async fn resume(store: Store, id: &str, agent: &str) -> Result<Self, StoreError> {
         let id = SessionId(id.to_string());
@@ -113,6 +133,12 @@ impl Session {
         }
         self.messages.push(message);
         Ok(())
+    }
+
+    /// Add a message already in the store (a background result written while the session
+    /// was idle) to the context, without writing it again.
+    pub fn remember(&mut self, message: Message) {
+        self.messages.push(message);
     }
 
     /// Adopt a summary already stored (by the `compact` tool) without writing it again.

@@ -90,7 +90,7 @@ impl HostConfig {
 }
 
 /// Every URL the operator wrote into `config`: backends' `api_base`, search backends' `url`,
-/// MCP servers' `url`, the skills registry.
+/// MCP servers' `url`, the skills registry, webhook channels' `url`.
 pub fn operator_urls(config: &Config) -> Vec<String> {
     let backends = config.backends.iter().filter_map(|b| b.api_base.clone());
     let search = config
@@ -100,7 +100,15 @@ pub fn operator_urls(config: &Config) -> Vec<String> {
         .filter_map(|b| b.url.clone());
     let mcp = config.mcp_servers.values().filter_map(|m| m.url.clone());
     let skills = config.skills.registry_url.clone();
-    backends.chain(search).chain(mcp).chain(skills).collect()
+    let channels = config.channels.values().map(|c| match c {
+        tackle_protocol::config::ChannelConfig::Webhook { url, .. } => url.clone(),
+    });
+    backends
+        .chain(search)
+        .chain(mcp)
+        .chain(skills)
+        .chain(channels)
+        .collect()
 }
 
 #[cfg(test)]

@@ -75,6 +75,23 @@ pub fn attenuate(parent: &Grants, child: &Grants) -> Grants {
     }
 }
 
+/// What both `a` and `b` allow: a peer agent's own grants narrowed to its caller's. Unlike
+/// [`attenuate`], a kind one side leaves unset is that kind's default on that side (shell and
+/// network permissive, fs the workspace only), never the other side's setting: a peer that
+/// sets no fs grant keeps the workspace-only default even when its caller may read more.
+pub fn intersect(a: &Grants, b: &Grants) -> Grants {
+    attenuate(&explicit(a), &explicit(b))
+}
+
+/// Every kind set, each unset one to its default.
+fn explicit(g: &Grants) -> Grants {
+    Grants {
+        shell: Some(g.shell.clone().unwrap_or_default()),
+        network: Some(g.network.clone().unwrap_or_default()),
+        fs: Some(g.fs.clone().unwrap_or_default()),
+    }
+}
+
 fn both<T: Clone + Default>(p: &Option<T>, c: &Option<T>, meet: fn(&T, &T) -> T) -> Option<T> {
     match (p, c) {
         (Some(p), Some(c)) => Some(meet(p, c)),

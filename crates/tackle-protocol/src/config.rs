@@ -45,6 +45,9 @@ pub struct Config {
     /// `tackle memory grant`); its own memory (`self`) needs none.
     #[serde(default)]
     pub memory_banks: BTreeMap<String, MemoryBankConfig>,
+    /// Destinations of the `message` tool besides the session itself (`channels.NAME`).
+    #[serde(default)]
+    pub channels: BTreeMap<String, ChannelConfig>,
 }
 
 impl Config {
@@ -113,10 +116,23 @@ pub struct AgentConfig {
     pub grants: Grants,
     #[serde(default)]
     pub workers: Vec<WorkerConfig>,
+    /// How deep `spawn_agent` / `spawn_worker` / `delegate` may nest below this agent
+    /// (default [`AgentConfig::DEFAULT_MAX_DEPTH`]).
+    #[serde(default)]
+    pub max_depth: Option<u32>,
+    /// How many children one agent of this tree may run at once (default
+    /// [`AgentConfig::DEFAULT_MAX_CONCURRENT_CHILDREN`]).
+    #[serde(default)]
+    pub max_concurrent_children: Option<u32>,
     /// Show this agent its pinned `longterm_memory` entries at the start of each run, inside
     /// a block labelled as remembered data (never as instructions). Off by default.
     #[serde(default)]
     pub inject_pinned_memory: bool,
+}
+
+impl AgentConfig {
+    pub const DEFAULT_MAX_DEPTH: u32 = 3;
+    pub const DEFAULT_MAX_CONCURRENT_CHILDREN: u32 = 3;
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -472,4 +488,20 @@ pub struct MemoryBankConfig {
     pub read: Vec<String>,
     #[serde(default)]
     pub write: Vec<String>,
+}
+
+/// `channels.NAME`: where the `message` tool may send besides the session.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case", deny_unknown_fields)]
+pub enum ChannelConfig {
+    /// A JSON POST to the operator's URL (pinned, timed out; loopback allowed because the
+    /// operator wrote it).
+    Webhook {
+        url: String,
+        #[serde(default)]
+        headers: BTreeMap<String, String>,
+        /// Seconds one POST may take (default 10).
+        #[serde(default)]
+        timeout_secs: Option<u64>,
+    },
 }

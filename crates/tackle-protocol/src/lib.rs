@@ -34,7 +34,7 @@ pub mod suggest;
 pub mod text;
 pub mod tool;
 
-pub use agents::AgentServices;
+pub use agents::{AgentServices, ChildKind, SpawnRequest, SpawnResult};
 pub use approval::{
     ApprovalAnswer, ApprovalRequest, ApprovalUnavailable, Approver, FormAsker, FormReply,
     FormUnavailable,

@@ -90,6 +90,10 @@ pub struct ToolContext {
     catalog: Option<Arc<dyn ToolCatalog>>,
     forms: Option<Arc<dyn crate::approval::FormAsker>>,
     progress: Option<Arc<dyn ProgressSink>>,
+    approver: Option<Arc<dyn crate::approval::Approver>>,
+    /// The agents above the caller in its tree, root first (empty for a root agent): what
+    /// the caller reaches (its memory banks) is narrowed to what each of them reaches.
+    pub ancestors: Vec<String>,
 }
 
 /// Lines a running tool reports as it goes (a command's output), for a front end that shows
@@ -120,6 +124,8 @@ impl ToolContext {
             catalog: None,
             forms: None,
             progress: None,
+            approver: None,
+            ancestors: Vec::new(),
         }
     }
 
@@ -147,6 +153,24 @@ impl ToolContext {
     /// Where the call's progress lines go, when its front end shows them.
     pub fn with_progress(mut self, progress: Option<Arc<dyn ProgressSink>>) -> Self {
         self.progress = progress;
+        self
+    }
+
+    /// Who approves this call's own calls (the calling front end's approver), for the agent
+    /// tools that start children: a child asks the same person, never inherits a yes.
+    pub fn with_approver(mut self, approver: Arc<dyn crate::approval::Approver>) -> Self {
+        self.approver = Some(approver);
+        self
+    }
+
+    /// The calling front end's approver, when the dispatcher passed it on.
+    pub fn approver(&self) -> Option<&Arc<dyn crate::approval::Approver>> {
+        self.approver.as_ref()
+    }
+
+    /// The agents above the caller, root first.
+    pub fn with_ancestors(mut self, ancestors: Vec<String>) -> Self {
+        self.ancestors = ancestors;
         self
     }
 

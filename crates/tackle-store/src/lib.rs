@@ -20,6 +20,7 @@
 
 mod audit;
 mod error;
+mod links;
 mod longterm;
 mod memory;
 mod migrations;
@@ -29,6 +30,7 @@ mod sessions;
 
 pub use audit::{AuditQuery, AuditRecord, AuditSince, ARGS_SUMMARY_MAX_BYTES};
 pub use error::StoreError;
+pub use links::SessionLink;
 pub use longterm::{pinned_block, LongtermEntry, LongtermHit, LongtermSet, PINNED};
 pub use memory::{
     check_bank_name, normalize_tags, BankListing, BankPerm, MemoryAccess, MemoryHit, RecallQuery,

@@ -150,6 +150,17 @@ const MIGRATIONS: &[(i64, &str)] = &[
             PRIMARY KEY (agent, key)
         );",
     ),
+    (
+        // A child agent's session names the session that started it and its path in the
+        // tree (`default › researcher`); a root session has neither.
+        7,
+        "CREATE TABLE session_links (
+            id TEXT PRIMARY KEY REFERENCES sessions(id),
+            parent_id TEXT NOT NULL,
+            tree_path TEXT NOT NULL
+        );
+        CREATE INDEX session_links_by_parent ON session_links (parent_id);",
+    ),
 ];
 
 /// The newest schema version this build knows.

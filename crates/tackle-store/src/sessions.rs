@@ -295,6 +295,7 @@ impl Store {
             let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
             ensure_exists(&tx, &id)?;
             let entries = tx.execute("DELETE FROM entries WHERE session_id = ?1", [&id])?;
+            tx.execute("DELETE FROM session_links WHERE id = ?1", [&id])?;
             tx.execute("DELETE FROM sessions WHERE id = ?1", [&id])?;
             tx.commit()?;
             Ok(entries)

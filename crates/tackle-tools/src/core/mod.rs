@@ -1,22 +1,39 @@
-//! The `core` extension: `shell` today; the agent tools (`compact`, `spawn_*`, `message`)
-//! join it as they are written, each in its own file, listed in [`CoreExtension::tools`].
+//! The `core` extension: `shell` and the agent tools (`compact`, `spawn_*`, `delegate`,
+//! `message`), each in its own file, listed in [`CoreExtension::tools`].
 
 mod compact;
+mod delegate;
+mod message;
 mod shell;
+mod spawn;
 
 pub use compact::Compact;
+pub use delegate::Delegate;
+pub use message::SendMessage;
 pub(crate) use shell::finish as finish_exec;
 pub use shell::Shell;
+pub use spawn::{Spawn, SpawnAgent, SpawnWorker};
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
+use tackle_protocol::config::ChannelConfig;
 use tackle_protocol::{Extension, Tool};
 
-/// The `core` extension.
+/// The `core` extension, with no `channels:` configured.
 pub fn extension() -> Arc<dyn Extension> {
-    Arc::new(CoreExtension)
+    extension_with_channels(BTreeMap::new())
 }
 
-struct CoreExtension;
+/// The `core` extension whose `message` tool may also send to `channels`.
+pub fn extension_with_channels(channels: BTreeMap<String, ChannelConfig>) -> Arc<dyn Extension> {
+    Arc::new(CoreExtension {
+        channels: Arc::new(channels),
+    })
+}
+
+struct CoreExtension {
+    channels: Arc<BTreeMap<String, ChannelConfig>>,
+}
 
 impl Extension for CoreExtension {
     fn name(&self) -> &str {
@@ -24,6 +41,16 @@ impl Extension for CoreExtension {
     }
 
     fn tools(&self) -> Vec<Arc<dyn Tool>> {
-        vec![Arc::new(compact::Compact), Arc::new(Shell)]
+        vec![
+            Arc::new(compact::Compact),
+            Arc::new(Shell),
+            Arc::new(SpawnAgent),
+            Arc::new(SpawnWorker),
+            Arc::new(Spawn),
+            Arc::new(Delegate),
+            Arc::new(SendMessage {
+                channels: Arc::clone(&self.channels),
+            }),
+        ]
     }
 }

@@ -12,11 +12,23 @@ use tackle_store::{MemoryAccess, MemoryHit, RecallQuery};
 /// Most memories one `recall` returns.
 const MAX_LIMIT: usize = 100;
 
+/// The caller's memory access, narrowed to each agent above it in its tree: a peer agent
+/// started by another reaches only the banks both reach.
 async fn access(s: &MemorySettings, cx: &ToolContext) -> Result<MemoryAccess, ToolError> {
-    s.store
+    let mut access = s
+        .store
         .memory_access(&cx.agent, &s.banks)
         .await
-        .map_err(store_error)
+        .map_err(store_error)?;
+    for above in &cx.ancestors {
+        let theirs = s
+            .store
+            .memory_access(above, &s.banks)
+            .await
+            .map_err(store_error)?;
+        access = access.narrow(&theirs);
+    }
+    Ok(access)
 }
 
 fn bank_property() -> Value {

@@ -1,0 +1,556 @@
+//! One agent of a tree, as the agent tools see it ([`AgentServices`]): it starts children
+//! one level below itself, under its own limits, ceilings and tools.
+
+use super::approver::Labelled;
+use super::scope::{child_tools, without_spawning};
+use super::{Budget, OpenTask, Tree, TreePlace};
+use crate::agent_loop::BudgetMode;
+use crate::events::AgentEvent;
+use crate::{AgentLoop, DispatcherConfig, DoneReason, LoopConfig, Session};
+use async_trait::async_trait;
+use std::collections::BTreeSet;
+use std::sync::Arc;
+use tackle_llm::Provider;
+use tackle_protocol::config::{AgentConfig, WorkerConfig};
+use tackle_protocol::message::Message;
+use tackle_protocol::{
+    AgentServices, ChildKind, Decision, Grants, SpawnRequest, SpawnResult, ToolContext, ToolError,
+};
+use tackle_store::{Entry, EntryKind, SessionId};
+use tokio::sync::Semaphore;
+use tokio_util::sync::CancellationToken;
+
+pub struct TreeNode {
+    tree: Arc<Tree>,
+    /// The config this node runs as: a peer's own, or (for a worker or background task)
+    /// its parent's, whose `workers:` it resolves.
+    agent: Option<AgentConfig>,
+    /// The agent identity its calls run as (memory, audit): a worker's is its parent's.
+    identity: String,
+    overlay: Option<Grants>,
+    place: TreePlace,
+    depth: u32,
+    budget: Arc<Budget>,
+    /// Its children running now (`max_concurrent_children`).
+    running: Arc<Semaphore>,
+    /// A background task or a `delegate` child: starts nothing.
+    leaf: bool,
+    model: String,
+    provider: Arc<dyn Provider>,
+}
+
+/// What one child will be, before anything is created.
+struct ChildPlan {
+    label: String,
+    agent: Option<AgentConfig>,
+    identity: String,
+    overlay: Option<Grants>,
+    tools: BTreeSet<String>,
+    prompt: Option<String>,
+    model: String,
+    provider: Arc<dyn Provider>,
+    leaf: bool,
+}
+
+const GENERIC_ROLE_PROMPT: &str = "You are a {role}. Complete the task you are given with the tools you have, then report the result plainly.";
+
+impl TreeNode {
+    pub(super) fn root(tree: Arc<Tree>, budget: Arc<Budget>) -> Arc<Self> {
+        let agent = tree.settings.agent.clone();
+        let identity = agent
+            .as_ref()
+            .map(|a| a.name.clone())
+            .unwrap_or_else(|| "default".into());
+        Arc::new(Self {
+            overlay: agent.as_ref().map(|a| a.grants.clone()),
+            running: Arc::new(Semaphore::new(tree.max_children)),
+            model: tree.settings.model.clone(),
+            provider: Arc::clone(&tree.settings.provider),
+            tree,
+            agent,
+            identity,
+            place: TreePlace::default(),
+            depth: 0,
+            budget,
+            leaf: false,
+        })
+    }
+
+    /// The iteration pool this node draws from (the whole tree's).
+    pub fn budget(&self) -> &Arc<Budget> {
+        &self.budget
+    }
+
+    fn label(&self) -> String {
+        self.place.label(&self.identity)
+    }
+
+    fn path(&self) -> Vec<String> {
+        if self.place.path.is_empty() {
+            vec![self.identity.clone()]
+        } else {
+            self.place.path.clone()
+        }
+    }
+
+    /// The tools this node may call.
+    fn scope(&self) -> Result<BTreeSet<String>, ToolError> {
+        if let Some(t) = &self.place.tools {
+            return Ok(t.clone());
+        }
+        let root = self.root_dispatcher()?;
+        Ok(root
+            .registry()
+            .specs()
+            .into_iter()
+            .map(|s| s.name)
+            .collect())
+    }
+
+    fn root_dispatcher(&self) -> Result<Arc<crate::Dispatcher>, ToolError> {
+        self.tree
+            .root
+            .get()
+            .and_then(|w| w.upgrade())
+            .ok_or_else(|| ToolError::failed("the agent tree is not running"))
+    }
+
+    fn check_limits(&self) -> Result<(), ToolError> {
+        if self.leaf {
+            return Err(ToolError::denied(Decision::deny(
+                "agents.spawn",
+                format!(
+                    "`{}` is a background task or delegated role and cannot start agents of its own",
+                    self.label()
+                ),
+            )));
+        }
+        let depth = self.depth + 1;
+        if depth > self.tree.max_depth {
+            return Err(ToolError::denied(Decision::deny(
+                "agents.max_depth",
+                format!(
+                    "a child of `{}` would be {depth} levels deep, beyond `max_depth` ({})",
+                    self.label(),
+                    self.tree.max_depth
+                ),
+            )));
+        }
+        Ok(())
+    }
+
+    fn plan(&self, req: &SpawnRequest) -> Result<ChildPlan, ToolError> {
+        let parent_scope = self.scope()?;
+        let requested = req.tools.as_deref();
+        let mut plan = match &req.kind {
+            ChildKind::Worker(name) => {
+                let template = self.worker(name).ok_or_else(|| self.unknown_worker(name))?;
+                let tools = child_tools(name, &parent_scope, Some(&template.tools), requested)?;
+                self.worker_plan(name, Some(template), tools)
+            }
+            ChildKind::Role(role) => match self.worker(role) {
+                Some(template) => {
+                    let tools = child_tools(role, &parent_scope, Some(&template.tools), requested)?;
+                    let mut p = self.worker_plan(role, Some(template), without_spawning(tools));
+                    p.leaf = true;
+                    p
+                }
+                None => {
+                    let tools = child_tools(role, &parent_scope, None, requested)?;
+                    let mut p = self.worker_plan(role, None, without_spawning(tools));
+                    p.prompt = Some(GENERIC_ROLE_PROMPT.replace("{role}", role));
+                    p.leaf = true;
+                    p
+                }
+            },
+            ChildKind::Agent(name) => self.peer_plan(name, &parent_scope, requested)?,
+            ChildKind::Background => {
+                let label = req.label.clone().unwrap_or_else(|| cut(&req.task, 30));
+                let tools = without_spawning(parent_scope);
+                let mut p = self.worker_plan(&label, None, tools);
+                p.prompt = self.agent.as_ref().and_then(|a| a.system_prompt.clone());
+                p.leaf = true;
+                p
+            }
+        };
+        if let Some(model) = &req.model {
+            plan.model = model.clone();
+        }
+        // A role or label may come from the model: it is shown in approval prompts and the
+        // audit log, so no control characters (terminal escapes) and a bounded length.
+        plan.label = cut(&plan.label, 60);
+        Ok(plan)
+    }
+
+    fn worker(&self, name: &str) -> Option<&WorkerConfig> {
+        self.agent.as_ref()?.workers.iter().find(|w| w.name == name)
+    }
+
+    fn unknown_worker(&self, name: &str) -> ToolError {
+        let known: Vec<String> = self
+            .agent
+            .iter()
+            .flat_map(|a| a.workers.iter().map(|w| format!("`{}`", w.name)))
+            .collect();
+        ToolError::not_found(format!(
+            "`{}` has no worker `{name}` under `workers:`; {}",
+            self.label(),
+            if known.is_empty() {
+                "it has none".to_string()
+            } else {
+                format!("it has {}", known.join(", "))
+            }
+        ))
+    }
+
+    /// A worker runs as its parent (no identity of its own), with the template's prompt and
+    /// model where set.
+    fn worker_plan(
+        &self,
+        label: &str,
+        template: Option<&WorkerConfig>,
+        tools: BTreeSet<String>,
+    ) -> ChildPlan {
+        ChildPlan {
+            label: label.to_string(),
+            agent: self.agent.clone(),
+            identity: self.identity.clone(),
+            overlay: self.overlay.clone(),
+            tools,
+            prompt: template
+                .and_then(|t| t.system_prompt.clone())
+                .or_else(|| self.agent.as_ref().and_then(|a| a.system_prompt.clone())),
+            model: template
+                .and_then(|t| t.model.clone())
+                .unwrap_or_else(|| self.model.clone()),
+            provider: Arc::clone(&self.provider),
+            leaf: false,
+        }
+    }
+
+    /// A peer runs as itself: its prompt, model, grants (narrowed by the ceilings) and only
+    /// the parent's tools its own extensions enable.
+    fn peer_plan(
+        &self,
+        name: &str,
+        parent_scope: &BTreeSet<String>,
+        requested: Option<&[String]>,
+    ) -> Result<ChildPlan, ToolError> {
+        let config = &self.tree.settings.config;
+        let Some(peer) = config.agents.iter().find(|a| a.name == name) else {
+            let known: Vec<String> = config
+                .agents
+                .iter()
+                .map(|a| format!("`{}`", a.name))
+                .collect();
+            return Err(ToolError::not_found(format!(
+                "no agent `{name}` under `agents:`; configured: {}",
+                if known.is_empty() {
+                    "none".to_string()
+                } else {
+                    known.join(", ")
+                }
+            )));
+        };
+        let root = self.root_dispatcher()?;
+        let enabled: BTreeSet<String> = root
+            .registry()
+            .specs()
+            .into_iter()
+            .filter(|s| parent_scope.contains(&s.name) && peer.extensions.is_enabled(&s.owner))
+            .map(|s| s.name)
+            .collect();
+        let tools = child_tools(name, &enabled, None, requested)?;
+        let (provider, model) = self.provider_for(peer)?;
+        Ok(ChildPlan {
+            label: name.to_string(),
+            agent: Some(peer.clone()),
+            identity: peer.name.clone(),
+            overlay: Some(peer.grants.clone()),
+            tools,
+            prompt: peer.system_prompt.clone(),
+            model,
+            provider,
+            leaf: false,
+        })
+    }
+
+    /// The peer's backend: the root's provider when it is the same backend, else its own.
+    fn provider_for(&self, peer: &AgentConfig) -> Result<(Arc<dyn Provider>, String), ToolError> {
+        let root_backend = self
+            .tree
+            .settings
+            .agent
+            .as_ref()
+            .and_then(|a| a.backend.clone());
+        let config = &self.tree.settings.config;
+        match &peer.backend {
+            Some(b) if Some(b) != root_backend.as_ref() => {
+                let backend = config
+                    .backends
+                    .iter()
+                    .find(|c| &c.name == b)
+                    .ok_or_else(|| {
+                        ToolError::failed(format!(
+                            "agent `{}` names backend `{b}`, which is not configured",
+                            peer.name
+                        ))
+                    })?;
+                let provider = tackle_llm::provider_from_config(backend)
+                    .map_err(|e| ToolError::failed(format!("agent `{}`: {e}", peer.name)))?;
+                let model = peer
+                    .model
+                    .clone()
+                    .or_else(|| backend.models.first().map(|m| m.name.clone()))
+                    .ok_or_else(|| {
+                        ToolError::failed(format!("agent `{}` has no model", peer.name))
+                    })?;
+                Ok((provider, model))
+            }
+            _ => Ok((
+                Arc::clone(&self.provider),
+                peer.model.clone().unwrap_or_else(|| self.model.clone()),
+            )),
+        }
+    }
+
+    /// The child node and the loop it runs in.
+    fn child(&self, plan: ChildPlan) -> Result<(Arc<TreeNode>, AgentLoop), ToolError> {
+        let root = self.root_dispatcher()?;
+        let mut path = self.path();
+        path.push(plan.label.clone());
+        let mut ceilings = self.place.ceilings.clone();
+        ceilings.push((self.identity.clone(), self.overlay.clone()));
+        let place = TreePlace {
+            path,
+            ceilings,
+            tools: Some(plan.tools),
+        };
+        let node = Arc::new(TreeNode {
+            tree: Arc::clone(&self.tree),
+            agent: plan.agent,
+            identity: plan.identity.clone(),
+            overlay: plan.overlay.clone(),
+            place: place.clone(),
+            depth: self.depth + 1,
+            budget: Arc::clone(&self.budget),
+            running: Arc::new(Semaphore::new(self.tree.max_children)),
+            leaf: plan.leaf,
+            model: plan.model.clone(),
+            provider: Arc::clone(&plan.provider),
+        });
+        let config = DispatcherConfig {
+            agent: plan.identity,
+            agent_grants: plan.overlay,
+            ..root.config().clone()
+        };
+        let dispatcher =
+            Arc::new(root.child(config, place, Arc::clone(&node) as Arc<dyn AgentServices>));
+        let s = &self.tree.settings;
+        let mut lc = LoopConfig::new(plan.model);
+        lc.system_prompt = plan.prompt;
+        lc.stream = s.stream;
+        lc.tool_profile = s.tool_profile.clone();
+        lc.context_tokens = s.context_tokens;
+        lc.budget = BudgetMode::Shared(Arc::clone(&self.budget));
+        let mut agent_loop =
+            AgentLoop::new(plan.provider, dispatcher, lc).with_inbox(Arc::clone(self.tree.inbox()));
+        if let Some(c) = &s.compactor {
+            agent_loop = agent_loop.with_compactor(Arc::clone(c));
+        }
+        Ok((node, agent_loop))
+    }
+}
+
+/// The first `n` characters of `s`, on one line.
+fn cut(s: &str, n: usize) -> String {
+    let line: String = s
+        .chars()
+        .map(|c| if c.is_control() { ' ' } else { c })
+        .collect();
+    line.trim().chars().take(n).collect()
+}
+
+fn task_text(req: &SpawnRequest) -> String {
+    match &req.context {
+        Some(c) if !c.trim().is_empty() => format!("{}\n\nContext:\n{c}", req.task),
+        _ => req.task.clone(),
+    }
+}
+
+/// A finished child's outcome as the caller's tool result.
+fn outcome_text(
+    label: &str,
+    out: Result<crate::TurnOutcome, crate::LoopError>,
+) -> Result<String, ToolError> {
+    let out = out.map_err(|e| ToolError::failed(format!("`{label}` failed: {e}")))?;
+    if out.needs_approval > 0 {
+        return Err(ToolError::needs_approval(format!(
+            "`{label}`: {} call(s) needed approval that no one could give; its answer: {}",
+            out.needs_approval, out.text
+        )));
+    }
+    match out.reason {
+        DoneReason::Answer => Ok(out.text),
+        DoneReason::MaxIterations => Ok(format!(
+            "{}\n(`{label}` stopped: the tree's shared `max_iterations` pool is used up.)",
+            out.text
+        )),
+        DoneReason::Cancelled => Err(ToolError::failed(format!("`{label}` was cancelled"))),
+        DoneReason::LoopGuard | DoneReason::Error => {
+            Err(ToolError::failed(format!("`{label}` failed: {}", out.text)))
+        }
+    }
+}
+
+#[async_trait]
+impl AgentServices for TreeNode {
+    async fn compact(&self, cx: &ToolContext) -> Result<String, ToolError> {
+        match &self.tree.settings.compactor {
+            Some(c) => c.compact(cx).await,
+            None => Err(ToolError::failed("this agent cannot compact its session")),
+        }
+    }
+
+    fn can_spawn(&self, _cx: &ToolContext) -> Result<(), ToolError> {
+        self.check_limits()
+    }
+
+    fn max_concurrent_children(&self) -> usize {
+        self.tree.max_children
+    }
+
+    async fn spawn(&self, cx: &ToolContext, req: SpawnRequest) -> Result<SpawnResult, ToolError> {
+        self.check_limits()?;
+        let plan = self.plan(&req)?;
+        let permit = Arc::clone(&self.running).try_acquire_owned().map_err(|_| {
+            ToolError::denied(Decision::deny(
+                "agents.max_concurrent_children",
+                format!(
+                    "`{}` already runs {} children, the `max_concurrent_children` limit",
+                    self.label(),
+                    self.tree.max_children
+                ),
+            ))
+        })?;
+        let label = plan.label.clone();
+        let identity = plan.identity.clone();
+        let (node, agent_loop) = self.child(plan)?;
+        let path = node.label();
+        let mut session = Session::create_child(
+            self.tree.settings.store.clone(),
+            &identity,
+            &cx.session_id,
+            &path,
+        )
+        .await
+        .map_err(|e| ToolError::failed(format!("cannot create the child session: {e}")))?;
+        let approver = Arc::new(Labelled::new(cx.approver().cloned(), path.clone()));
+        let task = task_text(&req);
+        // The child's own events stay with it; its result is the tool's.
+        let (events, _) = tokio::sync::mpsc::unbounded_channel();
+        if !matches!(req.kind, ChildKind::Background) && !req.background {
+            let cancel = cx.cancel.child_token();
+            let out = agent_loop
+                .run_turn(&mut session, &task, approver, &events, &cancel)
+                .await;
+            drop(permit);
+            let text = outcome_text(&path, out)?;
+            return Ok(SpawnResult {
+                session_id: session.id().to_string(),
+                text,
+                task: None,
+            });
+        }
+        let id = session
+            .id()
+            .rsplit('-')
+            .next()
+            .unwrap_or_default()
+            .to_string();
+        let child_id = session.id().to_string();
+        let cancel: CancellationToken = cx.cancel.child_token();
+        let tree = Arc::clone(&self.tree);
+        let parent = cx.session_id.clone();
+        let (task_id, task_label) = (id.clone(), label.clone());
+        let token = cancel.clone();
+        let work = async move {
+            let out = agent_loop
+                .run_turn(&mut session, &task, approver, &events, &token)
+                .await;
+            drop(permit);
+            let (ok, body) = match outcome_text(&path, out) {
+                Ok(t) => (true, t),
+                Err(e) => (false, format!("error ({}): {}", e.kind, e.message)),
+            };
+            let note = format!(
+                "[Background task '{task_label}' {}]\n{body}",
+                if ok { "completed" } else { "failed" }
+            );
+            post(&tree, &parent, &note).await;
+            tree.notify(AgentEvent::BackgroundTask {
+                id: task_id,
+                label: task_label,
+                ok,
+                text: body,
+            });
+            drop(node);
+        };
+        self.tree.tasks.spawn(
+            OpenTask {
+                id: id.clone(),
+                label: label.clone(),
+            },
+            cancel,
+            work,
+        );
+        Ok(SpawnResult {
+            session_id: child_id,
+            text: String::new(),
+            task: Some((id, label)),
+        })
+    }
+
+    async fn message_session(&self, cx: &ToolContext, content: &str) -> Result<(), ToolError> {
+        let from = self.label();
+        self.tree
+            .settings
+            .store
+            .append(
+                &SessionId(cx.session_id.clone()),
+                Entry::new(
+                    EntryKind::System,
+                    serde_json::json!({"message": content, "from": from, "channel": "session"}),
+                ),
+            )
+            .await
+            .map_err(|e| {
+                ToolError::failed(format!("cannot write the message to the session: {e}"))
+            })?;
+        self.tree.notify(AgentEvent::Message {
+            from,
+            content: content.to_string(),
+        });
+        Ok(())
+    }
+}
+
+/// Write a background result into the parent's session: now when the parent is idle, else
+/// at its loop's next safe point.
+async fn post(tree: &Tree, parent: &str, note: &str) {
+    if tree.inbox().hold_if_active(parent, note) {
+        return;
+    }
+    let entry = Entry::new(
+        EntryKind::User,
+        serde_json::to_value(Message::user(note)).unwrap_or_default(),
+    );
+    if let Err(e) = tree
+        .settings
+        .store
+        .append(&SessionId(parent.to_string()), entry)
+        .await
+    {
+        tracing::error!("could not post a background result into session {parent}: {e}");
+    }
+}
