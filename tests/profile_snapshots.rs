@@ -10,7 +10,7 @@ use tackle_llm::{request_body, ChatRequest};
 use tackle_protocol::config::{BackendType, ProfileMode, ToolProfileConfig};
 use tackle_protocol::message::Message;
 use tackle_protocol::Extension;
-use tackle_tools::{core, dev, fs, memory, system, web};
+use tackle_tools::{core, dev, fs, memory, schedule, system, web};
 
 const SNAPSHOT: &str = "tests/snapshots/tool_profiles.json";
 
@@ -28,8 +28,14 @@ fn builtins() -> Registry {
             github_api_base: None,
         }),
         memory::extension(memory::MemorySettings {
-            store,
+            store: store.clone(),
             banks: Default::default(),
+        }),
+        schedule::extension(schedule::ScheduleSettings {
+            store,
+            zone: schedule::Zone::default(),
+            min_interval: std::time::Duration::from_secs(60),
+            agents: vec![],
         }),
     ];
     Registry::new(extensions).expect("registry")

@@ -307,3 +307,18 @@ fn the_example_file_grants_project_alpha_and_keeps_pinned_memory_out_of_prompts(
     assert_eq!(c.memory_banks["project-alpha"].write, ["default"]);
     assert!(c.agents.iter().all(|a| !a.inject_pinned_memory));
 }
+
+#[test]
+fn the_example_file_documents_every_schedules_key_at_its_default() {
+    let text =
+        std::fs::read_to_string(example_path()).expect("config.example.yaml at the project root");
+    let env = |k: &str| (k == "OPENROUTER_API_KEY").then(|| "sk-or-test".to_string());
+    let (c, _) = parse(&text, "config.example.yaml", &env, &[]).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(
+        c.schedules,
+        tackle_protocol::config::SchedulesConfig::default()
+    );
+    assert!(text.contains("catch_up: skip"));
+    let e = parse_err("schedules:\n  catch_up: twice\n");
+    assert!(e.contains("catch_up") || e.contains("twice"), "{e}");
+}
