@@ -115,6 +115,14 @@ impl App {
         let mut extensions = extensions(&config, agent.as_ref(), coding_tools, &store);
         if agent
             .as_ref()
+            .is_none_or(|a| a.extensions.is_enabled(tackle_tools::schedule::NAME))
+        {
+            extensions.push(tackle_tools::schedule::extension(
+                crate::schedules::settings(&config, &store)?,
+            ));
+        }
+        if agent
+            .as_ref()
             .is_none_or(|a| a.extensions.is_enabled(tackle_tools::skills::NAME))
         {
             extensions.push(crate::skills::extension(

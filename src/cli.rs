@@ -62,6 +62,11 @@ pub enum Command {
     /// Plugin manifests (`plugins.dirs`): list the loaded plugins, check them for problems.
     #[command(subcommand)]
     Plugins(crate::commands::plugins::PluginsCommand),
+    /// Schedules: list them with their fires; add, remove, enable, disable one.
+    #[command(subcommand)]
+    Schedule(crate::commands::schedule::ScheduleCommand),
+    /// Fire schedules until SIGINT or SIGTERM (one stderr line per fire), then exit 0.
+    Daemon,
 }
 
 #[derive(Debug, Args)]

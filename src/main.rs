@@ -25,6 +25,7 @@ mod profiles;
 mod render;
 mod runtime;
 mod sampling;
+mod schedules;
 mod skills;
 mod spill;
 mod term;
@@ -83,6 +84,8 @@ async fn run(cli: cli::Cli) -> anyhow::Result<i32> {
         cli::Command::Skills(cmd) => commands::skills::run(&cli.global, cmd).await,
         cli::Command::Memory(cmd) => commands::memory::run(&cli.global, cmd).await,
         cli::Command::Plugins(cmd) => commands::plugins::run(&cli.global, cmd).await,
+        cli::Command::Schedule(cmd) => commands::schedule::run(&cli.global, cmd).await,
+        cli::Command::Daemon => commands::daemon::run(&cli.global).await,
     }
 }
 

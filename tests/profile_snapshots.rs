@@ -10,12 +10,12 @@ use tackle_llm::{request_body, ChatRequest};
 use tackle_protocol::config::{BackendType, ProfileMode, ToolProfileConfig};
 use tackle_protocol::message::Message;
 use tackle_protocol::Extension;
-use tackle_tools::{core, dev, fs, memory, skills, system, web};
+use tackle_tools::{core, dev, fs, memory, schedule, skills, system, web};
 
 const SNAPSHOT: &str = "tests/snapshots/tool_profiles.json";
 
-/// The built-ins a default agent with `coding_tools` has, skills included (with no skill
-/// directories: the tools' definitions do not depend on what is installed).
+/// The built-ins a default agent with `coding_tools` has, skills and schedules included (with no
+/// skill directories: the tools' definitions do not depend on what is installed).
 fn builtins() -> Registry {
     let store = tackle_store::Store::open_in_memory().expect("store");
     let extensions: Vec<Arc<dyn Extension>> = vec![
@@ -28,12 +28,18 @@ fn builtins() -> Registry {
             github_api_base: None,
         }),
         memory::extension(memory::MemorySettings {
-            store,
+            store: store.clone(),
             banks: Default::default(),
         }),
         skills::extension(skills::SkillsSettings::new(Arc::new(
             tackle_host::DiskSkillDirs,
         ))),
+        schedule::extension(schedule::ScheduleSettings {
+            store,
+            zone: schedule::Zone::default(),
+            min_interval: std::time::Duration::from_secs(60),
+            agents: vec![],
+        }),
     ];
     Registry::new(extensions).expect("registry")
 }

@@ -61,27 +61,62 @@ async fn serve_on(app: &App, service: Arc<DispatcherService>, http: Option<&str>
     match http {
         None => tackle_mcp::serve_stdio(service).await?,
         Some(addr) => {
-            let addr: SocketAddr = addr.parse().map_err(|e| {
-                usage(format!(
-                    "--http {addr}: not an address like 127.0.0.1:8765 ({e})"
-                ))
-            })?;
-            let token = app.mcp_bearer_token.clone();
-            if !addr.ip().is_loopback() && token.is_none() {
-                return Err(usage(format!(
-                    "--http {addr} is not a loopback address; set `mcp.bearer_token` in the config to serve beyond this machine"
-                )));
-            }
-            let listener = tackle_mcp::bind_http(addr, token.as_deref()).await?;
-            // The bound address, so `--http 127.0.0.1:0` says which port it got.
-            let bound = listener.local_addr().unwrap_or(addr);
-            eprintln!("serving MCP over Streamable HTTP at http://{bound}/mcp");
             let stop = CancellationToken::new();
             tokio::spawn(cancel_on_signal(stop.clone()));
-            tackle_mcp::serve_http_on(service, listener, token, stop).await?;
+            serve_http(app, service, addr, "--http", stop).await?;
         }
     }
     Ok(())
+}
+
+/// The app's tools over Streamable HTTP at `addr` until `stop`; `what` names the setting in
+/// errors (`--http`, `daemon.mcp_http`).
+async fn serve_http(
+    app: &App,
+    service: Arc<DispatcherService>,
+    addr: &str,
+    what: &str,
+    stop: CancellationToken,
+) -> Result<()> {
+    let addr: SocketAddr = addr.parse().map_err(|e| {
+        usage(format!(
+            "{what} {addr}: not an address like 127.0.0.1:8765 ({e})"
+        ))
+    })?;
+    let token = app.mcp_bearer_token.clone();
+    if !addr.ip().is_loopback() && token.is_none() {
+        return Err(usage(format!(
+            "{what} {addr} is not a loopback address; set `mcp.bearer_token` in the config to serve beyond this machine"
+        )));
+    }
+    let listener = tackle_mcp::bind_http(addr, token.as_deref()).await?;
+    // The bound address, so `--http 127.0.0.1:0` says which port it got.
+    let bound = listener.local_addr().unwrap_or(addr);
+    eprintln!("serving MCP over Streamable HTTP at http://{bound}/mcp");
+    tackle_mcp::serve_http_on(service, listener, token, stop).await?;
+    Ok(())
+}
+
+/// What `tackle daemon` serves beside its schedules when `daemon.mcp_http` is set: the same
+/// app, service and HTTP server as `tackle mcp serve --http`, stopped with the daemon.
+pub async fn serve_for_daemon(global: &Global, addr: &str, stop: CancellationToken) -> Result<()> {
+    let selection = Selection {
+        serving_mcp: true,
+        watch_plugins: true,
+        ..Selection::default()
+    };
+    let app = App::build(global, &selection)?;
+    app.settle_mcp().await;
+    let service = Arc::new(
+        DispatcherService::new(Arc::clone(&app.dispatcher), "mcp-serve")
+            .with_mcp_servers(app.mcp_configured.iter().cloned())
+            .with_changing_tools(!app.plugins.dirs().is_empty())
+            .with_serve_tools(app.serve_tools.clone()),
+    );
+    service.watch_tools();
+    let served = serve_http(&app, service, addr, "daemon.mcp_http", stop).await;
+    app.shutdown().await;
+    served
 }
 
 /// Ctrl-C or SIGTERM ends the HTTP server gracefully (so the clean-up after it runs).

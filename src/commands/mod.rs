@@ -1,11 +1,13 @@
 pub mod audit;
 pub mod chat;
+pub mod daemon;
 pub mod doctor;
 pub mod mcp;
 pub mod mcp_login;
 pub mod memory;
 pub mod plugins;
 pub mod run;
+pub mod schedule;
 pub mod session_tree;
 pub mod sessions;
 pub mod skills;

@@ -322,3 +322,18 @@ fn profile_rules_keep_the_order_they_were_written_in() {
     assert_eq!(order, ["z*", "*b", "a*"]);
     assert_eq!(c.tool_profiles["lean"].tools.0[1].1, ProfileMode::Hidden);
 }
+
+#[test]
+fn the_example_file_documents_every_schedules_key_at_its_default() {
+    let text =
+        std::fs::read_to_string(example_path()).expect("config.example.yaml at the project root");
+    let env = |k: &str| (k == "OPENROUTER_API_KEY").then(|| "sk-or-test".to_string());
+    let (c, _) = parse(&text, "config.example.yaml", &env, &[]).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(
+        c.schedules,
+        tackle_protocol::config::SchedulesConfig::default()
+    );
+    assert!(text.contains("catch_up: skip"));
+    let e = parse_err("schedules:\n  catch_up: twice\n");
+    assert!(e.contains("catch_up") || e.contains("twice"), "{e}");
+}

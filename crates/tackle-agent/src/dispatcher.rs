@@ -415,6 +415,21 @@ impl Dispatcher {
     ) -> (Decision, bool) {
         let name = entry.spec.name.as_str();
         match entry.tool.approval_for(args) {
+            // Raised only to `unless_auto_approved` (a schedule that plants recurring work):
+            // decided as if the policy said so, so the auto list and an earlier `a` count.
+            Some(ApprovalMode::UnlessAutoApproved)
+                if ApprovalMode::UnlessAutoApproved > policy.approval =>
+            {
+                (
+                    approval_decision(
+                        name,
+                        ApprovalMode::UnlessAutoApproved,
+                        &self.config.security.auto_approved_tools,
+                        allowed_for_session,
+                    ),
+                    false,
+                )
+            }
             Some(mode) if mode > policy.approval => (
                 Decision::ask(
                     format!("{name}: approval {mode} for these arguments"),

@@ -1,5 +1,6 @@
 //! The agent side of Tackle: the tool [`Registry`], the one [`Dispatcher`] every front end
-//! calls, the output [`Sanitizer`], and the approvers that need no front end.
+//! calls, the output [`Sanitizer`], the approvers that need no front end, and the
+//! [`RoutineEngine`] that fires schedules.
 //!
 //! A tool call goes lookup → JSON-Schema validation → policy resolution → capability pre-check
 //! → approval → execution (timeout, cancellation) → sanitizer → audit, in exactly one place:
@@ -32,6 +33,7 @@ mod path_locks;
 pub mod plan;
 pub mod profiles;
 pub mod registry;
+pub mod routine;
 pub mod sanitizer;
 pub mod session;
 pub mod session_approvals;
@@ -45,6 +47,7 @@ pub use events::{AgentEvent, DoneReason, EventSink};
 pub use plan::Plan;
 pub use profiles::{ProfileError, ToolProfile};
 pub use registry::{Registry, RegistryError};
+pub use routine::{EngineConfig, FireEvent, FireRunner, RoutineEngine};
 pub use sanitizer::Sanitizer;
 pub use session::Session;
 pub use session_approvals::SessionApprovals;

@@ -100,7 +100,11 @@ impl Tool for Probe {
         }]
     }
     fn approval_for(&self, args: &Value) -> Option<ApprovalMode> {
-        (args.get("target").and_then(Value::as_str) == Some("push")).then_some(ApprovalMode::Always)
+        match args.get("target").and_then(Value::as_str) {
+            Some("push") => Some(ApprovalMode::Always),
+            Some("plant") => Some(ApprovalMode::UnlessAutoApproved),
+            _ => None,
+        }
     }
     async fn call(&self, _: Value, cx: &ToolContext) -> Result<ToolOutput, ToolError> {
         self.runs.fetch_add(1, Ordering::SeqCst);
@@ -426,6 +430,49 @@ async fn escalated_arguments_ask_even_when_auto_approved() {
         .await
         .unwrap_err();
     assert_eq!(push.kind, ErrorKind::NeedsApproval);
+}
+
+#[tokio::test]
+async fn arguments_raised_to_unless_auto_approved_ask_unless_the_tool_is_auto_approved() {
+    let ask = fixture(
+        ApprovalMode::Never,
+        SecurityConfig::default(),
+        Duration::ZERO,
+        "done",
+        Duration::from_secs(5),
+    );
+    let plain = ask
+        .run(
+            call("probe", json!({"target": "ok"})),
+            Arc::new(NonInteractiveApprover),
+        )
+        .await;
+    assert!(plain.is_ok(), "base mode never: {plain:?}");
+    let planted = ask
+        .run(
+            call("probe", json!({"target": "plant"})),
+            Arc::new(NonInteractiveApprover),
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(planted.kind, ErrorKind::NeedsApproval);
+    let auto = fixture(
+        ApprovalMode::Never,
+        SecurityConfig {
+            auto_approved_tools: vec!["probe".into()],
+            ..Default::default()
+        },
+        Duration::ZERO,
+        "done",
+        Duration::from_secs(5),
+    );
+    let planted = auto
+        .run(
+            call("probe", json!({"target": "plant"})),
+            Arc::new(NonInteractiveApprover),
+        )
+        .await;
+    assert!(planted.is_ok(), "auto-approved: {planted:?}");
 }
 
 #[tokio::test]

@@ -48,6 +48,12 @@ pub struct Config {
     /// Destinations of the `message` tool besides the session itself (`channels.NAME`).
     #[serde(default)]
     pub channels: BTreeMap<String, ChannelConfig>,
+    /// How schedules are read and fired (`tackle daemon`).
+    #[serde(default)]
+    pub schedules: SchedulesConfig,
+    /// What `tackle daemon` runs besides the schedule engine.
+    #[serde(default)]
+    pub daemon: DaemonConfig,
 }
 
 impl Config {
@@ -504,4 +510,81 @@ pub enum ChannelConfig {
         #[serde(default)]
         timeout_secs: Option<u64>,
     },
+}
+
+/// `schedules:` how cron expressions are read and how the daemon fires them.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SchedulesConfig {
+    /// The IANA zone cron expressions are evaluated in.
+    #[serde(default = "default_timezone")]
+    pub timezone: String,
+    /// The shortest interval between two fires of one schedule an agent may plant.
+    #[serde(default = "default_min_interval_secs")]
+    pub min_interval_secs: u64,
+    /// Fires that fell due while no daemon ran: `skip` records them as missed, `once` runs
+    /// one catch-up fire.
+    #[serde(default)]
+    pub catch_up: CatchUp,
+    /// Runs of one agent's schedules going at once; more wait for a slot.
+    #[serde(default = "default_max_concurrent_per_agent")]
+    pub max_concurrent_per_agent: usize,
+    /// On SIGINT/SIGTERM, how long running fires may take to finish before they are stopped.
+    #[serde(default = "default_shutdown_grace_secs")]
+    pub shutdown_grace_secs: u64,
+    /// How long a daemon's claim on a running fire holds without renewal (it renews every
+    /// third of it): after a crash, the schedule fires again this long after the last renewal.
+    #[serde(default = "default_lease_secs")]
+    pub lease_secs: u64,
+}
+
+impl Default for SchedulesConfig {
+    fn default() -> Self {
+        Self {
+            timezone: default_timezone(),
+            min_interval_secs: default_min_interval_secs(),
+            catch_up: CatchUp::default(),
+            max_concurrent_per_agent: default_max_concurrent_per_agent(),
+            shutdown_grace_secs: default_shutdown_grace_secs(),
+            lease_secs: default_lease_secs(),
+        }
+    }
+}
+
+/// `schedules.catch_up`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CatchUp {
+    #[default]
+    Skip,
+    Once,
+}
+
+fn default_timezone() -> String {
+    "UTC".into()
+}
+
+fn default_min_interval_secs() -> u64 {
+    60
+}
+
+fn default_max_concurrent_per_agent() -> usize {
+    2
+}
+
+fn default_shutdown_grace_secs() -> u64 {
+    30
+}
+
+fn default_lease_secs() -> u64 {
+    30
+}
+
+/// `daemon:` front ends `tackle daemon` runs beside the schedule engine.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DaemonConfig {
+    /// Also serve MCP over Streamable HTTP at this address (as `tackle mcp serve --http`).
+    #[serde(default)]
+    pub mcp_http: Option<String>,
 }

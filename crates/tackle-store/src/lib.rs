@@ -20,23 +20,29 @@
 
 mod audit;
 mod error;
+mod fires;
 mod links;
 mod longterm;
 mod memory;
 mod migrations;
 mod perms;
+mod reminders;
 mod schedules;
 mod sessions;
 
 pub use audit::{AuditQuery, AuditRecord, AuditSince, ARGS_SUMMARY_MAX_BYTES};
 pub use error::StoreError;
+pub use fires::{Claimed, FireClaim, FireRecord, FireStatus};
 pub use links::SessionLink;
 pub use longterm::{pinned_block, LongtermEntry, LongtermHit, LongtermSet, PINNED};
 pub use memory::{
     check_bank_name, normalize_tags, BankListing, BankPerm, MemoryAccess, MemoryHit, RecallQuery,
     StoredGrant, MAX_KEY_CHARS, MAX_TAGS, MAX_TAG_CHARS, MAX_VALUE_BYTES, SELF_BANK,
 };
-pub use schedules::{NewSchedule, Schedule, ScheduleKind, ScheduleUpdate};
+pub use reminders::{NewReminder, Reminder, ReminderStatus};
+pub use schedules::{
+    NewSchedule, Schedule, ScheduleKind, ScheduleUpdate, Target, SCHEDULES_MARKER,
+};
 pub use sessions::{Entry, EntryKind, SessionId, SessionInfo, SessionSummary, StoredEntry};
 
 use rusqlite::Connection;

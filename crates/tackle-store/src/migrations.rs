@@ -151,6 +151,49 @@ const MIGRATIONS: &[(i64, &str)] = &[
         );",
     ),
     (
+        // Schedules that fire: bounds, the session a pinned one reports to, a lease that a
+        // daemon holds while the run it claimed is going, and one row per fire outcome.
+        // `schedule_fires` has no foreign key: a one-shot is deleted after firing, its
+        // record stays. The partial unique index is the last line against a double fire.
+        6,
+        "ALTER TABLE schedules ADD COLUMN target TEXT NOT NULL DEFAULT 'fresh';
+        ALTER TABLE schedules ADD COLUMN session_id TEXT;
+        ALTER TABLE schedules ADD COLUMN max_fires INTEGER;
+        ALTER TABLE schedules ADD COLUMN expires_at_ms INTEGER;
+        ALTER TABLE schedules ADD COLUMN fire_count INTEGER NOT NULL DEFAULT 0;
+        ALTER TABLE schedules ADD COLUMN lease_owner TEXT;
+        ALTER TABLE schedules ADD COLUMN lease_until_ms INTEGER;
+        CREATE TABLE schedule_fires (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            schedule_id INTEGER NOT NULL,
+            agent TEXT NOT NULL,
+            name TEXT NOT NULL,
+            due_ms INTEGER NOT NULL,
+            started_ms INTEGER,
+            finished_ms INTEGER,
+            status TEXT NOT NULL CHECK (status IN ('running', 'ok', 'failed', 'skipped', 'missed', 'retired')),
+            detail TEXT NOT NULL DEFAULT '',
+            owner TEXT
+        );
+        CREATE INDEX schedule_fires_by_schedule ON schedule_fires (schedule_id, id);
+        CREATE UNIQUE INDEX schedule_fires_once ON schedule_fires (schedule_id, due_ms)
+            WHERE status IN ('running', 'ok', 'failed');
+        -- Reminders (`reminder` tool): `r<n>` per agent; one with a due time owns the
+        -- schedule `reminder-r<n>` that fires it.
+        CREATE TABLE reminders (
+            agent TEXT NOT NULL,
+            n INTEGER NOT NULL,
+            title TEXT NOT NULL,
+            description TEXT NOT NULL DEFAULT '',
+            category TEXT NOT NULL DEFAULT 'general',
+            due_ms INTEGER,
+            recurrence TEXT,
+            status TEXT NOT NULL DEFAULT 'pending' CHECK (status IN ('pending', 'done', 'snoozed')),
+            created_at TEXT NOT NULL,
+            PRIMARY KEY (agent, n)
+        );",
+    ),
+    (
         // A child agent's session names the session that started it and its path in the
         // tree (`default › researcher`); a root session has neither.
         7,

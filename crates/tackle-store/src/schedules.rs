@@ -1,6 +1,7 @@
 //! Schedules: what an agent should be told to do, and when. The store keeps them and answers
 //! "what is due" and "when is the next one"; computing the next fire time from a cron
-//! expression or interval is the routine engine's job.
+//! expression or interval is the routine engine's job. Claiming a fire and recording its
+//! outcome live in [`crate::fires`].
 
 use crate::error::StoreError;
 use crate::{now_rfc3339, Store};
@@ -39,6 +40,34 @@ impl ScheduleKind {
     }
 }
 
+/// Which session a fire runs in.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Target {
+    /// The session that created the schedule (`session_id`); a fresh one when there is none.
+    Pinned,
+    /// A new session for every fire.
+    #[default]
+    Fresh,
+}
+
+impl Target {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Target::Pinned => "pinned",
+            Target::Fresh => "fresh",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Self> {
+        Some(match s {
+            "pinned" => Target::Pinned,
+            "fresh" => Target::Fresh,
+            _ => return None,
+        })
+    }
+}
+
 /// A schedule to add. `name` is unique per agent.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct NewSchedule {
@@ -49,6 +78,13 @@ pub struct NewSchedule {
     /// The task the agent is given when it fires.
     pub message: String,
     pub next_fire: Option<OffsetDateTime>,
+    pub target: Target,
+    /// The session a pinned schedule reports to.
+    pub session_id: Option<String>,
+    /// Retire after this many fires.
+    pub max_fires: Option<u32>,
+    /// Retire at this instant.
+    pub expires_at: Option<OffsetDateTime>,
 }
 
 /// A stored schedule.
@@ -67,28 +103,90 @@ pub struct Schedule {
     #[serde(with = "time::serde::timestamp::milliseconds::option")]
     pub last_fired: Option<OffsetDateTime>,
     pub created_at: String,
+    pub target: Target,
+    pub session_id: Option<String>,
+    pub max_fires: Option<u32>,
+    #[serde(with = "time::serde::timestamp::milliseconds::option")]
+    pub expires_at: Option<OffsetDateTime>,
+    /// Runs started; written in the same transaction that claims the fire.
+    pub fire_count: u32,
+    /// Until when a daemon's run of this schedule holds it (`None`: no run is going).
+    #[serde(with = "time::serde::timestamp::milliseconds::option")]
+    pub lease_until: Option<OffsetDateTime>,
+}
+
+impl Schedule {
+    /// Whether a bound stops it from firing at `at`: `max_fires` reached or `expires_at` passed.
+    pub fn bound_reached(&self, at: OffsetDateTime) -> bool {
+        self.max_fires.is_some_and(|m| self.fire_count >= m)
+            || self.expires_at.is_some_and(|e| at >= e)
+    }
 }
 
 /// Changes to a schedule; `None` leaves a field as it is.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ScheduleUpdate {
+    pub kind: Option<ScheduleKind>,
     pub spec: Option<String>,
     pub message: Option<String>,
     pub enabled: Option<bool>,
     /// `Some(None)` clears the next fire time.
     pub next_fire: Option<Option<OffsetDateTime>>,
+    pub target: Option<Target>,
+    /// `Some(None)` clears the bound.
+    pub max_fires: Option<Option<u32>>,
+    /// `Some(None)` clears the bound.
+    pub expires_at: Option<Option<OffsetDateTime>>,
 }
 
-const COLUMNS: &str =
-    "id, agent, name, kind, spec, message, enabled, next_fire_ms, last_fired_ms, created_at";
+pub(crate) const COLUMNS: &str =
+    "id, agent, name, kind, spec, message, enabled, next_fire_ms, last_fired_ms, created_at, \
+     target, session_id, max_fires, expires_at_ms, fire_count, lease_until_ms";
 
 impl Store {
+    /// The file touched after every change made through [`Store::add_schedule`],
+    /// [`Store::modify_schedule`] and [`Store::remove_schedule`], so that a daemon in another
+    /// process can watch it and re-plan its sleep instead of polling the database. `None`
+    /// for an in-memory store.
+    pub fn schedules_marker(&self) -> Option<std::path::PathBuf> {
+        self.path()
+            .and_then(|p| p.parent())
+            .map(|d| d.join(SCHEDULES_MARKER))
+    }
+
+    /// Best effort, so a failure is not an error: the change is committed either way, and a
+    /// daemon that misses one touch still wakes at its next planned fire.
+    fn touch_schedules_marker(&self) {
+        if let Some(marker) = self.schedules_marker() {
+            let _ = std::fs::write(&marker, to_ms(OffsetDateTime::now_utc()).to_string());
+        }
+    }
+
+    /// The schedule with row id `id`.
+    pub async fn schedule_by_id(&self, id: i64) -> Result<Option<Schedule>, StoreError> {
+        self.with_conn(move |conn| {
+            let sql = format!("SELECT {COLUMNS} FROM schedules WHERE id = ?1");
+            let row = conn.query_row(&sql, params![id], raw).optional()?;
+            row.map(typed).transpose()
+        })
+        .await
+    }
+
     /// Adds a schedule; a name the agent already uses is [`StoreError::DuplicateSchedule`].
     pub async fn add_schedule(&self, new: NewSchedule) -> Result<Schedule, StoreError> {
+        let added = self.add_schedule_quietly(new).await;
+        if added.is_ok() {
+            self.touch_schedules_marker();
+        }
+        added
+    }
+
+    async fn add_schedule_quietly(&self, new: NewSchedule) -> Result<Schedule, StoreError> {
         self.with_conn(move |conn| {
             let inserted = conn.execute(
-                "INSERT OR IGNORE INTO schedules (agent, name, kind, spec, message, next_fire_ms, created_at)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+                "INSERT OR IGNORE INTO schedules (agent, name, kind, spec, message, next_fire_ms, created_at,
+                                                  target, session_id, max_fires, expires_at_ms)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
                 params![
                     new.agent,
                     new.name,
@@ -96,7 +194,11 @@ impl Store {
                     new.spec,
                     new.message,
                     new.next_fire.map(to_ms),
-                    now_rfc3339()
+                    now_rfc3339(),
+                    new.target.as_str(),
+                    new.session_id,
+                    new.max_fires,
+                    new.expires_at.map(to_ms),
                 ],
             )?;
             if inserted == 0 {
@@ -139,36 +241,61 @@ impl Store {
         update: ScheduleUpdate,
     ) -> Result<Option<Schedule>, StoreError> {
         let (agent, name) = (agent.to_string(), name.to_string());
-        self.with_conn(move |conn| {
+        let changed = self.with_conn(move |conn| {
             let tx = conn.transaction()?;
             let Some(mut s) = get(&tx, &agent, &name)? else {
                 return Ok(None);
             };
+            s.kind = update.kind.unwrap_or(s.kind);
             s.spec = update.spec.unwrap_or(s.spec);
             s.message = update.message.unwrap_or(s.message);
             s.enabled = update.enabled.unwrap_or(s.enabled);
             s.next_fire = update.next_fire.unwrap_or(s.next_fire);
+            s.target = update.target.unwrap_or(s.target);
+            s.max_fires = update.max_fires.unwrap_or(s.max_fires);
+            s.expires_at = update.expires_at.unwrap_or(s.expires_at);
             tx.execute(
-                "UPDATE schedules SET spec = ?2, message = ?3, enabled = ?4, next_fire_ms = ?5 WHERE id = ?1",
-                params![s.id, s.spec, s.message, s.enabled, s.next_fire.map(to_ms)],
+                "UPDATE schedules SET kind = ?2, spec = ?3, message = ?4, enabled = ?5, next_fire_ms = ?6,
+                        target = ?7, max_fires = ?8, expires_at_ms = ?9
+                 WHERE id = ?1",
+                params![
+                    s.id,
+                    s.kind.as_str(),
+                    s.spec,
+                    s.message,
+                    s.enabled,
+                    s.next_fire.map(to_ms),
+                    s.target.as_str(),
+                    s.max_fires,
+                    s.expires_at.map(to_ms)
+                ],
             )?;
             tx.commit()?;
             Ok(Some(s))
         })
-        .await
+        .await;
+        if matches!(changed, Ok(Some(_))) {
+            self.touch_schedules_marker();
+        }
+        changed
     }
 
     /// Removes a schedule; returns whether it existed.
     pub async fn remove_schedule(&self, agent: &str, name: &str) -> Result<bool, StoreError> {
         let (agent, name) = (agent.to_string(), name.to_string());
-        self.with_conn(move |conn| {
-            let n = conn.execute(
-                "DELETE FROM schedules WHERE agent = ?1 AND name = ?2",
-                params![agent, name],
-            )?;
-            Ok(n > 0)
-        })
-        .await
+        let removed = self
+            .with_conn(move |conn| {
+                let n = conn.execute(
+                    "DELETE FROM schedules WHERE agent = ?1 AND name = ?2",
+                    params![agent, name],
+                )?;
+                Ok(n > 0)
+            })
+            .await;
+        if matches!(removed, Ok(true)) {
+            self.touch_schedules_marker();
+        }
+        removed
     }
 
     /// Enabled schedules whose next fire time is at or before `now`, earliest first.
@@ -188,7 +315,7 @@ impl Store {
     pub async fn next_fire(&self) -> Result<Option<OffsetDateTime>, StoreError> {
         self.with_conn(|conn| {
             let ms: Option<i64> = conn.query_row(
-                "SELECT MIN(next_fire_ms) FROM schedules WHERE enabled = 1",
+                "SELECT MIN(next_fire_ms) FROM schedules WHERE enabled = 1 AND next_fire_ms IS NOT NULL",
                 [],
                 |r| r.get(0),
             )?;
@@ -218,21 +345,28 @@ impl Store {
     }
 }
 
-fn to_ms(t: OffsetDateTime) -> i64 {
+/// The name of the file [`Store::schedules_marker`] returns, beside the database.
+pub const SCHEDULES_MARKER: &str = "schedules.changed";
+
+pub(crate) fn to_ms(t: OffsetDateTime) -> i64 {
     i64::try_from(t.unix_timestamp_nanos() / 1_000_000).unwrap_or(i64::MAX)
 }
 
-fn from_ms(ms: i64) -> Option<OffsetDateTime> {
+pub(crate) fn from_ms(ms: i64) -> Option<OffsetDateTime> {
     OffsetDateTime::from_unix_timestamp_nanos(i128::from(ms) * 1_000_000).ok()
 }
 
-fn get(conn: &Connection, agent: &str, name: &str) -> Result<Option<Schedule>, StoreError> {
+pub(crate) fn get(
+    conn: &Connection,
+    agent: &str,
+    name: &str,
+) -> Result<Option<Schedule>, StoreError> {
     let sql = format!("SELECT {COLUMNS} FROM schedules WHERE agent = ?1 AND name = ?2");
     let row = conn.query_row(&sql, params![agent, name], raw).optional()?;
     row.map(typed).transpose()
 }
 
-fn query(
+pub(crate) fn query(
     conn: &Connection,
     sql: &str,
     args: impl rusqlite::Params,
@@ -242,10 +376,11 @@ fn query(
     rows.map(|r| typed(r?)).collect()
 }
 
-/// A row with `kind` still text, so a bad value becomes a [`StoreError`], not a SQLite error.
-type Raw = (Schedule, String);
+/// A row with `kind` and `target` still text, so a bad value becomes a [`StoreError`], not a
+/// SQLite error.
+pub(crate) type Raw = (Schedule, String, String);
 
-fn raw(r: &rusqlite::Row<'_>) -> rusqlite::Result<Raw> {
+pub(crate) fn raw(r: &rusqlite::Row<'_>) -> rusqlite::Result<Raw> {
     Ok((
         Schedule {
             id: r.get(0)?,
@@ -258,15 +393,26 @@ fn raw(r: &rusqlite::Row<'_>) -> rusqlite::Result<Raw> {
             next_fire: r.get::<_, Option<i64>>(7)?.and_then(from_ms),
             last_fired: r.get::<_, Option<i64>>(8)?.and_then(from_ms),
             created_at: r.get(9)?,
+            target: Target::Fresh,
+            session_id: r.get(11)?,
+            max_fires: r.get(12)?,
+            expires_at: r.get::<_, Option<i64>>(13)?.and_then(from_ms),
+            fire_count: r.get(14)?,
+            lease_until: r.get::<_, Option<i64>>(15)?.and_then(from_ms),
         },
         r.get(3)?,
+        r.get(10)?,
     ))
 }
 
-fn typed((mut s, kind): Raw) -> Result<Schedule, StoreError> {
+pub(crate) fn typed((mut s, kind, target): Raw) -> Result<Schedule, StoreError> {
     s.kind = ScheduleKind::parse(&kind).ok_or(StoreError::BadValue {
         what: "schedule kind",
         value: kind,
+    })?;
+    s.target = Target::parse(&target).ok_or(StoreError::BadValue {
+        what: "schedule target",
+        value: target,
     })?;
     Ok(s)
 }

@@ -312,6 +312,10 @@ mod schedules {
             spec: "0 9 * * *".into(),
             message: format!("run {name}"),
             next_fire: next,
+            target: tackle_store::Target::Fresh,
+            session_id: None,
+            max_fires: None,
+            expires_at: None,
         }
     }
 
@@ -475,5 +479,149 @@ mod schedules {
         assert!(store.list_schedules(Some("skim")).await.unwrap().is_empty());
         assert!(store.remove_schedule("default", "daily").await.unwrap());
         assert!(!store.remove_schedule("default", "daily").await.unwrap());
+    }
+
+    fn claim(
+        id: i64,
+        due: OffsetDateTime,
+        now: OffsetDateTime,
+        owner: &str,
+    ) -> tackle_store::FireClaim {
+        tackle_store::FireClaim {
+            schedule_id: id,
+            due,
+            now,
+            next: Some(due + Duration::days(1)),
+            owner: owner.into(),
+            lease: Duration::seconds(30),
+        }
+    }
+
+    #[tokio::test]
+    async fn two_claims_on_one_due_fire_run_it_once() {
+        let store = Store::open_in_memory().unwrap();
+        let s = store
+            .add_schedule(new("daily", ScheduleKind::Cron, Some(t0())))
+            .await
+            .unwrap();
+        let first = store
+            .claim_fire(claim(s.id, t0(), t0(), "a"))
+            .await
+            .unwrap();
+        let tackle_store::Claimed::Run { schedule, .. } = first else {
+            panic!("first claim must run: {first:?}");
+        };
+        assert_eq!(schedule.fire_count, 1);
+        let second = store
+            .claim_fire(claim(s.id, t0(), t0(), "b"))
+            .await
+            .unwrap();
+        assert_eq!(second, tackle_store::Claimed::Lost);
+        let fires = store.fires("default", "daily", 10).await.unwrap();
+        assert_eq!(fires.len(), 1);
+        assert_eq!(fires[0].status, tackle_store::FireStatus::Running);
+        assert_eq!(fires[0].owner.as_deref(), Some("a"));
+    }
+
+    #[tokio::test]
+    async fn the_next_fire_while_the_lease_is_held_is_skipped_and_after_it_expires_runs() {
+        let store = Store::open_in_memory().unwrap();
+        let s = store
+            .add_schedule(new("daily", ScheduleKind::Cron, Some(t0())))
+            .await
+            .unwrap();
+        store
+            .claim_fire(claim(s.id, t0(), t0(), "a"))
+            .await
+            .unwrap();
+        let next = t0() + Duration::days(1);
+        // Still held: the lease runs 30 s from the first claim.
+        let mut c = claim(s.id, next, t0() + Duration::seconds(10), "b");
+        c.due = next;
+        // The schedule was moved to `next` by the first claim.
+        let skipped = store.claim_fire(c).await.unwrap();
+        assert_eq!(skipped, tackle_store::Claimed::Skipped);
+        let after = store
+            .get_schedule("default", "daily")
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(after.fire_count, 1, "a skip is not a run");
+        let later = after.next_fire.unwrap();
+        let ran = store
+            .claim_fire(claim(s.id, later, later + Duration::seconds(31), "b"))
+            .await
+            .unwrap();
+        assert!(matches!(ran, tackle_store::Claimed::Run { .. }), "{ran:?}");
+        let statuses: Vec<_> = store
+            .fires("default", "daily", 10)
+            .await
+            .unwrap()
+            .into_iter()
+            .map(|f| (f.status, f.detail))
+            .collect();
+        assert_eq!(statuses[0].0, tackle_store::FireStatus::Running);
+        assert_eq!(statuses[1].0, tackle_store::FireStatus::Skipped);
+        // The run whose daemon let its lease lapse never reported: it is marked interrupted.
+        assert_eq!(statuses[2].0, tackle_store::FireStatus::Failed);
+        assert!(statuses[2].1.contains("interrupted"), "{statuses:?}");
+    }
+
+    #[tokio::test]
+    async fn fire_count_survives_a_reopen_and_the_last_allowed_fire_disables_the_schedule() {
+        let dir = tempfile::tempdir().unwrap();
+        let id = {
+            let store = Store::open(dir.path()).unwrap();
+            let mut n = new("twice", ScheduleKind::Cron, Some(t0()));
+            n.max_fires = Some(1);
+            let s = store.add_schedule(n).await.unwrap();
+            store
+                .claim_fire(claim(s.id, t0(), t0(), "a"))
+                .await
+                .unwrap();
+            s.id
+        };
+        let store = Store::open(dir.path()).unwrap();
+        let s = store
+            .get_schedule("default", "twice")
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(
+            (s.id, s.fire_count, s.enabled, s.next_fire),
+            (id, 1, false, None)
+        );
+        assert!(s.bound_reached(t0()));
+    }
+
+    #[tokio::test]
+    async fn a_one_shot_is_deleted_when_its_run_finishes_and_its_record_stays() {
+        let store = Store::open_in_memory().unwrap();
+        let s = store
+            .add_schedule(new("wakeup-1", ScheduleKind::Once, Some(t0())))
+            .await
+            .unwrap();
+        let mut c = claim(s.id, t0(), t0(), "a");
+        c.next = None;
+        let tackle_store::Claimed::Run { fire_id, .. } = store.claim_fire(c).await.unwrap() else {
+            panic!("must run");
+        };
+        assert!(store
+            .get_schedule("default", "wakeup-1")
+            .await
+            .unwrap()
+            .is_some());
+        store
+            .finish_fire(fire_id, tackle_store::FireStatus::Ok, String::new(), t0())
+            .await
+            .unwrap();
+        assert!(store
+            .get_schedule("default", "wakeup-1")
+            .await
+            .unwrap()
+            .is_none());
+        let fires = store.fires("default", "wakeup-1", 10).await.unwrap();
+        assert_eq!(fires.len(), 1);
+        assert_eq!(fires[0].status, tackle_store::FireStatus::Ok);
     }
 }

@@ -10,6 +10,7 @@ pub mod dev;
 pub mod fs;
 pub mod memory;
 pub mod plugins;
+pub mod schedule;
 pub mod skills;
 pub mod system;
 pub mod web;

@@ -1,0 +1,246 @@
+//! `cron {action: add|list|remove, …}`: the same schedules under the job-style arguments
+//! some agents expect (`every_seconds`, `cron_expr`, `at`).
+
+use super::manage::{add_recurring, remove, AddRequest};
+use super::plan::parse_time;
+use super::render::schedule_line;
+use super::{now, once_marker, parse_args, store_error, ScheduleSettings};
+use async_trait::async_trait;
+use serde::Deserialize;
+use serde_json::{json, Value};
+use std::sync::Arc;
+use tackle_protocol::{ApprovalMode, Tool, ToolContext, ToolError, ToolOutput, ToolSpec};
+use tackle_store::{NewSchedule, ScheduleKind, Target};
+
+/// Most jobs one agent may hold through this face.
+const MAX_JOBS: usize = 50;
+/// Characters of `message` a default name keeps.
+const NAME_CHARS: usize = 30;
+
+pub struct CronTool(pub(super) Arc<ScheduleSettings>);
+
+#[derive(Deserialize, Clone, Copy, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+enum Action {
+    Add,
+    List,
+    Remove,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Args {
+    action: Action,
+    #[serde(default)]
+    message: Option<String>,
+    #[serde(default)]
+    name: Option<String>,
+    #[serde(default)]
+    every_seconds: Option<u64>,
+    #[serde(default)]
+    cron_expr: Option<String>,
+    #[serde(default)]
+    at: Option<String>,
+    #[serde(default)]
+    include_disabled: bool,
+    #[serde(default)]
+    job_id: Option<String>,
+    #[serde(default)]
+    channel: Option<String>,
+    #[serde(default)]
+    chat_id: Option<String>,
+}
+
+#[async_trait]
+impl Tool for CronTool {
+    fn spec(&self) -> ToolSpec {
+        ToolSpec::new(
+            "cron",
+            "Jobs on the schedule engine. add: message, name?, and exactly one of every_seconds \
+             (≥ 60), cron_expr, at (RFC 3339, a one-shot). list: include_disabled?. remove: job_id.",
+            super::NAME,
+        )
+        .parameters(json!({
+            "type": "object",
+            "properties": {
+                "action": {"type": "string", "enum": ["add", "list", "remove"]},
+                "message": {"type": "string"},
+                "name": {"type": "string"},
+                "every_seconds": {"type": "integer", "minimum": 60},
+                "cron_expr": {"type": "string"},
+                "at": {"type": "string"},
+                "include_disabled": {"type": "boolean"},
+                "job_id": {"type": "string"},
+                "channel": {"type": "string"},
+                "chat_id": {"type": "string"}
+            },
+            "required": ["action"],
+            "additionalProperties": false
+        }))
+    }
+
+    fn approval_for(&self, args: &Value) -> Option<ApprovalMode> {
+        (args.get("action").and_then(Value::as_str) == Some("add"))
+            .then_some(ApprovalMode::UnlessAutoApproved)
+    }
+
+    async fn call(&self, args: Value, cx: &ToolContext) -> Result<ToolOutput, ToolError> {
+        let args: Args = parse_args(args)?;
+        // `channel`/`chat_id` name the session in other agents; here it is always this one.
+        let _ = (&args.channel, &args.chat_id);
+        match args.action {
+            Action::Add => self.add(args, cx).await,
+            Action::List => {
+                let all = self
+                    .0
+                    .store
+                    .list_schedules(Some(&cx.agent))
+                    .await
+                    .map_err(store_error)?;
+                let shown: Vec<String> = all
+                    .iter()
+                    .filter(|s| args.include_disabled || s.enabled)
+                    .map(|s| schedule_line(s, None))
+                    .collect();
+                if shown.is_empty() {
+                    Ok(ToolOutput::text("No cron jobs."))
+                } else {
+                    Ok(ToolOutput::text(shown.join("\n")))
+                }
+            }
+            Action::Remove => {
+                let id = args
+                    .job_id
+                    .ok_or_else(|| ToolError::invalid_arguments("`job_id` is required"))?;
+                remove(&self.0, &cx.agent, &id).await?;
+                Ok(ToolOutput::text(format!("Removed job {id}")))
+            }
+        }
+    }
+}
+
+impl CronTool {
+    async fn add(&self, args: Args, cx: &ToolContext) -> Result<ToolOutput, ToolError> {
+        let message = args
+            .message
+            .filter(|m| !m.trim().is_empty())
+            .ok_or_else(|| ToolError::invalid_arguments("`message` is required for add"))?;
+        let name = args
+            .name
+            .filter(|n| !n.trim().is_empty())
+            .unwrap_or_else(|| {
+                message
+                    .chars()
+                    .take(NAME_CHARS)
+                    .collect::<String>()
+                    .trim()
+                    .to_string()
+            });
+        let given = [
+            args.every_seconds.is_some(),
+            args.cron_expr.is_some(),
+            args.at.is_some(),
+        ];
+        if given.iter().filter(|g| **g).count() != 1 {
+            return Err(ToolError::invalid_arguments(
+                "give exactly one of every_seconds, cron_expr, at",
+            ));
+        }
+        let held = self
+            .0
+            .store
+            .list_schedules(Some(&cx.agent))
+            .await
+            .map_err(store_error)?;
+        if held.len() >= MAX_JOBS {
+            return Err(ToolError::invalid_arguments(format!(
+                "this agent already has {MAX_JOBS} jobs; remove one first"
+            )));
+        }
+        let session = Some(cx.session_id.clone()).filter(|s| !s.is_empty());
+        let target = if session.is_some() {
+            Target::Pinned
+        } else {
+            Target::Fresh
+        };
+        let now = now();
+        let new = if let Some(expr) = args.cron_expr {
+            let s = add_recurring(
+                &self.0,
+                AddRequest {
+                    owner: cx.agent.clone(),
+                    id: name,
+                    cron: expr,
+                    task: message,
+                    target,
+                    session_id: session,
+                    max_fires: None,
+                    expires_at: None,
+                },
+            )
+            .await?;
+            return Ok(ToolOutput::text(format!(
+                "Added job {}",
+                schedule_line(&s, None)
+            )));
+        } else if let Some(every) = args.every_seconds {
+            let min = self.0.min_interval.as_secs().max(60);
+            if every < min {
+                return Err(ToolError::invalid_arguments(format!(
+                    "`every_seconds` must be at least {min}"
+                )));
+            }
+            let secs = i64::try_from(every).unwrap_or(i64::MAX);
+            NewSchedule {
+                agent: cx.agent.clone(),
+                name,
+                kind: ScheduleKind::Interval,
+                spec: every.to_string(),
+                message,
+                next_fire: now.checked_add(time::Duration::seconds(secs)),
+                target,
+                session_id: session,
+                max_fires: None,
+                expires_at: None,
+            }
+        } else {
+            let at_text = args.at.unwrap_or_default();
+            let at = parse_at(&at_text)?;
+            if at <= now {
+                return Err(ToolError::invalid_arguments("`at` must be in the future"));
+            }
+            NewSchedule {
+                agent: cx.agent.clone(),
+                name,
+                kind: ScheduleKind::Once,
+                spec: once_marker(at),
+                message,
+                next_fire: Some(at),
+                target,
+                session_id: session,
+                max_fires: Some(1),
+                expires_at: None,
+            }
+        };
+        let s = self.0.store.add_schedule(new).await.map_err(store_error)?;
+        Ok(ToolOutput::text(format!(
+            "Added job {}",
+            schedule_line(&s, None)
+        )))
+    }
+}
+
+/// RFC 3339, or a naive `YYYY-MM-DDTHH:MM:SS` taken as UTC.
+fn parse_at(text: &str) -> Result<time::OffsetDateTime, ToolError> {
+    if let Ok(t) = parse_time("at", text) {
+        return Ok(t);
+    }
+    let naive = time::macros::format_description!("[year]-[month]-[day]T[hour]:[minute]:[second]");
+    time::PrimitiveDateTime::parse(text.trim(), &naive)
+        .map(|p| p.assume_utc())
+        .map_err(|_| {
+            ToolError::invalid_arguments(format!(
+                "`at`: `{text}` is not an RFC 3339 time or YYYY-MM-DDTHH:MM:SS (UTC)"
+            ))
+        })
+}

@@ -1,0 +1,567 @@
+//! `schedule_add`, `schedule_modify`, `schedule_remove`, `schedule_list`, and the functions
+//! behind them that `tackle schedule` calls too, so both front ends check the same rules.
+
+use super::plan::{check_recurring, parse_time};
+use super::render::schedule_line;
+use super::{now, parse_args, store_error, ScheduleSettings};
+use async_trait::async_trait;
+use serde::Deserialize;
+use serde_json::{json, Value};
+use std::sync::Arc;
+use tackle_protocol::{ApprovalMode, Tool, ToolContext, ToolError, ToolOutput, ToolSpec};
+use tackle_store::{NewSchedule, Schedule, ScheduleKind, ScheduleUpdate, Target};
+
+/// A recurring schedule to plant: what `schedule_add`, `cron add` and the CLI ask for.
+#[derive(Debug, Clone)]
+pub struct AddRequest {
+    pub owner: String,
+    pub id: String,
+    pub cron: String,
+    pub task: String,
+    pub target: Target,
+    pub session_id: Option<String>,
+    pub max_fires: Option<u32>,
+    pub expires_at: Option<String>,
+}
+
+/// Checks and stores `req`; the first fire is the expression's next one after now.
+pub async fn add_recurring(
+    settings: &ScheduleSettings,
+    req: AddRequest,
+) -> Result<Schedule, ToolError> {
+    let id = req.id.trim();
+    if id.is_empty() || id.chars().count() > 64 || id.chars().any(char::is_control) {
+        return Err(ToolError::invalid_arguments(
+            "`id` must be 1 to 64 characters without control characters",
+        ));
+    }
+    if req.task.trim().is_empty() {
+        return Err(ToolError::invalid_arguments("`task` must not be empty"));
+    }
+    if req.max_fires == Some(0) {
+        return Err(ToolError::invalid_arguments(
+            "`max_fires` must be at least 1",
+        ));
+    }
+    let now = now();
+    let cron = check_recurring(&req.cron, settings.zone, settings.min_interval, now)?;
+    let expires_at = req
+        .expires_at
+        .as_deref()
+        .map(|e| parse_time("expires_at", e))
+        .transpose()?;
+    let next_fire = cron.next_after(now, settings.zone);
+    // A pinned schedule needs a session to report to; without one it runs fresh.
+    let target = match (&req.target, &req.session_id) {
+        (Target::Pinned, None) => Target::Fresh,
+        (t, _) => *t,
+    };
+    settings
+        .store
+        .add_schedule(NewSchedule {
+            agent: req.owner,
+            name: id.to_string(),
+            kind: ScheduleKind::Cron,
+            spec: cron.as_str().to_string(),
+            message: req.task,
+            next_fire,
+            target,
+            session_id: req.session_id.filter(|_| target == Target::Pinned),
+            max_fires: req.max_fires,
+            expires_at,
+        })
+        .await
+        .map_err(store_error)
+}
+
+/// A partial change; `Some(None)` in a bound clears it.
+#[derive(Debug, Clone, Default)]
+pub struct ModifyRequest {
+    pub cron: Option<String>,
+    pub task: Option<String>,
+    pub target: Option<Target>,
+    pub enabled: Option<bool>,
+    pub max_fires: Option<Option<u32>>,
+    pub expires_at: Option<Option<String>>,
+}
+
+/// Applies `req` to `owner`'s schedule `id`; a new expression or re-enabling re-plans the
+/// next fire from now. Unknown → `not_found`.
+pub async fn modify(
+    settings: &ScheduleSettings,
+    owner: &str,
+    id: &str,
+    req: ModifyRequest,
+) -> Result<Schedule, ToolError> {
+    let current = settings
+        .store
+        .get_schedule(owner, id)
+        .await
+        .map_err(store_error)?
+        .ok_or_else(|| not_found(owner, id))?;
+    let now = now();
+    let mut update = ScheduleUpdate {
+        message: req.task,
+        enabled: req.enabled,
+        target: req.target,
+        max_fires: req.max_fires,
+        ..ScheduleUpdate::default()
+    };
+    if req.max_fires == Some(Some(0)) {
+        return Err(ToolError::invalid_arguments(
+            "`max_fires` must be at least 1",
+        ));
+    }
+    if let Some(e) = req.expires_at {
+        update.expires_at = Some(
+            e.as_deref()
+                .map(|e| parse_time("expires_at", e))
+                .transpose()?,
+        );
+    }
+    let spec = match req.cron {
+        Some(_) if current.kind == ScheduleKind::Once => {
+            return Err(ToolError::invalid_arguments(format!(
+                "`{}` is a one-shot; remove it and add a recurring schedule instead of giving `cron`",
+                current.name
+            )))
+        }
+        Some(c) => {
+            let cron = check_recurring(&c, settings.zone, settings.min_interval, now)?;
+            update.kind = Some(ScheduleKind::Cron);
+            update.spec = Some(cron.as_str().to_string());
+            Some(cron)
+        }
+        None => None,
+    };
+    let re_enabled = req.enabled == Some(true) && !current.enabled;
+    if current.kind != ScheduleKind::Once && (spec.is_some() || re_enabled) {
+        let next = match &spec {
+            Some(cron) => cron.next_after(now, settings.zone),
+            None => super::next_fire(current.kind, &current.spec, now, settings.zone),
+        };
+        update.next_fire = Some(next);
+    }
+    settings
+        .store
+        .modify_schedule(owner, id, update)
+        .await
+        .map_err(store_error)?
+        .ok_or_else(|| not_found(owner, id))
+}
+
+/// Removes `owner`'s schedule `id`; unknown → `not_found`.
+pub async fn remove(settings: &ScheduleSettings, owner: &str, id: &str) -> Result<(), ToolError> {
+    let removed = settings
+        .store
+        .remove_schedule(owner, id)
+        .await
+        .map_err(store_error)?;
+    if removed {
+        Ok(())
+    } else {
+        Err(not_found(owner, id))
+    }
+}
+
+/// `owner`'s schedules, one line each with the last fire's outcome.
+pub async fn list_lines(
+    settings: &ScheduleSettings,
+    owner: Option<&str>,
+) -> Result<Vec<String>, ToolError> {
+    let all = settings
+        .store
+        .list_schedules(owner)
+        .await
+        .map_err(store_error)?;
+    let mut lines = Vec::with_capacity(all.len());
+    for s in &all {
+        let last = settings
+            .store
+            .fires(&s.agent, &s.name, 1)
+            .await
+            .map_err(store_error)?;
+        lines.push(schedule_line(s, last.first()));
+    }
+    Ok(lines)
+}
+
+fn not_found(owner: &str, id: &str) -> ToolError {
+    ToolError::not_found(format!(
+        "agent `{owner}` has no schedule `{id}`; schedule_list shows them"
+    ))
+}
+
+pub struct ScheduleAdd(pub(super) Arc<ScheduleSettings>);
+pub struct ScheduleModify(pub(super) Arc<ScheduleSettings>);
+pub struct ScheduleRemove(pub(super) Arc<ScheduleSettings>);
+pub struct ScheduleList(pub(super) Arc<ScheduleSettings>);
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct AddArgs {
+    id: String,
+    cron: String,
+    task: String,
+    #[serde(default)]
+    agent: Option<String>,
+    #[serde(default)]
+    target: Option<Target>,
+    #[serde(default)]
+    max_fires: Option<u32>,
+    #[serde(default)]
+    expires_at: Option<String>,
+}
+
+fn session(cx: &ToolContext) -> Option<String> {
+    Some(cx.session_id.clone()).filter(|s| !s.is_empty())
+}
+
+#[async_trait]
+impl Tool for ScheduleAdd {
+    fn spec(&self) -> ToolSpec {
+        ToolSpec::new(
+            "schedule_add",
+            "Plant recurring work: at every fire of cron (6 fields `sec min hour dom month dow` \
+             with names, or 5 without seconds), the agent is given task. target pinned (this \
+             session, the default) or fresh (a new session each fire). Bounds: max_fires, \
+             expires_at (RFC 3339). Example: {\"id\": \"standup\", \"cron\": \"0 0 9 * * Mon-Fri\", \
+             \"task\": \"summarise open issues\"}.",
+            super::NAME,
+        )
+        .approval(ApprovalMode::UnlessAutoApproved)
+        .parameters(json!({
+            "type": "object",
+            "properties": {
+                "id": {"type": "string", "minLength": 1, "maxLength": 64},
+                "cron": {"type": "string"},
+                "task": {"type": "string", "minLength": 1},
+                "agent": {"type": "string", "description": "Owner; default: you."},
+                "target": {"type": "string", "enum": ["pinned", "fresh"]},
+                "max_fires": {"type": "integer", "minimum": 1},
+                "expires_at": {"type": "string", "description": "RFC 3339"}
+            },
+            "required": ["id", "cron", "task"],
+            "additionalProperties": false
+        }))
+    }
+
+    async fn call(&self, args: Value, cx: &ToolContext) -> Result<ToolOutput, ToolError> {
+        let args: AddArgs = parse_args(args)?;
+        let owner = self.0.owner(args.agent.as_deref(), &cx.agent)?;
+        // Another agent's schedule cannot report to this agent's session.
+        let session = session(cx).filter(|_| owner == cx.agent);
+        let s = add_recurring(
+            &self.0,
+            AddRequest {
+                owner,
+                id: args.id,
+                cron: args.cron,
+                task: args.task,
+                target: args.target.unwrap_or(Target::Pinned),
+                session_id: session,
+                max_fires: args.max_fires,
+                expires_at: args.expires_at,
+            },
+        )
+        .await?;
+        Ok(
+            ToolOutput::text(format!("Scheduled {}", schedule_line(&s, None)))
+                .with_structured(serde_json::to_value(&s).unwrap_or(Value::Null)),
+        )
+    }
+}
+
+#[async_trait]
+impl Tool for ScheduleModify {
+    fn spec(&self) -> ToolSpec {
+        ToolSpec::new(
+            "schedule_modify",
+            "Change a schedule: give id and at least one of cron, task, target, enabled, \
+             max_fires, expires_at; only those change, null clears a bound. Re-enabling one \
+             past its bound retires it again at its next fire.",
+            super::NAME,
+        )
+        .parameters(json!({
+            "type": "object",
+            "properties": {
+                "id": {"type": "string"},
+                "agent": {"type": "string"},
+                "cron": {"type": "string"},
+                "task": {"type": "string", "minLength": 1},
+                "target": {"type": "string", "enum": ["pinned", "fresh"]},
+                "enabled": {"type": "boolean"},
+                "max_fires": {"type": ["integer", "null"], "minimum": 1},
+                "expires_at": {"type": ["string", "null"]}
+            },
+            "required": ["id"],
+            "additionalProperties": false
+        }))
+    }
+
+    /// Disabling narrows and asks nothing; anything that enables, re-plans, re-targets,
+    /// changes what runs or moves a bound is planting work and asks like `schedule_add`.
+    fn approval_for(&self, args: &Value) -> Option<ApprovalMode> {
+        let widens = ["cron", "task", "target", "max_fires", "expires_at"]
+            .iter()
+            .any(|k| args.get(k).is_some())
+            || args.get("enabled").and_then(Value::as_bool) == Some(true);
+        widens.then_some(ApprovalMode::UnlessAutoApproved)
+    }
+
+    async fn call(&self, args: Value, cx: &ToolContext) -> Result<ToolOutput, ToolError> {
+        let Value::Object(map) = &args else {
+            return Err(ToolError::invalid_arguments("arguments must be an object"));
+        };
+        let id = map
+            .get("id")
+            .and_then(Value::as_str)
+            .ok_or_else(|| ToolError::invalid_arguments("`id` is required"))?
+            .to_string();
+        let owner = self
+            .0
+            .owner(map.get("agent").and_then(Value::as_str), &cx.agent)?;
+        let req = modify_request(map)?;
+        let s = modify(&self.0, &owner, &id, req).await?;
+        Ok(ToolOutput::text(format!(
+            "Updated {}",
+            schedule_line(&s, None)
+        )))
+    }
+}
+
+/// Reads the partial change: absent = unchanged, `null` = cleared (bounds only).
+fn modify_request(map: &serde_json::Map<String, Value>) -> Result<ModifyRequest, ToolError> {
+    let known = [
+        "id",
+        "agent",
+        "cron",
+        "task",
+        "target",
+        "enabled",
+        "max_fires",
+        "expires_at",
+    ];
+    if let Some(k) = map.keys().find(|k| !known.contains(&k.as_str())) {
+        return Err(ToolError::invalid_arguments(format!("unknown field `{k}`")));
+    }
+    let text = |k: &str| -> Result<Option<String>, ToolError> {
+        match map.get(k) {
+            None => Ok(None),
+            Some(Value::String(s)) => Ok(Some(s.clone())),
+            Some(_) => Err(ToolError::invalid_arguments(format!(
+                "`{k}` must be a string"
+            ))),
+        }
+    };
+    let req = ModifyRequest {
+        cron: text("cron")?,
+        task: text("task")?,
+        target: text("target")?
+            .map(|t| {
+                Target::parse(&t)
+                    .ok_or_else(|| ToolError::invalid_arguments("`target` must be pinned or fresh"))
+            })
+            .transpose()?,
+        enabled: match map.get("enabled") {
+            None => None,
+            Some(Value::Bool(b)) => Some(*b),
+            Some(_) => return Err(ToolError::invalid_arguments("`enabled` must be a boolean")),
+        },
+        max_fires: match map.get("max_fires") {
+            None => None,
+            Some(Value::Null) => Some(None),
+            Some(v) => Some(Some(
+                v.as_u64()
+                    .and_then(|n| u32::try_from(n).ok())
+                    .filter(|n| *n >= 1)
+                    .ok_or_else(|| ToolError::invalid_arguments("`max_fires` must be ≥ 1"))?,
+            )),
+        },
+        expires_at: match map.get("expires_at") {
+            None => None,
+            Some(Value::Null) => Some(None),
+            Some(Value::String(s)) => Some(Some(s.clone())),
+            Some(_) => {
+                return Err(ToolError::invalid_arguments(
+                    "`expires_at` must be an RFC 3339 string or null",
+                ))
+            }
+        },
+    };
+    let any = req.cron.is_some()
+        || req.task.is_some()
+        || req.target.is_some()
+        || req.enabled.is_some()
+        || req.max_fires.is_some()
+        || req.expires_at.is_some();
+    if !any {
+        return Err(ToolError::invalid_arguments(
+            "give at least one of cron, task, target, enabled, max_fires, expires_at",
+        ));
+    }
+    Ok(req)
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct IdArgs {
+    id: String,
+    #[serde(default)]
+    agent: Option<String>,
+}
+
+#[async_trait]
+impl Tool for ScheduleRemove {
+    fn spec(&self) -> ToolSpec {
+        ToolSpec::new(
+            "schedule_remove",
+            "Remove a schedule by id (its fire log stays).",
+            super::NAME,
+        )
+        .parameters(json!({
+            "type": "object",
+            "properties": {"id": {"type": "string"}, "agent": {"type": "string"}},
+            "required": ["id"],
+            "additionalProperties": false
+        }))
+    }
+
+    async fn call(&self, args: Value, cx: &ToolContext) -> Result<ToolOutput, ToolError> {
+        let args: IdArgs = parse_args(args)?;
+        let owner = self.0.owner(args.agent.as_deref(), &cx.agent)?;
+        remove(&self.0, &owner, &args.id).await?;
+        Ok(ToolOutput::text(format!("Removed schedule {}", args.id)))
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ListArgs {
+    #[serde(default)]
+    agent: Option<String>,
+}
+
+#[async_trait]
+impl Tool for ScheduleList {
+    fn spec(&self) -> ToolSpec {
+        ToolSpec::new(
+            "schedule_list",
+            "List your schedules: id, expression (@time for one-shots), (disabled), bounds, \
+             [fired N×], target, next fire, last outcome, task.",
+            super::NAME,
+        )
+        .parameters(json!({
+            "type": "object",
+            "properties": {"agent": {"type": "string"}},
+            "additionalProperties": false
+        }))
+    }
+
+    async fn call(&self, args: Value, cx: &ToolContext) -> Result<ToolOutput, ToolError> {
+        let args: ListArgs = parse_args(args)?;
+        let owner = self.0.owner(args.agent.as_deref(), &cx.agent)?;
+        let lines = list_lines(&self.0, Some(&owner)).await?;
+        if lines.is_empty() {
+            return Ok(ToolOutput::text(format!("Agent {owner} has no schedules.")));
+        }
+        Ok(ToolOutput::text(lines.join("\n")))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tackle_store::Store;
+
+    fn settings() -> ScheduleSettings {
+        ScheduleSettings {
+            store: Store::open_in_memory().unwrap(),
+            zone: super::super::Zone::default(),
+            min_interval: std::time::Duration::from_secs(60),
+            agents: vec!["default".into()],
+        }
+    }
+
+    fn req(id: &str, cron: &str) -> AddRequest {
+        AddRequest {
+            owner: "default".into(),
+            id: id.into(),
+            cron: cron.into(),
+            task: "check".into(),
+            target: Target::Fresh,
+            session_id: None,
+            max_fires: Some(2),
+            expires_at: None,
+        }
+    }
+
+    #[tokio::test]
+    async fn a_duplicate_id_or_a_bad_field_is_invalid_arguments() {
+        let s = settings();
+        add_recurring(&s, req("a", "0 0 9 * * Mon-Fri"))
+            .await
+            .unwrap();
+        let dup = add_recurring(&s, req("a", "0 0 9 * * *"))
+            .await
+            .unwrap_err();
+        assert_eq!(dup.kind, tackle_protocol::ErrorKind::InvalidArguments);
+        let bad = add_recurring(&s, req("b", "0 0 9 * * Funday"))
+            .await
+            .unwrap_err();
+        assert_eq!(bad.kind, tackle_protocol::ErrorKind::InvalidArguments);
+        assert!(bad.message.contains("day of week"), "{}", bad.message);
+        let fast = add_recurring(&s, req("c", "* * * * * *"))
+            .await
+            .unwrap_err();
+        assert!(
+            fast.message.contains("min_interval_secs"),
+            "{}",
+            fast.message
+        );
+    }
+
+    #[tokio::test]
+    async fn null_clears_a_bound_and_disabling_keeps_the_row() {
+        let s = settings();
+        add_recurring(&s, req("a", "0 0 9 * * *")).await.unwrap();
+        let m = modify(
+            &s,
+            "default",
+            "a",
+            ModifyRequest {
+                max_fires: Some(None),
+                enabled: Some(false),
+                ..ModifyRequest::default()
+            },
+        )
+        .await
+        .unwrap();
+        assert_eq!(m.max_fires, None);
+        assert!(!m.enabled);
+        let lines = list_lines(&s, Some("default")).await.unwrap();
+        assert!(lines[0].contains("(disabled) [fired 0×]"), "{}", lines[0]);
+        let gone = modify(&s, "default", "nope", ModifyRequest::default())
+            .await
+            .unwrap_err();
+        assert_eq!(gone.kind, tackle_protocol::ErrorKind::NotFound);
+    }
+
+    #[test]
+    fn only_disabling_asks_no_approval() {
+        let t = ScheduleModify(Arc::new(settings()));
+        assert_eq!(t.approval_for(&json!({"id": "a", "enabled": false})), None);
+        for widen in [
+            json!({"id": "a", "enabled": true}),
+            json!({"id": "a", "cron": "0 0 * * * *"}),
+            json!({"id": "a", "max_fires": null}),
+            json!({"id": "a", "task": "other"}),
+        ] {
+            assert_eq!(
+                t.approval_for(&widen),
+                Some(ApprovalMode::UnlessAutoApproved),
+                "{widen}"
+            );
+        }
+    }
+}

@@ -1,0 +1,149 @@
+//! `schedule_once {after_seconds, task}`: wake the calling session once, later.
+
+use super::render::stamp;
+use super::{now, parse_args, store_error, ScheduleSettings};
+use async_trait::async_trait;
+use serde::Deserialize;
+use serde_json::{json, Value};
+use std::sync::Arc;
+use tackle_protocol::{ApprovalMode, Tool, ToolContext, ToolError, ToolOutput, ToolSpec};
+use tackle_store::{NewSchedule, ScheduleKind, StoreError, Target};
+use time::OffsetDateTime;
+
+/// Ids of one-shots: `wakeup-<epoch_ms>`, suffixed `-2`, `-3`, … on collision.
+pub const ONCE_PREFIX: &str = "wakeup-";
+
+const MIN_AFTER: u64 = 30;
+const MAX_AFTER: u64 = 2_592_000;
+/// Suffixes tried before giving up on a free id.
+const MAX_SUFFIX: u32 = 1000;
+
+pub struct ScheduleOnce(pub(super) Arc<ScheduleSettings>);
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Args {
+    after_seconds: u64,
+    task: String,
+}
+
+/// How a one-shot lists: `@YYYY-MM-DD HH:MM:SSZ`.
+pub fn once_marker(at: OffsetDateTime) -> String {
+    format!("@{}", stamp(at))
+}
+
+#[async_trait]
+impl Tool for ScheduleOnce {
+    fn spec(&self) -> ToolSpec {
+        ToolSpec::new(
+            "schedule_once",
+            "Wake this session once, after_seconds from now (30 to 2592000), with task as the \
+             message. Example: {\"after_seconds\": 600, \"task\": \"check the build\"}.",
+            super::NAME,
+        )
+        .approval(ApprovalMode::UnlessAutoApproved)
+        .parameters(json!({
+            "type": "object",
+            "properties": {
+                "after_seconds": {"type": "integer", "minimum": MIN_AFTER, "maximum": MAX_AFTER},
+                "task": {"type": "string", "minLength": 1}
+            },
+            "required": ["after_seconds", "task"],
+            "additionalProperties": false
+        }))
+    }
+
+    async fn call(&self, args: Value, cx: &ToolContext) -> Result<ToolOutput, ToolError> {
+        let args: Args = parse_args(args)?;
+        if !(MIN_AFTER..=MAX_AFTER).contains(&args.after_seconds) {
+            return Err(ToolError::invalid_arguments(format!(
+                "`after_seconds` must be in [{MIN_AFTER}, {MAX_AFTER}]"
+            )));
+        }
+        if args.task.trim().is_empty() {
+            return Err(ToolError::invalid_arguments("`task` must not be empty"));
+        }
+        let now = now();
+        let secs = i64::try_from(args.after_seconds).unwrap_or(i64::MAX);
+        let at = now + time::Duration::seconds(secs);
+        let s = add_once(&self.0, &cx.agent, &cx.session_id, &args.task, now, at).await?;
+        Ok(
+            ToolOutput::text(format!("Scheduled {} {}: {}", s.name, s.spec, s.message))
+                .with_structured(json!({"id": s.name, "at": s.spec})),
+        )
+    }
+}
+
+/// Adds a one-shot for `agent` due at `at`, pinned to `session` (fresh when there is none).
+pub(crate) async fn add_once(
+    settings: &ScheduleSettings,
+    agent: &str,
+    session: &str,
+    task: &str,
+    now: OffsetDateTime,
+    at: OffsetDateTime,
+) -> Result<tackle_store::Schedule, ToolError> {
+    let base = format!("{ONCE_PREFIX}{}", super::cron::unix_ms(now));
+    let session = Some(session.to_string()).filter(|s| !s.is_empty());
+    for n in 1..=MAX_SUFFIX {
+        let name = if n == 1 {
+            base.clone()
+        } else {
+            format!("{base}-{n}")
+        };
+        let new = NewSchedule {
+            agent: agent.to_string(),
+            name,
+            kind: ScheduleKind::Once,
+            spec: once_marker(at),
+            message: task.to_string(),
+            next_fire: Some(at),
+            target: if session.is_some() {
+                Target::Pinned
+            } else {
+                Target::Fresh
+            },
+            session_id: session.clone(),
+            max_fires: Some(1),
+            expires_at: None,
+        };
+        match settings.store.add_schedule(new).await {
+            Ok(s) => return Ok(s),
+            Err(StoreError::DuplicateSchedule { .. }) => continue,
+            Err(e) => return Err(store_error(e)),
+        }
+    }
+    Err(ToolError::failed("no free one-shot id; try again"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tackle_store::Store;
+
+    fn settings() -> ScheduleSettings {
+        ScheduleSettings {
+            store: Store::open_in_memory().unwrap(),
+            zone: super::super::Zone::default(),
+            min_interval: std::time::Duration::from_secs(60),
+            agents: vec![],
+        }
+    }
+
+    #[tokio::test]
+    async fn two_one_shots_made_in_the_same_millisecond_get_distinct_ids() {
+        let s = settings();
+        let now = time::macros::datetime!(2026-01-01 0:00 UTC);
+        let at = now + time::Duration::minutes(5);
+        let a = add_once(&s, "default", "sess", "a", now, at).await.unwrap();
+        let b = add_once(&s, "default", "sess", "b", now, at).await.unwrap();
+        assert_eq!(
+            a.name,
+            format!("wakeup-{}", super::super::cron::unix_ms(now))
+        );
+        assert_eq!(b.name, format!("{}-2", a.name));
+        assert_eq!(a.spec, "@2026-01-01 00:05:00Z");
+        assert_eq!(a.target, Target::Pinned);
+        assert_eq!(a.session_id.as_deref(), Some("sess"));
+    }
+}
