@@ -63,6 +63,8 @@ impl TurnRunner {
         }
         let selection = crate::app::Selection {
             agent: named.then(|| agent.to_string()),
+            // Plugins added or changed while the daemon runs are picked up by the next fire.
+            watch_plugins: true,
             ..crate::app::Selection::default()
         };
         let rt = Arc::new(Runtime::build(&self.global, &selection).await?);
