@@ -264,9 +264,13 @@ fn extensions(
             banks: config.memory_banks.clone(),
         }),
     ];
-    all.into_iter()
+    let mut enabled: Vec<Arc<dyn Extension>> = all
+        .into_iter()
         .filter(|ext| agent.is_none_or(|a| a.extensions.is_enabled(ext.name())))
-        .collect()
+        .collect();
+    // Owns no tools: it only answers for the feature-gated tools this build lacks.
+    enabled.push(tackle_tools::gated::extension());
+    enabled
 }
 
 /// Every plugin, its problems reported once at start-up: a bad plugin is skipped, never fatal.

@@ -170,6 +170,44 @@ fn describe_prints_the_full_schema() {
     );
 }
 
+/// A tool whose cargo feature is off in this build is listed nowhere, and naming it says which
+/// feature builds it (describe and call alike), instead of a bare "unknown tool".
+#[test]
+fn a_tool_whose_feature_is_off_names_the_feature() {
+    let gated = [
+        ("pdf_read", "tool-pdf", cfg!(feature = "tool-pdf")),
+        ("screenshot", "screenshot", cfg!(feature = "screenshot")),
+        ("android", "android", cfg!(feature = "android")),
+        ("hardware", "hardware", cfg!(feature = "hardware")),
+    ];
+    let sb = Sandbox::new();
+    let cfg = sb.config("");
+    let list = run(sb.tackle(&cfg, &["tools", "list", "--json"]));
+    assert_eq!(list.code, 0, "{list}");
+    for (tool, feature, built) in gated {
+        if built {
+            assert!(
+                list.stdout.contains(&format!("\"{tool}\"")),
+                "{tool} missing: {list}"
+            );
+            continue;
+        }
+        assert!(
+            !list.stdout.contains(&format!("\"{tool}\"")),
+            "{tool} listed: {list}"
+        );
+        let described = run(sb.tackle(&cfg, &["tools", "describe", tool]));
+        assert_eq!(described.code, 1, "{described}");
+        assert!(described.stderr.contains(feature), "{described}");
+        let called = run(sb.tackle(&cfg, &["tools", "call", tool, "{}", "--json"]));
+        assert_eq!(called.code, 1, "{called}");
+        let v = json_of(&called.stdout);
+        assert_eq!(v["error"]["kind"], "failed", "{called}");
+        let message = v["error"]["message"].as_str().unwrap_or_default();
+        assert!(message.contains(&format!("`{feature}`")), "{called}");
+    }
+}
+
 /// A configured MCP server that never answers delays only calls to its own tools: a built-in
 /// call returns at once, and exits without waiting for the server either.
 #[test]

@@ -117,6 +117,11 @@ async fn describe(global: &Global, selection: &Selection, name: &str) -> Result<
     app.settle_mcp().await;
     let registry = app.dispatcher.registry();
     let Some(entry) = registry.get(name) else {
+        if let Some(why) = registry.unavailable(name) {
+            eprintln!("error: {why}");
+            app.shutdown().await;
+            return Ok(exit::for_kind(ErrorKind::Failed));
+        }
         let suggestions = registry.suggestions(name);
         let hint = if suggestions.is_empty() {
             String::new()
