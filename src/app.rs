@@ -33,6 +33,8 @@ pub struct App {
     pub plugins: Arc<tackle_tools::plugins::Plugins>,
     /// Reloads the plugins when their directories change (`Selection::watch_plugins`).
     _plugin_watch: Option<crate::plugin_watch::Watch>,
+    /// Tells MCP servers when the directories listed as roots change.
+    _roots_watch: Option<crate::fs_watch::FsWatch>,
 }
 
 /// Options that change which tools are registered.
@@ -100,8 +102,8 @@ impl App {
         let coding_tools =
             config.tools.coding_tools || selection.template.as_deref() == Some("coder");
         let mcp_configured: Vec<String> = config.mcp_servers.keys().cloned().collect();
-        let mcp = if selection.without_mcp {
-            None
+        let (mcp, roots_watch) = if selection.without_mcp {
+            (None, None)
         } else {
             start_mcp(
                 &config,
@@ -198,6 +200,7 @@ impl App {
             serve_tools,
             plugins,
             _plugin_watch: plugin_watch,
+            _roots_watch: roots_watch,
         })
     }
 }
@@ -354,10 +357,14 @@ fn start_mcp(
     agent: Option<&AgentConfig>,
     home: Option<&Path>,
     serving_mcp: bool,
-) -> Option<Arc<tackle_mcp::McpManager>> {
+) -> (
+    Option<Arc<tackle_mcp::McpManager>>,
+    Option<crate::fs_watch::FsWatch>,
+) {
     if config.mcp_servers.is_empty() {
-        return None;
+        return (None, None);
     }
+    let (roots, roots_watch) = live_mcp_roots(workspace, agent, home, state_dir);
     let options = tackle_mcp::McpOptions {
         spill: Some(Arc::new(crate::spill::StateDirSpill {
             dir: state_dir.join("mcp-results"),
@@ -372,13 +379,55 @@ fn start_mcp(
         // the terminal approves; without one every request is refused.
         sampling: crate::sampling::handler_for_cli(config, agent),
         // `roots/list`: only directories the agent's tools may read.
-        roots: mcp_roots(workspace, agent, home, state_dir),
+        roots,
         ..Default::default()
     };
-    Some(Arc::new(tackle_mcp::McpManager::start(
-        config.mcp_servers.clone(),
-        options,
-    )))
+    let manager = tackle_mcp::McpManager::start(config.mcp_servers.clone(), options);
+    (Some(Arc::new(manager)), roots_watch)
+}
+
+/// The MCP roots, kept up to date while the command runs: a granted directory that appears,
+/// disappears or is replaced changes the list, and the servers are told.
+fn live_mcp_roots(
+    workspace: &Path,
+    agent: Option<&AgentConfig>,
+    home: Option<&Path>,
+    state_dir: &Path,
+) -> (tackle_mcp::Roots, Option<crate::fs_watch::FsWatch>) {
+    use crate::fs_watch::{point_for, RecursiveMode};
+    let grant = agent.and_then(|a| a.grants.fs.as_ref());
+    let candidates = tackle_policy::path::roots(grant, workspace, home).read;
+    let initial = mcp_roots(workspace, agent, home, state_dir);
+    if candidates.is_empty() {
+        return (tackle_mcp::Roots::fixed(initial), None);
+    }
+    let roots = tackle_mcp::Roots::changing(initial);
+    // Each root's parent sees it created, removed, renamed or replaced by a link.
+    let mut watched: Vec<PathBuf> = candidates.clone();
+    watched.push(workspace.to_path_buf());
+    let points = move || {
+        watched
+            .iter()
+            .filter_map(|c| c.parent())
+            .filter_map(|p| point_for(p, RecursiveMode::NonRecursive))
+            .collect()
+    };
+    let (workspace, state_dir) = (workspace.to_path_buf(), state_dir.to_path_buf());
+    let (agent, home) = (agent.cloned(), home.map(Path::to_path_buf));
+    let live = roots.clone();
+    let on_change = move || {
+        let now = mcp_roots(&workspace, agent.as_ref(), home.as_deref(), &state_dir);
+        if live.set(now) {
+            tracing::debug!("MCP roots changed");
+        }
+    };
+    match crate::fs_watch::watch("roots-watch", points, on_change) {
+        Ok(watch) => (roots, Some(watch)),
+        Err(e) => {
+            tracing::warn!("MCP servers will not hear of changed roots: {e}");
+            (roots, None)
+        }
+    }
 }
 
 /// The roots servers are told about: the directories the agent's fs grant lets tools read (the

@@ -17,6 +17,7 @@ mod commands;
 mod config;
 mod elicit;
 mod exit;
+mod fs_watch;
 mod mcp_service;
 mod net_bridge;
 mod plugin_watch;

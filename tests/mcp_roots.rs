@@ -1,6 +1,8 @@
 //! A configured MCP server that asks `roots/list` is told the directories the agent's tools
 //! may read, as canonical `file://` URIs: the workspace (named `workspace`) by default, the
 //! fs grant's read roots when the agent sets them, and never anything outside them.
+//! A granted directory that appears while servers are connected is announced with
+//! `notifications/roots/list_changed` and listed from then on.
 //! The server is tests/mcp_client/roots_server.py, on the official Python SDK.
 
 mod common;
@@ -106,4 +108,54 @@ fn a_workspace_the_grant_does_not_let_tools_read_is_not_listed() {
     let listed = uris(&seen);
     assert_eq!(listed, vec![uri(&docs)], "{seen}");
     assert!(!listed.contains(&uri(&sb.workspace())), "{seen}");
+}
+
+#[test]
+fn a_granted_directory_that_appears_is_announced_and_then_listed() {
+    let sb = Sandbox::new();
+    let later = sb.home().join("later");
+    let agents = "agents:\n  - name: reader\n    grants:\n      fs:\n        allow_read: [\".\", \"~/later\"]\n";
+    let Some(cfg) = config(&sb, agents) else {
+        return;
+    };
+    let marker = sb.home().join("listening");
+    let args = serde_json::json!({"marker": marker.display().to_string()}).to_string();
+    let child = sb
+        .tackle(
+            &cfg,
+            &[
+                "tools",
+                "call",
+                "roots__roots_after_change",
+                &args,
+                "--yes",
+                "--json",
+            ],
+        )
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("start tackle");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while !marker.exists() && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    assert!(marker.exists(), "the server's tool never started");
+    std::fs::create_dir_all(&later).expect("mkdir later");
+    let out = child.wait_with_output().expect("tackle output");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: Value = serde_json::from_str(&stdout).expect("json output");
+    let seen: Value =
+        serde_json::from_str(v["content"].as_str().expect("content")).expect("tool answer");
+    assert_eq!(seen["notified"], true, "{seen}");
+    assert_eq!(
+        uris(&seen),
+        vec![uri(&sb.workspace()), uri(&later)],
+        "{seen}"
+    );
 }

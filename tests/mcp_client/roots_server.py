@@ -1,14 +1,30 @@
-"""A small MCP server on the official Python SDK whose tool asks the client for its roots
-(`roots/list`) and answers with what it got.
+"""A small MCP server on the official Python SDK whose tools ask the client for its roots
+(`roots/list`) and answer with what they got; `roots_after_change` first waits for the
+client's `notifications/roots/list_changed`.
 
 Run: python roots_server.py   (stdio)
 """
 
 import json
+import pathlib
+import time
 
+import anyio
+from mcp import types
 from mcp.server.mcpserver import Context, MCPServer
 
 server = MCPServer("roots")
+notified = 0
+
+
+async def on_roots_changed(_ctx, _params) -> None:
+    global notified
+    notified += 1
+
+
+server._lowlevel_server.add_notification_handler(
+    "notifications/roots/list_changed", types.NotificationParams, on_roots_changed
+)
 
 
 @server.tool()
@@ -28,6 +44,20 @@ async def roots(ctx: Context) -> str:
         },
         sort_keys=True,
     )
+
+
+@server.tool()
+async def roots_after_change(ctx: Context, marker: str, seconds: float = 20) -> str:
+    """Writes `marker` once it is listening, waits for a roots/list_changed notification
+    (at most `seconds`), then lists the roots."""
+    seen = notified
+    pathlib.Path(marker).write_text("waiting")
+    deadline = time.monotonic() + seconds
+    while notified == seen and time.monotonic() < deadline:
+        await anyio.sleep(0.05)
+    result = await ctx.session.list_roots()
+    listed = [{"uri": str(r.uri), "name": r.name} for r in result.roots]
+    return json.dumps({"notified": notified > seen, "roots": listed}, sort_keys=True)
 
 
 if __name__ == "__main__":

@@ -57,6 +57,7 @@ pub mod elicit;
 mod events;
 mod listing;
 pub mod naming;
+pub mod roots;
 pub mod sampling;
 mod server;
 mod wire;
@@ -64,6 +65,7 @@ mod wire;
 pub use client::{McpManager, McpOptions, ServerState, ServerStatus};
 pub use content::{ResultSpill, SpillError};
 pub use elicit::{ElicitAnswer, ElicitError, ElicitRequest, ElicitationHandler};
+pub use roots::Roots;
 pub use sampling::{SampleAnswer, SampleError, SampleRequest, SamplingHandler};
 pub use server::{bind_http, serve_http, serve_http_on, serve_stdio, ToolService};
 

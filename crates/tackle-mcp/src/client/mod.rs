@@ -42,8 +42,9 @@ pub struct McpOptions {
     pub sampling: Arc<dyn crate::sampling::SamplingHandler>,
     /// The directories servers are told about when they ask `roots/list`, each with a short
     /// name (`("workspace", /abs/ws)`). The caller lists only absolute, canonical paths its
-    /// grants let tools read; entries that are not absolute are never sent.
-    pub roots: Vec<(String, std::path::PathBuf)>,
+    /// grants let tools read; entries that are not absolute are never sent. A change is
+    /// announced to every connected server.
+    pub roots: crate::Roots,
 }
 
 impl Default for McpOptions {
@@ -59,7 +60,7 @@ impl Default for McpOptions {
             elicitation: Arc::new(DeclineAll),
             relay_forms: false,
             sampling: Arc::new(crate::sampling::RefuseSampling),
-            roots: Vec::new(),
+            roots: crate::Roots::default(),
         }
     }
 }

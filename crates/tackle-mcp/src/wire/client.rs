@@ -71,8 +71,8 @@ pub(crate) fn root_entries(roots: &[(String, PathBuf)]) -> Vec<RootEntry> {
 struct Handler {
     tools_changed: Arc<Notify>,
     elicitor: Elicitor,
-    /// What `roots/list` answers; the capability is declared only when there is something.
-    roots: Vec<RootEntry>,
+    /// What `roots/list` answers, read at each request.
+    roots: crate::Roots,
 }
 
 impl ClientHandler for Handler {
@@ -161,9 +161,8 @@ impl ClientHandler for Handler {
         &self,
         _cx: RequestContext<RoleClient>,
     ) -> Result<rmcp::model::ListRootsResult, ErrorData> {
-        let roots = self
-            .roots
-            .iter()
+        let roots = root_entries(&self.roots.current())
+            .into_iter()
             .map(|r| rmcp::model::Root::new(r.uri.clone()).with_name(r.name.clone()))
             .collect();
         Ok(rmcp::model::ListRootsResult::new(roots))
@@ -171,9 +170,8 @@ impl ClientHandler for Handler {
 
     fn get_info(&self) -> ClientConfig {
         let mut capabilities = ClientCapabilities::default();
-        if !self.roots.is_empty() {
-            // The list is fixed for a connection's life; `listChanged` promises a notification
-            // should it ever change.
+        if self.roots.declared() {
+            // Every change of the list is announced (`Connection::watch`).
             let mut roots = RootsCapabilities::default();
             roots.list_changed = Some(true);
             capabilities.roots = Some(roots);
@@ -213,20 +211,20 @@ pub(crate) async fn connect_stdio(
     spec: &ChildSpec<'_>,
     last_stderr: Arc<Mutex<String>>,
     elicitor: Elicitor,
-    roots: &[(String, PathBuf)],
+    roots: &crate::Roots,
 ) -> Result<Connection, WireError> {
     let transport = child::spawn(spec, last_stderr)?;
     let tools_changed = Arc::new(Notify::new());
     let handler = Handler {
         tools_changed: tools_changed.clone(),
         elicitor,
-        roots: root_entries(roots),
+        roots: roots.clone(),
     };
     let service = handler
         .serve(transport)
         .await
         .map_err(|e| WireError::Handshake(e.to_string()))?;
-    Ok(Connection::watch(service, tools_changed))
+    Ok(Connection::watch(service, tools_changed, roots))
 }
 
 /// The start of the error of a server that needs an OAuth login; the server's name follows.
@@ -248,7 +246,7 @@ pub(crate) async fn connect_http(
     headers: &BTreeMap<String, String>,
     token_file: Option<&std::path::Path>,
     elicitor: Elicitor,
-    roots: &[(String, PathBuf)],
+    roots: &crate::Roots,
 ) -> Result<Connection, WireError> {
     super::install_tls_provider();
     let mut config = StreamableHttpClientTransportConfig::with_uri(url.to_string())
@@ -275,7 +273,7 @@ pub(crate) async fn connect_http(
     let handler = Handler {
         tools_changed: tools_changed.clone(),
         elicitor,
-        roots: root_entries(roots),
+        roots: roots.clone(),
     };
     let service = match token_file {
         None => {
@@ -306,7 +304,7 @@ pub(crate) async fn connect_http(
             WireError::Handshake(e.to_string())
         }
     })?;
-    let mut conn = Connection::watch(service, tools_changed);
+    let mut conn = Connection::watch(service, tools_changed, roots);
     conn.oauth = token_file.map(|f| (server, f.to_path_buf()));
     Ok(conn)
 }
@@ -333,20 +331,42 @@ fn wants_authorization(e: &(dyn std::error::Error + 'static)) -> bool {
 
 impl Connection {
     /// Own the running service in a task that flags `closed` when its loop ends.
-    fn watch(service: RunningService<RoleClient, Handler>, tools_changed: Arc<Notify>) -> Self {
+    /// Announces every change of `roots` to the server while the connection lives.
+    fn watch(
+        service: RunningService<RoleClient, Handler>,
+        tools_changed: Arc<Notify>,
+        roots: &crate::Roots,
+    ) -> Self {
         let peer = service.peer().clone();
         let (tx, closed) = watch::channel(false);
         let stop = tokio_util::sync::CancellationToken::new();
         let stop_task = stop.clone();
+        let mut roots_changed = roots.subscribe();
+        let mut roots_open = true;
+        let announce = peer.clone();
         tokio::spawn(async move {
             let cancel = service.cancellation_token();
             let waiting = service.waiting();
             tokio::pin!(waiting);
-            tokio::select! {
-                _ = &mut waiting => {}
-                _ = stop_task.cancelled() => {
-                    cancel.cancel();
-                    let _ = waiting.await;
+            loop {
+                tokio::select! {
+                    _ = &mut waiting => break,
+                    _ = stop_task.cancelled() => {
+                        cancel.cancel();
+                        let _ = waiting.await;
+                        break;
+                    }
+                    changed = roots_changed.changed(), if roots_open => {
+                        if changed.is_err() {
+                            // The list can no longer change; keep serving.
+                            roots_open = false;
+                            continue;
+                        }
+                        roots_changed.borrow_and_update();
+                        if let Err(e) = announce.notify_roots_list_changed().await {
+                            tracing::debug!("roots/list_changed not sent: {e}");
+                        }
+                    }
                 }
             }
             let _ = tx.send(true);
@@ -492,7 +512,7 @@ mod tests {
                 handler: Arc::new(crate::elicit::DeclineAll),
                 sampler: Err("off".into()),
             },
-            roots: root_entries(roots),
+            roots: crate::Roots::fixed(roots.to_vec()),
         };
         let none = handler(&[]).get_info();
         assert!(none.capabilities.roots.is_none());
