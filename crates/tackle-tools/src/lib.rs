@@ -11,6 +11,7 @@ pub mod fs;
 pub mod memory;
 pub mod plugins;
 pub mod schedule;
+pub mod services;
 pub mod skills;
 pub mod system;
 pub mod web;
