@@ -114,7 +114,8 @@ impl App {
                 selection.serving_mcp,
             )
         };
-        let mut extensions = extensions(&config, agent.as_ref(), coding_tools, &store);
+        let services = crate::services::settings(&config.services, home.as_deref());
+        let mut extensions = extensions(&config, agent.as_ref(), coding_tools, &store, &services);
         if agent
             .as_ref()
             .is_none_or(|a| a.extensions.is_enabled(tackle_tools::schedule::NAME))
@@ -164,9 +165,15 @@ impl App {
         }
         let registry =
             Arc::new(Registry::new(extensions).map_err(|e| anyhow::anyhow!("tool registry: {e}"))?);
-        let host = host_provider(&config, &state_dir, home, source.as_deref());
-        let sanitizer =
-            Sanitizer::new(config.tools.output_limit_bytes).with_redactor(redactor(&config));
+        let host = host_provider(
+            &config,
+            &state_dir,
+            home,
+            source.as_deref(),
+            services.operator_urls(),
+        );
+        let sanitizer = Sanitizer::new(config.tools.output_limit_bytes)
+            .with_redactor(redactor(&config, services.secrets()));
         let security = config.security.clone();
         let mut dispatcher = Dispatcher::new(
             registry,
@@ -251,6 +258,7 @@ fn extensions(
     agent: Option<&AgentConfig>,
     coding_tools: bool,
     store: &Store,
+    services: &tackle_tools::services::ServicesSettings,
 ) -> Vec<Arc<dyn Extension>> {
     use tackle_tools::{core, dev, fs, memory, system, web};
     let all: Vec<Arc<dyn Extension>> = vec![
@@ -266,6 +274,7 @@ fn extensions(
             store: store.clone(),
             banks: config.memory_banks.clone(),
         }),
+        tackle_tools::services::extension(services.clone()),
     ];
     let mut enabled: Vec<Arc<dyn Extension>> = all
         .into_iter()
@@ -469,12 +478,15 @@ fn host_provider(
     state_dir: &Path,
     home: Option<PathBuf>,
     config_file: Option<&Path>,
+    // Operator destinations outside the config file (a service-account key's token URI).
+    extra_operator_urls: Vec<String>,
 ) -> Arc<dyn HostProvider> {
     // Commands never see Tackle's own config (API keys) or state (sessions, audit log).
     let mut host_config = tackle_host::HostConfig::new(state_dir)
         .with_home(home)
         .with_config(config)
         .hide(state_dir);
+    host_config.operator_hosts.extend(extra_operator_urls);
     host_config.net_bridge = std::env::current_exe().ok();
     if let Some(file) = config_file {
         let file = std::fs::canonicalize(file).unwrap_or_else(|_| file.to_path_buf());
@@ -483,8 +495,9 @@ fn host_provider(
     Arc::new(tackle_host::NativeHostProvider::new(host_config))
 }
 
-/// Secrets from the loaded config (API keys, tokens) are redacted by exact match too.
-fn redactor(config: &Config) -> tackle_agent::sanitizer::Redact {
+/// Secrets from the loaded config (API keys, tokens) are redacted by exact match too, with
+/// `extra` ones found outside it (a service-account key's private key).
+fn redactor(config: &Config, extra: Vec<String>) -> tackle_agent::sanitizer::Redact {
     let mut secrets: Vec<String> = config
         .backends
         .iter()
@@ -520,6 +533,8 @@ fn redactor(config: &Config) -> tackle_agent::sanitizer::Redact {
                 .collect::<Vec<_>>(),
         }
     }));
+    secrets.extend(config.services.secrets());
+    secrets.extend(extra);
     secrets.retain(|s| !s.trim().is_empty());
     let redactor = Arc::new(tackle_policy::secrets::SecretRedactor::new(secrets));
     Arc::new(move |text: &str| redactor.redact(text))

@@ -27,6 +27,7 @@ mod render;
 mod runtime;
 mod sampling;
 mod schedules;
+mod services;
 mod skills;
 mod spill;
 mod term;

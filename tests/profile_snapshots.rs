@@ -10,7 +10,7 @@ use tackle_llm::{request_body, ChatRequest};
 use tackle_protocol::config::{BackendType, ProfileMode, ToolProfileConfig};
 use tackle_protocol::message::Message;
 use tackle_protocol::Extension;
-use tackle_tools::{core, dev, fs, memory, schedule, skills, system, web};
+use tackle_tools::{core, dev, fs, memory, schedule, services, skills, system, web};
 
 const SNAPSHOT: &str = "tests/snapshots/tool_profiles.json";
 
@@ -40,6 +40,7 @@ fn builtins() -> Registry {
             min_interval: std::time::Duration::from_secs(60),
             agents: vec![],
         }),
+        services::extension(services::ServicesSettings::default()),
     ];
     Registry::new(extensions).expect("registry")
 }

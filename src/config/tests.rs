@@ -96,6 +96,23 @@ fn every_key_of_the_example_file_parses_into_typed_fields() {
     assert_eq!(c.plugins.dirs, ["~/.config/tackle/plugins"]);
     assert_eq!(c.skills.dirs.len(), 2);
     assert_eq!(c.skills.registry_url.as_deref(), Some("https://clawhub.ai"));
+    let services = &c.services;
+    let whatsapp = services.whatsapp.as_ref().expect("services.whatsapp");
+    assert_eq!(whatsapp.phone_number_id, "1234567890");
+    assert_eq!(
+        services
+            .gsheets
+            .as_ref()
+            .and_then(|g| g.service_account_file.as_deref()),
+        Some("~/.config/tackle/google-service-account.json")
+    );
+    let stripe = services.stripe.as_ref().expect("services.stripe");
+    assert_eq!(stripe.api_base.as_deref(), Some("https://api.stripe.com"));
+    assert_eq!(stripe.currency.as_deref(), Some("usd"));
+    assert_eq!(
+        services.r8r.as_ref().map(|r| r.base()).as_deref(),
+        Some("http://127.0.0.1:8090")
+    );
     // Unset variables are reported, not fatal.
     assert!(
         warnings.iter().any(|w| w.contains("ANTHROPIC_API_KEY")),

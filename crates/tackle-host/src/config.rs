@@ -90,7 +90,7 @@ impl HostConfig {
 }
 
 /// Every URL the operator wrote into `config`: backends' `api_base`, search backends' `url`,
-/// MCP servers' `url`, the skills registry, webhook channels' `url`.
+/// MCP servers' `url`, the skills registry, webhook channels' `url`, the services' bases.
 pub fn operator_urls(config: &Config) -> Vec<String> {
     let backends = config.backends.iter().filter_map(|b| b.api_base.clone());
     let search = config
@@ -108,6 +108,7 @@ pub fn operator_urls(config: &Config) -> Vec<String> {
         .chain(mcp)
         .chain(skills)
         .chain(channels)
+        .chain(config.services.operator_urls())
         .collect()
 }
 
@@ -139,5 +140,26 @@ mod tests {
             ]
         );
         assert_eq!(host.env_passthrough, vec!["CARGO_*"]);
+    }
+
+    #[test]
+    fn the_services_configured_bases_are_operator_urls() {
+        let config: Config = serde_json::from_value(serde_json::json!({
+            "services": {
+                "whatsapp": {"access_token": "t", "phone_number_id": "1"},
+                "stripe": {"secret_key": "k", "api_base": "http://127.0.0.1:12111"},
+                "gsheets": {"access_token": "t", "api_base": "http://127.0.0.1:8081"},
+                "r8r": {}
+            }
+        }))
+        .unwrap();
+        assert_eq!(
+            operator_urls(&config),
+            vec![
+                "http://127.0.0.1:8081",
+                "http://127.0.0.1:12111",
+                "http://localhost:8080"
+            ]
+        );
     }
 }

@@ -12,6 +12,7 @@ pub mod gated;
 pub mod memory;
 pub mod plugins;
 pub mod schedule;
+pub mod services;
 pub mod skills;
 pub mod system;
 pub mod web;

@@ -1,0 +1,81 @@
+//! Credentials a service tool holds, scrubbed from everything it returns: an API that echoes
+//! a token in an error (or a proxy's error page) must not hand it to the model.
+
+use serde_json::Value;
+use tackle_protocol::ToolError;
+
+const REDACTED: &str = "[redacted]";
+
+#[derive(Debug, Default, Clone)]
+pub(crate) struct Secrets(Vec<String>);
+
+impl Secrets {
+    /// Shorter values are not scrubbed: replacing every `abc` would garble the text.
+    const MIN_LEN: usize = 6;
+
+    pub(crate) fn new<I: IntoIterator<Item = String>>(values: I) -> Self {
+        let mut s = Self::default();
+        for v in values {
+            s.add(v);
+        }
+        s
+    }
+
+    pub(crate) fn add(&mut self, value: String) {
+        if value.trim().len() < Self::MIN_LEN || self.0.contains(&value) {
+            return;
+        }
+        self.0.push(value);
+        // Longest first, so a secret inside a longer one is not left half-replaced.
+        self.0.sort_by_key(|s| std::cmp::Reverse(s.len()));
+    }
+
+    pub(crate) fn scrub(&self, text: &str) -> String {
+        let mut out = text.to_string();
+        for secret in &self.0 {
+            if out.contains(secret.as_str()) {
+                out = out.replace(secret.as_str(), REDACTED);
+            }
+        }
+        out
+    }
+
+    pub(crate) fn scrub_error(&self, mut err: ToolError) -> ToolError {
+        err.message = self.scrub(&err.message);
+        if let Some(d) = err.decision.as_mut() {
+            d.why = self.scrub(&d.why);
+            d.rule = self.scrub(&d.rule);
+        }
+        err
+    }
+
+    /// Every string in a JSON value, keys included.
+    pub(crate) fn scrub_value(&self, value: Value) -> Value {
+        match value {
+            Value::String(s) => Value::String(self.scrub(&s)),
+            Value::Array(a) => Value::Array(a.into_iter().map(|v| self.scrub_value(v)).collect()),
+            Value::Object(o) => Value::Object(
+                o.into_iter()
+                    .map(|(k, v)| (self.scrub(&k), self.scrub_value(v)))
+                    .collect(),
+            ),
+            other => other,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn secrets_are_replaced_in_text_errors_and_json() {
+        let s = Secrets::new(["sk_test_SECRET".to_string(), "abc".to_string()]);
+        assert_eq!(s.scrub("key sk_test_SECRET abc"), "key [redacted] abc");
+        let e = s.scrub_error(ToolError::failed("bad sk_test_SECRET"));
+        assert_eq!(e.message, "bad [redacted]");
+        let v = s.scrub_value(json!({"k": ["sk_test_SECRET"], "sk_test_SECRET": 1}));
+        assert_eq!(v, json!({"k": ["[redacted]"], "[redacted]": 1}));
+    }
+}

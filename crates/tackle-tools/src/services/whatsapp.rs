@@ -1,0 +1,235 @@
+//! `whatsapp {to, message | template, template_params?, language?}`: one text or template
+//! message through the WhatsApp Cloud API (`POST /v18.0/{phone_number_id}/messages`).
+
+use super::client::{api_error, is_success, json_of, Api, Body};
+use super::secrets::Secrets;
+use super::{not_configured, parse_args, ServicesSettings, NAME};
+use async_trait::async_trait;
+use serde::Deserialize;
+use serde_json::{json, Value};
+use std::time::Duration;
+use tackle_protocol::text::preview;
+use tackle_protocol::{
+    ApprovalMode, Capability, Risk, Tool, ToolContext, ToolError, ToolOutput, ToolSpec,
+};
+
+const DEFAULT_API: &str = "https://graph.facebook.com";
+const API_VERSION: &str = "v18.0";
+
+pub(crate) struct Whatsapp {
+    /// `None` when `services.whatsapp` is missing.
+    target: Option<Target>,
+}
+
+struct Target {
+    api: Api,
+    phone_number_id: String,
+    token: String,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Args {
+    to: String,
+    message: Option<String>,
+    template: Option<String>,
+    #[serde(default)]
+    template_params: Vec<String>,
+    language: Option<String>,
+}
+
+impl Whatsapp {
+    pub(crate) fn new(settings: &ServicesSettings) -> Self {
+        let target = settings.whatsapp.as_ref().map(|c| {
+            let secrets = Secrets::new([c.access_token.clone()]);
+            Target {
+                api: Api::new(
+                    c.api_base.as_deref(),
+                    DEFAULT_API,
+                    settings.timeout,
+                    secrets,
+                ),
+                phone_number_id: c.phone_number_id.trim().to_string(),
+                token: c.access_token.trim().to_string(),
+            }
+        });
+        Self { target }
+    }
+}
+
+fn path(phone_number_id: &str) -> String {
+    format!("/{API_VERSION}/{phone_number_id}/messages")
+}
+
+/// The recipient as the API wants it: digits with the country code, no `+` or spaces.
+fn recipient(to: &str) -> Result<String, ToolError> {
+    let digits: String = to
+        .trim()
+        .trim_start_matches('+')
+        .chars()
+        .filter(|c| !matches!(c, ' ' | '-'))
+        .collect();
+    if (7..=15).contains(&digits.len()) && digits.chars().all(|c| c.is_ascii_digit()) {
+        Ok(digits)
+    } else {
+        Err(ToolError::invalid_arguments(format!(
+            "`to` must be a phone number in digits with its country code (e.g. 14155550123), got `{}`",
+            preview(to, 40)
+        )))
+    }
+}
+
+/// The message body of §E: a text message, or a template with its body parameters.
+fn body(a: &Args, to: String) -> Result<Value, ToolError> {
+    let mut body = json!({
+        "messaging_product": "whatsapp",
+        "recipient_type": "individual",
+        "to": to,
+    });
+    match (&a.template, &a.message) {
+        (Some(_), Some(_)) => Err(ToolError::invalid_arguments(
+            "give either `message` (a text) or `template`, not both",
+        )),
+        (None, None) => Err(ToolError::invalid_arguments(
+            "`message` is required unless `template` is given",
+        )),
+        (None, Some(text)) if text.trim().is_empty() => {
+            Err(ToolError::invalid_arguments("`message` must not be empty"))
+        }
+        (None, Some(text)) => {
+            if !a.template_params.is_empty() || a.language.is_some() {
+                return Err(ToolError::invalid_arguments(
+                    "`template_params` and `language` go with `template`",
+                ));
+            }
+            body["type"] = json!("text");
+            body["text"] = json!({"preview_url": false, "body": text});
+            Ok(body)
+        }
+        (Some(name), None) => {
+            let name_ok = !name.is_empty()
+                && name.len() <= 512
+                && name
+                    .chars()
+                    .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_');
+            if !name_ok {
+                return Err(ToolError::invalid_arguments(format!(
+                    "`template` must be a template name (lower-case letters, digits, `_`), got `{}`",
+                    preview(name, 60)
+                )));
+            }
+            let language = a.language.as_deref().unwrap_or("en_US");
+            let lang_ok = (2..=10).contains(&language.len())
+                && language
+                    .chars()
+                    .all(|c| c.is_ascii_alphabetic() || c == '_' || c == '-');
+            if !lang_ok {
+                return Err(ToolError::invalid_arguments(format!(
+                    "`language` must be a language code such as en_US, got `{}`",
+                    preview(language, 20)
+                )));
+            }
+            let mut template = json!({"name": name, "language": {"code": language}});
+            if !a.template_params.is_empty() {
+                let parameters: Vec<Value> = a
+                    .template_params
+                    .iter()
+                    .map(|p| json!({"type": "text", "text": p}))
+                    .collect();
+                template["components"] = json!([{"type": "body", "parameters": parameters}]);
+            }
+            body["type"] = json!("template");
+            body["template"] = template;
+            Ok(body)
+        }
+    }
+}
+
+#[async_trait]
+impl Tool for Whatsapp {
+    fn spec(&self) -> ToolSpec {
+        ToolSpec::new(
+            "whatsapp",
+            "Send a WhatsApp message through the WhatsApp Cloud API: a text (`message`), or an \
+             approved template (`template`, with `template_params` for its body placeholders). \
+             Returns the message id.",
+            NAME,
+        )
+        .parameters(json!({
+            "type": "object",
+            "properties": {
+                "to": {"type": "string", "description": "Recipient phone number in digits with country code, e.g. 14155550123."},
+                "message": {"type": "string", "description": "The text to send (required without template)."},
+                "template": {"type": "string", "description": "An approved template's name."},
+                "template_params": {"type": "array", "items": {"type": "string"}, "description": "Values for the template body's placeholders, in order."},
+                "language": {"type": "string", "description": "The template's language code. Default en_US."}
+            },
+            "required": ["to"],
+            "additionalProperties": false
+        }))
+        .risk(Risk::Medium)
+        .approval(ApprovalMode::UnlessAutoApproved)
+    }
+
+    fn planned_capabilities(&self, _args: &Value, _cx: &ToolContext) -> Vec<Capability> {
+        match &self.target {
+            Some(t) => t.api.planned("POST", &path(&t.phone_number_id)),
+            None => Vec::new(),
+        }
+    }
+
+    fn timeout(&self) -> Option<Duration> {
+        self.target
+            .as_ref()
+            .map(|t| t.api.timeout + Duration::from_secs(5))
+    }
+
+    async fn call(&self, args: Value, cx: &ToolContext) -> Result<ToolOutput, ToolError> {
+        let a: Args = parse_args("whatsapp", args)?;
+        let Some(Target {
+            api,
+            phone_number_id,
+            token,
+        }) = &self.target
+        else {
+            return Err(not_configured("whatsapp"));
+        };
+        if token.is_empty() {
+            return Err(ToolError::failed(
+                "services.whatsapp.access_token is empty (is its variable set?)",
+            ));
+        }
+        let to = recipient(&a.to)?;
+        let body = body(&a, to.clone())?;
+        if phone_number_id.is_empty() || !phone_number_id.chars().all(|c| c.is_ascii_digit()) {
+            return Err(ToolError::failed(
+                "services.whatsapp.phone_number_id must be the number's id in digits",
+            ));
+        }
+        let headers = vec![("Authorization".to_string(), format!("Bearer {token}"))];
+        let resp = api
+            .send(
+                cx,
+                "POST",
+                &path(phone_number_id),
+                headers,
+                Some(Body::Json(body)),
+            )
+            .await?;
+        if !is_success(&resp) {
+            return Err(api_error("WhatsApp", &resp, &api.secrets));
+        }
+        let reply = json_of(&resp);
+        let id = reply
+            .pointer("/messages/0/id")
+            .and_then(Value::as_str)
+            .ok_or_else(|| {
+                ToolError::failed("WhatsApp answered without a message id (messages[0].id)")
+            })?;
+        let id = api.secrets.scrub(id);
+        Ok(
+            ToolOutput::text(format!("Sent WhatsApp message to {to}: message id {id}"))
+                .with_structured(json!({"to": to, "message_id": id})),
+        )
+    }
+}
