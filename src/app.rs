@@ -249,7 +249,7 @@ fn extensions(
     coding_tools: bool,
     store: &Store,
 ) -> Vec<Arc<dyn Extension>> {
-    use tackle_tools::{core, dev, fs, memory, system, web};
+    use tackle_tools::{core, dev, fs, media, memory, system, web};
     let all: Vec<Arc<dyn Extension>> = vec![
         system::extension(),
         core::extension_with_channels(config.channels.clone()),
@@ -262,6 +262,9 @@ fn extensions(
         memory::extension(memory::MemorySettings {
             store: store.clone(),
             banks: config.memory_banks.clone(),
+        }),
+        media::extension(media::MediaSettings {
+            transcribe: config.transcribe.clone(),
         }),
     ];
     let mut enabled: Vec<Arc<dyn Extension>> = all
