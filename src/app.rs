@@ -260,7 +260,7 @@ fn extensions(
     store: &Store,
     services: &tackle_tools::services::ServicesSettings,
 ) -> Vec<Arc<dyn Extension>> {
-    use tackle_tools::{core, dev, fs, memory, system, web};
+    use tackle_tools::{core, dev, fs, media, memory, system, web};
     let all: Vec<Arc<dyn Extension>> = vec![
         system::extension(),
         core::extension_with_channels(config.channels.clone()),
@@ -275,6 +275,9 @@ fn extensions(
             banks: config.memory_banks.clone(),
         }),
         tackle_tools::services::extension(services.clone()),
+        media::extension(media::MediaSettings {
+            transcribe: config.transcribe.clone(),
+        }),
     ];
     let mut enabled: Vec<Arc<dyn Extension>> = all
         .into_iter()

@@ -10,7 +10,7 @@ use tackle_llm::{request_body, ChatRequest};
 use tackle_protocol::config::{BackendType, ProfileMode, ToolProfileConfig};
 use tackle_protocol::message::Message;
 use tackle_protocol::Extension;
-use tackle_tools::{core, dev, fs, memory, schedule, services, skills, system, web};
+use tackle_tools::{core, dev, fs, media, memory, schedule, services, skills, system, web};
 
 const SNAPSHOT: &str = "tests/snapshots/tool_profiles.json";
 
@@ -31,6 +31,7 @@ fn builtins() -> Registry {
             store: store.clone(),
             banks: Default::default(),
         }),
+        media::extension(media::MediaSettings::default()),
         skills::extension(skills::SkillsSettings::new(Arc::new(
             tackle_host::DiskSkillDirs,
         ))),

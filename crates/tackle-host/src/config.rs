@@ -90,7 +90,8 @@ impl HostConfig {
 }
 
 /// Every URL the operator wrote into `config`: backends' `api_base`, search backends' `url`,
-/// MCP servers' `url`, the skills registry, webhook channels' `url`, the services' bases.
+/// MCP servers' `url`, the skills registry, webhook channels' `url`, the services' bases,
+/// `transcribe.api_base`.
 pub fn operator_urls(config: &Config) -> Vec<String> {
     let backends = config.backends.iter().filter_map(|b| b.api_base.clone());
     let search = config
@@ -103,12 +104,14 @@ pub fn operator_urls(config: &Config) -> Vec<String> {
     let channels = config.channels.values().map(|c| match c {
         tackle_protocol::config::ChannelConfig::Webhook { url, .. } => url.clone(),
     });
+    let transcribe = config.transcribe.api_base.clone();
     backends
         .chain(search)
         .chain(mcp)
         .chain(skills)
         .chain(channels)
         .chain(config.services.operator_urls())
+        .chain(transcribe)
         .collect()
 }
 
@@ -126,7 +129,8 @@ mod tests {
             "mcp_servers": {"remote": {"url": "https://mcp.example.com/mcp"},
                             "local": {"command": "npx"}},
             "security": {"env_passthrough": ["CARGO_*"]},
-            "skills": {"registry_url": "http://127.0.0.1:9911"}
+            "skills": {"registry_url": "http://127.0.0.1:9911"},
+            "transcribe": {"api_base": "http://127.0.0.1:9000/v1"}
         }))
         .unwrap();
         let host = HostConfig::new("/state").with_config(&config);
@@ -136,7 +140,8 @@ mod tests {
                 "http://127.0.0.1:11434/v1",
                 "http://127.0.0.1:8888",
                 "https://mcp.example.com/mcp",
-                "http://127.0.0.1:9911"
+                "http://127.0.0.1:9911",
+                "http://127.0.0.1:9000/v1"
             ]
         );
         assert_eq!(host.env_passthrough, vec!["CARGO_*"]);

@@ -57,6 +57,9 @@ pub struct Config {
     /// Credentials of the `services` extension's tools (`services.NAME`).
     #[serde(default)]
     pub services: ServicesConfig,
+    /// The speech-to-text backend of the `transcribe` tool.
+    #[serde(default)]
+    pub transcribe: TranscribeConfig,
 }
 
 impl Config {
@@ -581,6 +584,32 @@ fn default_shutdown_grace_secs() -> u64 {
 
 fn default_lease_secs() -> u64 {
     30
+}
+
+/// `transcribe:` the OpenAI-compatible `/audio/transcriptions` server the `transcribe` tool
+/// sends audio to.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TranscribeConfig {
+    /// The API base (`https://api.openai.com/v1` when unset). A base written here is an
+    /// operator-written destination: trusted as written (a local server too), still pinned.
+    #[serde(default)]
+    pub api_base: Option<String>,
+    /// Sent as `Authorization: Bearer KEY`; never shown in a result, an error or the audit log.
+    #[serde(default)]
+    pub api_key: Option<String>,
+    /// The model to ask for (`whisper-1` when unset).
+    #[serde(default)]
+    pub model: Option<String>,
+    /// Seconds one request may take, upload included (default 60).
+    #[serde(default)]
+    pub timeout_secs: Option<u64>,
+}
+
+impl TranscribeConfig {
+    pub const DEFAULT_API_BASE: &'static str = "https://api.openai.com/v1";
+    pub const DEFAULT_MODEL: &'static str = "whisper-1";
+    pub const DEFAULT_TIMEOUT_SECS: u64 = 60;
 }
 
 /// `daemon:` front ends `tackle daemon` runs beside the schedule engine.

@@ -9,6 +9,7 @@ pub mod core;
 pub mod dev;
 pub mod fs;
 pub mod gated;
+pub mod media;
 pub mod memory;
 pub mod plugins;
 pub mod schedule;

@@ -30,7 +30,7 @@
 
 mod extract;
 mod fetch;
-mod net;
+pub(crate) mod net;
 mod request;
 mod search;
 

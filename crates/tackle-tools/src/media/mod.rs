@@ -1,0 +1,95 @@
+//! The `media` extension: `transcribe` (speech to text through an OpenAI-compatible server).
+//! `pdf_read` (cargo feature `tool-pdf`) and `screenshot` (feature `screenshot`) belong here
+//! too and are not built yet; [`crate::gated`] answers for them.
+//!
+//! Files are read through `cx.host()` (the fs grants) and every request goes through
+//! `cx.host().http(..)` (grants, DNS pinning, size caps, time limits). A tool whose feature is
+//! off is not here at all.
+//!
+//! ```
+//! use tackle_tools::media::{extension, MediaSettings};
+//!
+//! let media = extension(MediaSettings::default());
+//! let names: Vec<String> = media.tools().iter().map(|t| t.spec().name).collect();
+//! assert!(names.contains(&"transcribe".to_string()));
+//! ```
+
+mod multipart;
+mod transcribe;
+
+use schemars::JsonSchema;
+use serde_json::Value;
+use std::sync::Arc;
+use tackle_protocol::config::TranscribeConfig;
+use tackle_protocol::{Extension, Tool};
+
+/// Everything the media tools need from configuration.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct MediaSettings {
+    /// The `transcribe:` section.
+    pub transcribe: TranscribeConfig,
+}
+
+/// The `media` extension with the tools this build has.
+pub fn extension(settings: MediaSettings) -> Arc<dyn Extension> {
+    Arc::new(MediaExtension {
+        settings: Arc::new(settings),
+    })
+}
+
+struct MediaExtension {
+    settings: Arc<MediaSettings>,
+}
+
+impl Extension for MediaExtension {
+    fn name(&self) -> &str {
+        "media"
+    }
+
+    fn tools(&self) -> Vec<Arc<dyn Tool>> {
+        vec![Arc::new(transcribe::Transcribe::new(
+            self.settings.transcribe.clone(),
+        ))]
+    }
+}
+
+/// The JSON Schema of a tool's `Args`, derived from the struct so the two cannot disagree;
+/// without the `$schema` and `title` keys, which providers do not want in tool definitions.
+pub(crate) fn args_schema<T: JsonSchema>() -> Value {
+    let mut schema =
+        schemars::SchemaGenerator::new(schemars::generate::SchemaSettings::draft2020_12())
+            .into_root_schema_for::<T>()
+            .to_value();
+    if let Some(obj) = schema.as_object_mut() {
+        obj.remove("$schema");
+        obj.remove("title");
+    }
+    schema
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tackle_protocol::{ApprovalMode, Risk};
+
+    #[test]
+    fn tools_carry_the_catalogue_risk_and_approval() {
+        let media = extension(MediaSettings::default());
+        for tool in media.tools() {
+            let spec = tool.spec();
+            assert_eq!(spec.owner, "media");
+            let expected = match spec.name.as_str() {
+                "pdf_read" => (Risk::Low, ApprovalMode::Never),
+                _ => (Risk::Medium, ApprovalMode::UnlessAutoApproved),
+            };
+            assert_eq!((spec.risk, spec.approval), expected, "{}", spec.name);
+            assert!(tackle_protocol::ToolName::parse(&spec.name).is_ok());
+            assert_eq!(
+                spec.parameters["additionalProperties"], false,
+                "{}",
+                spec.name
+            );
+            assert!(spec.parameters.get("$schema").is_none());
+        }
+    }
+}
