@@ -90,7 +90,7 @@ impl HostConfig {
 }
 
 /// Every URL the operator wrote into `config`: backends' `api_base`, search backends' `url`,
-/// MCP servers' `url`, the skills registry, webhook channels' `url`.
+/// MCP servers' `url`, the skills registry, webhook channels' `url`, `services.github.api_base`.
 pub fn operator_urls(config: &Config) -> Vec<String> {
     let backends = config.backends.iter().filter_map(|b| b.api_base.clone());
     let search = config
@@ -103,11 +103,13 @@ pub fn operator_urls(config: &Config) -> Vec<String> {
     let channels = config.channels.values().map(|c| match c {
         tackle_protocol::config::ChannelConfig::Webhook { url, .. } => url.clone(),
     });
+    let github = config.services.github.api_base.clone();
     backends
         .chain(search)
         .chain(mcp)
         .chain(skills)
         .chain(channels)
+        .chain(github)
         .collect()
 }
 
@@ -125,7 +127,8 @@ mod tests {
             "mcp_servers": {"remote": {"url": "https://mcp.example.com/mcp"},
                             "local": {"command": "npx"}},
             "security": {"env_passthrough": ["CARGO_*"]},
-            "skills": {"registry_url": "http://127.0.0.1:9911"}
+            "skills": {"registry_url": "http://127.0.0.1:9911"},
+            "services": {"github": {"api_base": "http://127.0.0.1:9912/api"}}
         }))
         .unwrap();
         let host = HostConfig::new("/state").with_config(&config);
@@ -135,7 +138,8 @@ mod tests {
                 "http://127.0.0.1:11434/v1",
                 "http://127.0.0.1:8888",
                 "https://mcp.example.com/mcp",
-                "http://127.0.0.1:9911"
+                "http://127.0.0.1:9911",
+                "http://127.0.0.1:9912/api"
             ]
         );
         assert_eq!(host.env_passthrough, vec!["CARGO_*"]);

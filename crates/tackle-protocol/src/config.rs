@@ -54,6 +54,12 @@ pub struct Config {
     /// What `tackle daemon` runs besides the schedule engine.
     #[serde(default)]
     pub daemon: DaemonConfig,
+    /// Credentials and API bases of the tools that call outside services (`services.NAME`).
+    #[serde(default)]
+    pub services: ServicesConfig,
+    /// The `devices` extension's `android` and `hardware` tools (built with their features).
+    #[serde(default)]
+    pub devices: DevicesConfig,
 }
 
 impl Config {
@@ -587,4 +593,64 @@ pub struct DaemonConfig {
     /// Also serve MCP over Streamable HTTP at this address (as `tackle mcp serve --http`).
     #[serde(default)]
     pub mcp_http: Option<String>,
+}
+
+/// `services:` the outside services tools call, each with its credentials and API base.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ServicesConfig {
+    /// The `project` tool's GitHub issues.
+    #[serde(default)]
+    pub github: GithubServiceConfig,
+}
+
+/// `services.github`: the token (else `$GITHUB_TOKEN`) and the API base (default
+/// `https://api.github.com`; a GitHub Enterprise base or a local server). The base is written by
+/// the operator, so it is a trusted destination even when private.
+#[derive(Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GithubServiceConfig {
+    #[serde(default)]
+    pub token: Option<String>,
+    #[serde(default)]
+    pub api_base: Option<String>,
+}
+
+impl std::fmt::Debug for GithubServiceConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("GithubServiceConfig")
+            .field("token", &self.token.as_ref().map(|_| "[redacted]"))
+            .field("api_base", &self.api_base)
+            .finish()
+    }
+}
+
+/// `devices:` settings of the `android` and `hardware` tools.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DevicesConfig {
+    #[serde(default)]
+    pub android: AndroidConfig,
+    #[serde(default)]
+    pub hardware: HardwareConfig,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AndroidConfig {
+    /// `adb -s SERIAL`: the device used when a call names none.
+    #[serde(default)]
+    pub serial: Option<String>,
+    /// Allow the `shell` action (raw commands on the device). Off by default; even on, lines
+    /// that chain, substitute, remove recursively, reboot, wipe or format are refused.
+    #[serde(default)]
+    pub allow_shell: bool,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HardwareConfig {
+    /// Serial baud rate for `connect` (default 115200).
+    #[serde(default)]
+    pub baud: Option<u32>,
 }
