@@ -260,16 +260,24 @@ fn extensions(
     store: &Store,
     services: &tackle_tools::services::ServicesSettings,
 ) -> Vec<Arc<dyn Extension>> {
-    use tackle_tools::{core, dev, fs, media, memory, system, web};
+    use tackle_tools::{core, dev, devices, fs, media, memory, system, web};
     let all: Vec<Arc<dyn Extension>> = vec![
         system::extension(),
         core::extension_with_channels(config.channels.clone()),
         fs::extension(coding_tools),
         web::extension(web::WebSettings::from_config(&config.web_search)),
         dev::extension(dev::DevSettings {
-            github_token: env_var("GITHUB_TOKEN").filter(|t| !t.is_empty()),
-            github_api_base: None,
+            // The config's token wins; `$GITHUB_TOKEN` is the fallback it always was.
+            github_token: config
+                .services
+                .github
+                .token
+                .clone()
+                .filter(|t| !t.is_empty())
+                .or_else(|| env_var("GITHUB_TOKEN").filter(|t| !t.is_empty())),
+            github_api_base: config.services.github.api_base.clone(),
         }),
+        devices::extension(devices::DevicesSettings::from_config(&config.devices)),
         memory::extension(memory::MemorySettings {
             store: store.clone(),
             banks: config.memory_banks.clone(),

@@ -354,3 +354,22 @@ fn the_example_file_documents_every_schedules_key_at_its_default() {
     let e = parse_err("schedules:\n  catch_up: twice\n");
     assert!(e.contains("catch_up") || e.contains("twice"), "{e}");
 }
+
+#[test]
+fn the_example_file_sets_the_github_service_and_the_devices() {
+    let text =
+        std::fs::read_to_string(example_path()).expect("config.example.yaml at the project root");
+    let env = |k: &str| (k == "GITHUB_TOKEN").then(|| "ghp-test".to_string());
+    let (c, _) = parse(&text, "config.example.yaml", &env, &[]).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(c.services.github.token.as_deref(), Some("ghp-test"));
+    assert_eq!(
+        c.services.github.api_base.as_deref(),
+        Some("https://api.github.com")
+    );
+    assert!(!format!("{:?}", c.services).contains("ghp-test"));
+    assert_eq!(c.devices.android.serial.as_deref(), Some("emulator-5554"));
+    assert!(!c.devices.android.allow_shell);
+    assert_eq!(c.devices.hardware.baud, Some(115200));
+    let e = parse_err("devices:\n  android:\n    shell: true\n");
+    assert!(e.contains("devices.android"), "{e}");
+}

@@ -91,7 +91,7 @@ impl HostConfig {
 
 /// Every URL the operator wrote into `config`: backends' `api_base`, search backends' `url`,
 /// MCP servers' `url`, the skills registry, webhook channels' `url`, the services' bases,
-/// `transcribe.api_base`.
+/// `transcribe.api_base`, `services.github.api_base`.
 pub fn operator_urls(config: &Config) -> Vec<String> {
     let backends = config.backends.iter().filter_map(|b| b.api_base.clone());
     let search = config
@@ -105,6 +105,7 @@ pub fn operator_urls(config: &Config) -> Vec<String> {
         tackle_protocol::config::ChannelConfig::Webhook { url, .. } => url.clone(),
     });
     let transcribe = config.transcribe.api_base.clone();
+    let github = config.services.github.api_base.clone();
     backends
         .chain(search)
         .chain(mcp)
@@ -112,6 +113,7 @@ pub fn operator_urls(config: &Config) -> Vec<String> {
         .chain(channels)
         .chain(config.services.operator_urls())
         .chain(transcribe)
+        .chain(github)
         .collect()
 }
 
@@ -130,7 +132,8 @@ mod tests {
                             "local": {"command": "npx"}},
             "security": {"env_passthrough": ["CARGO_*"]},
             "skills": {"registry_url": "http://127.0.0.1:9911"},
-            "transcribe": {"api_base": "http://127.0.0.1:9000/v1"}
+            "transcribe": {"api_base": "http://127.0.0.1:9000/v1"},
+            "services": {"github": {"api_base": "http://127.0.0.1:9912/api"}}
         }))
         .unwrap();
         let host = HostConfig::new("/state").with_config(&config);
@@ -141,7 +144,8 @@ mod tests {
                 "http://127.0.0.1:8888",
                 "https://mcp.example.com/mcp",
                 "http://127.0.0.1:9911",
-                "http://127.0.0.1:9000/v1"
+                "http://127.0.0.1:9000/v1",
+                "http://127.0.0.1:9912/api"
             ]
         );
         assert_eq!(host.env_passthrough, vec!["CARGO_*"]);

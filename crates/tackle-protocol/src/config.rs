@@ -60,6 +60,9 @@ pub struct Config {
     /// The speech-to-text backend of the `transcribe` tool.
     #[serde(default)]
     pub transcribe: TranscribeConfig,
+    /// The `devices` extension's `android` and `hardware` tools (built with their features).
+    #[serde(default)]
+    pub devices: DevicesConfig,
 }
 
 impl Config {
@@ -635,6 +638,9 @@ pub struct ServicesConfig {
     pub stripe: Option<StripeConfig>,
     #[serde(default)]
     pub r8r: Option<R8rConfig>,
+    /// The `project` tool's GitHub issues.
+    #[serde(default)]
+    pub github: GithubServiceConfig,
 }
 
 impl ServicesConfig {
@@ -661,6 +667,7 @@ impl ServicesConfig {
             out.extend(s.webhook_secret.clone());
         }
         out.extend(self.r8r.as_ref().and_then(|c| c.token.clone()));
+        out.extend(self.github.token.clone());
         out.retain(|s| !s.trim().is_empty());
         out
     }
@@ -736,4 +743,55 @@ impl R8rConfig {
             .filter(|u| !u.trim().is_empty())
             .unwrap_or_else(|| Self::DEFAULT_URL.to_string())
     }
+}
+
+/// `services.github`: the token (else `$GITHUB_TOKEN`) and the API base (default
+/// `https://api.github.com`; a GitHub Enterprise base or a local server). The base is written by
+/// the operator, so it is a trusted destination even when private.
+#[derive(Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GithubServiceConfig {
+    #[serde(default)]
+    pub token: Option<String>,
+    #[serde(default)]
+    pub api_base: Option<String>,
+}
+
+impl std::fmt::Debug for GithubServiceConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("GithubServiceConfig")
+            .field("token", &self.token.as_ref().map(|_| "[redacted]"))
+            .field("api_base", &self.api_base)
+            .finish()
+    }
+}
+
+/// `devices:` settings of the `android` and `hardware` tools.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DevicesConfig {
+    #[serde(default)]
+    pub android: AndroidConfig,
+    #[serde(default)]
+    pub hardware: HardwareConfig,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AndroidConfig {
+    /// `adb -s SERIAL`: the device used when a call names none.
+    #[serde(default)]
+    pub serial: Option<String>,
+    /// Allow the `shell` action (raw commands on the device). Off by default; even on, lines
+    /// that chain, substitute, remove recursively, reboot, wipe or format are refused.
+    #[serde(default)]
+    pub allow_shell: bool,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HardwareConfig {
+    /// Serial baud rate for `connect` (default 115200).
+    #[serde(default)]
+    pub baud: Option<u32>,
 }

@@ -1,4 +1,4 @@
-//! Tools that exist only in builds with a cargo feature (SPEC.md §5, TOOLS.md §media, §devices).
+//! Tools that exist only in builds with a cargo feature (SPEC.md §5, TOOLS.md §devices).
 //!
 //! A tool whose feature is off is listed nowhere: it is not registered, not offered to a model,
 //! not served over MCP. Naming it still gets an answer that says how to get it, instead of a
@@ -19,28 +19,11 @@ pub struct GatedTool {
 
 /// Every feature-gated tool, one row each. Adding a gated tool means adding its row here and
 /// the feature to this crate's and the binary's `[features]`.
-pub const GATED_TOOLS: &[GatedTool] = &[
-    GatedTool {
-        tool: "pdf_read",
-        feature: "tool-pdf",
-        built: cfg!(feature = "tool-pdf"),
-    },
-    GatedTool {
-        tool: "screenshot",
-        feature: "screenshot",
-        built: cfg!(feature = "screenshot"),
-    },
-    GatedTool {
-        tool: "android",
-        feature: "android",
-        built: cfg!(feature = "android"),
-    },
-    GatedTool {
-        tool: "hardware",
-        feature: "hardware",
-        built: cfg!(feature = "hardware"),
-    },
-];
+pub const GATED_TOOLS: &[GatedTool] = &[GatedTool {
+    tool: "android",
+    feature: "android",
+    built: cfg!(feature = "android"),
+}];
 
 /// The feature that would build `tool`, when this build lacks it.
 pub fn missing_feature(tool: &str) -> Option<&'static str> {
@@ -68,7 +51,7 @@ pub fn extension() -> Arc<dyn Extension> {
 struct NotBuilt;
 
 /// Its name is not an extension a config can enable or disable: each gated tool belongs to its
-/// own extension (`media`, `devices`) when built.
+/// own extension (`devices`) when built.
 pub const NAME: &str = "not_built";
 
 impl Extension for NotBuilt {
@@ -107,5 +90,6 @@ mod tests {
     fn other_names_are_not_answered() {
         assert_eq!(not_built("read_file"), None);
         assert_eq!(not_built("pdf"), None);
+        assert_eq!(not_built("pdf_read"), None);
     }
 }

@@ -7,6 +7,7 @@
 
 pub mod core;
 pub mod dev;
+pub mod devices;
 pub mod fs;
 pub mod gated;
 pub mod media;
