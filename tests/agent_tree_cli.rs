@@ -1,10 +1,12 @@
 //! Agent trees through the real binary: `tackle run` waits for a background task (`spawn`)
 //! and its result lands in the stored session; `--no-wait` and Ctrl-C cancel it and kill its
-//! process; `tackle sessions list --tree` shows the child under its parent. The model is a
-//! small scripted OpenAI-compatible server on 127.0.0.1.
+//! process; `tackle chat` (in a real terminal, tmux) does the same at its exit;
+//! `tackle sessions list --tree` shows the child under its parent. The model is a small
+//! scripted OpenAI-compatible server on 127.0.0.1.
 
 mod common;
 
+use common::tmux::{shell_quote, Tmux};
 use common::{run, Sandbox};
 use serde_json::{json, Value};
 use std::io::{BufRead, BufReader, Read, Write};
@@ -245,5 +247,108 @@ fn ctrl_c_while_run_waits_kills_the_background_tasks_sleep() {
         "sleep survived\n{stderr}"
     );
     let stored = session_text(&sb, &cfg, &session_id(&stderr));
+    assert!(stored.contains("[Background task 'bg' failed]"), "{stored}");
+}
+
+/// `spawn` and `shell` run without asking, so a background task can work while the chat
+/// waits at its prompt.
+const UNASKED: &str = "security:\n  tool_policies:\n    spawn:\n      approval: never\n    shell:\n      approval: never\n";
+
+/// `tackle chat` against the model on `port`, in a tmux session named after `tag`; the pane
+/// stays a while after chat exits so its last screen can be read.
+fn start_chat(sb: &Sandbox, port: u16, tag: &str) -> Option<(Tmux, std::path::PathBuf)> {
+    let cfg = config(sb, port);
+    let yaml = std::fs::read_to_string(&cfg).unwrap_or_default();
+    std::fs::write(&cfg, format!("{yaml}{UNASKED}")).expect("write config");
+    let command = format!(
+        "env -i PATH={} HOME={} {} --config {} --workspace {} chat; sleep 30",
+        shell_quote(&std::env::var("PATH").unwrap_or_default()),
+        shell_quote(&sb.home().to_string_lossy()),
+        shell_quote(env!("CARGO_BIN_EXE_tackle")),
+        shell_quote(&cfg.to_string_lossy()),
+        shell_quote(&sb.workspace().to_string_lossy()),
+    );
+    let tmux = Tmux::start_sized(
+        &format!("tackle-tree-{tag}-{}", std::process::id()),
+        &command,
+        160,
+    )?;
+    tmux.wait_for("you>", 1);
+    Some((tmux, cfg))
+}
+
+fn slow_job(req: &Value) -> Value {
+    if has_tool_result(req) {
+        text("background answer 42")
+    } else {
+        call("shell", json!({"command": "sleep 3; echo slow-done"}))
+    }
+}
+
+const SLEEP_CHAT: [&str; 2] = ["sleep", "33.119"];
+
+fn sleeper_chat(req: &Value) -> Value {
+    if has_tool_result(req) {
+        text("slept")
+    } else {
+        call("shell", json!({"command": "exec sleep 33.119"}))
+    }
+}
+
+#[test]
+fn chat_waits_at_ctrl_d_for_a_background_task_whose_answer_lands_in_the_session() {
+    let port = model(|req| root_or(req, slow_job));
+    let sb = Sandbox::new();
+    let Some((tmux, cfg)) = start_chat(&sb, port, "wait") else {
+        return;
+    };
+    tmux.send("go");
+    tmux.wait_for("started it", 1);
+    tmux.key("C-d");
+    let screen = tmux.wait_for("resume with tackle chat --session", 1);
+    let waited = screen
+        .find("waiting for 1 background task ('bg')")
+        .unwrap_or_else(|| panic!("the chat says it waits:\n{screen}"));
+    let finished = screen
+        .find("background tasks finished")
+        .unwrap_or_else(|| panic!("and that the task finished:\n{screen}"));
+    assert!(waited < finished, "{screen}");
+    let id = session_id(&screen);
+    let stored = session_text(&sb, &cfg, &id);
+    assert!(
+        stored.contains("[Background task 'bg' completed]")
+            && stored.contains("background answer 42"),
+        "{stored}"
+    );
+}
+
+#[test]
+fn ctrl_c_while_chat_waits_cancels_the_background_task_and_says_so() {
+    let port = model(|req| root_or(req, sleeper_chat));
+    let sb = Sandbox::new();
+    let Some((tmux, cfg)) = start_chat(&sb, port, "cancel") else {
+        return;
+    };
+    tmux.send("go");
+    tmux.wait_for("started it", 1);
+    assert!(
+        wait_until(|| running(&SLEEP_CHAT), Duration::from_secs(60)),
+        "the background task's sleep never started"
+    );
+    tmux.send("/exit");
+    tmux.wait_for("waiting for 1 background task", 1);
+    assert!(running(&SLEEP_CHAT), "still running while the chat waits");
+    tmux.key("C-c");
+    let screen = tmux.wait_for("resume with tackle chat --session", 1);
+    assert!(
+        screen.contains("background task 'bg'") && screen.contains("cancelled (Ctrl-C)"),
+        "{screen}"
+    );
+    assert!(
+        wait_until(|| !running(&SLEEP_CHAT), Duration::from_secs(10)),
+        "sleep survived\n{screen}"
+    );
+    let id = session_id(&screen);
+    let stored = session_text(&sb, &cfg, &id);
     assert!(stored.contains("[Background task 'bg' failed]"), "{stored}");
 }

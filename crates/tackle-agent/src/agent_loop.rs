@@ -176,6 +176,30 @@ impl AgentLoop {
         events: &EventSink,
         cancel: &CancellationToken,
     ) -> Result<TurnOutcome, LoopError> {
+        self.turn(session, Some(input), approver, events, cancel)
+            .await
+    }
+
+    /// Run a turn whose user message is already the session's last, stored with the
+    /// session itself (a child's task, [`Session::create_child`]).
+    pub async fn run_started_turn(
+        &self,
+        session: &mut Session,
+        approver: Arc<dyn Approver>,
+        events: &EventSink,
+        cancel: &CancellationToken,
+    ) -> Result<TurnOutcome, LoopError> {
+        self.turn(session, None, approver, events, cancel).await
+    }
+
+    async fn turn(
+        &self,
+        session: &mut Session,
+        input: Option<&str>,
+        approver: Arc<dyn Approver>,
+        events: &EventSink,
+        cancel: &CancellationToken,
+    ) -> Result<TurnOutcome, LoopError> {
         let mut tally = Tally::default();
         let mut iteration = 0;
         if let Some(inbox) = &self.inbox {
@@ -219,14 +243,16 @@ impl AgentLoop {
     async fn turn_steps(
         &self,
         session: &mut Session,
-        input: &str,
+        input: Option<&str>,
         approver: &Arc<dyn Approver>,
         events: &EventSink,
         cancel: &CancellationToken,
         tally: &mut Tally,
         iteration: &mut u32,
     ) -> Result<TurnOutcome, LoopError> {
-        session.push(Message::user(input)).await?;
+        if let Some(input) = input {
+            session.push(Message::user(input)).await?;
+        }
         if let BudgetMode::PerTurn(pool) = &self.config.budget {
             pool.reset(self.config.max_iterations);
         }
@@ -402,9 +428,10 @@ impl AgentLoop {
             let specs: Vec<_> = self
                 .dispatcher
                 .registry()
-                .specs()
+                .entries()
                 .into_iter()
-                .filter(|s| self.dispatcher.allows_tool(&s.name))
+                .filter(|e| self.dispatcher.allows_tool(&e.spec.name))
+                .map(|e| e.spec.clone())
                 .collect();
             req.tools = crate::profiles::render(&specs, &self.config.tool_profile);
         }

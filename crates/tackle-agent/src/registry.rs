@@ -116,6 +116,15 @@ impl Registry {
             .collect()
     }
 
+    /// The names of every tool, without copying their specs.
+    pub fn names(&self) -> Vec<String> {
+        self.current()
+            .entries
+            .iter()
+            .map(|e| e.spec.name.clone())
+            .collect()
+    }
+
     /// Names close to `name`, best first, for "did you mean".
     pub fn suggestions(&self, name: &str) -> Vec<String> {
         let snap = self.current();

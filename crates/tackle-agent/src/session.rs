@@ -46,21 +46,29 @@ impl Session {
     }
 
     /// A new stored session for `agent`, started by the agent of session `parent` and
-    /// linked to it (its path in the tree is `path`).
+    /// linked to it (its path in the tree is `path`), with `task` as its first user message:
+    /// one write to the store, so run it with [`crate::AgentLoop::run_started_turn`].
     pub async fn create_child(
         store: Store,
         agent: &str,
         parent: &str,
         path: &str,
+        task: &str,
     ) -> Result<Self, StoreError> {
-        let id = store
-            .create_child_session(agent, &SessionId(parent.to_string()), path)
+        let message = Message::user(task);
+        let first = store
+            .create_child_session(
+                agent,
+                &SessionId(parent.to_string()),
+                path,
+                Entry::message(&message),
+            )
             .await?;
         Ok(Self {
-            id,
+            id: first.session_id,
             store: Some(store),
             summary: None,
-            messages: Vec::new(),
+            messages: vec![message],
             approvals: Arc::default(),
         })
     }

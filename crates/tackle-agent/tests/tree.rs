@@ -52,6 +52,31 @@ async fn a_worker_asked_for_a_tool_outside_its_template_is_refused_by_name() {
 }
 
 #[tokio::test]
+async fn a_preset_is_refused_as_invalid_arguments_and_nothing_is_started() {
+    let h = Harness::new(
+        &yaml("", "[calculate]", ""),
+        Box::new(|req| {
+            if results(req).is_empty() {
+                Reply::Calls(vec![(
+                    "spawn_worker",
+                    json!({"name": "researcher", "task": "t", "preset": "fast"}),
+                )])
+            } else {
+                Reply::Text(last(req))
+            }
+        }),
+        Duration::ZERO,
+    );
+    let (out, _) = h
+        .run("go", Arc::new(AutoApprover), &CancellationToken::new())
+        .await;
+    assert!(out.text.contains("invalid_arguments"), "{}", out.text);
+    assert!(out.text.contains("unknown preset `fast`"), "{}", out.text);
+    assert!(out.text.contains("available: none"), "{}", out.text);
+    assert!(h.store.session_links().await.expect("links").is_empty());
+}
+
+#[tokio::test]
 async fn a_workers_shell_runs_under_its_parents_deny_list_and_is_audited_with_its_path() {
     let h = Harness::new(
         &yaml(
@@ -684,4 +709,79 @@ async fn a_peer_reaches_only_the_memory_banks_its_caller_reaches() {
         "its own memory failed: {}",
         out.text
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_background_task_keeps_the_pool_of_the_turn_that_started_it() {
+    // Root max 4. Turn 1: the root spawns (1), the task sleeps (1), the root answers (1):
+    // one iteration left in turn 1's pool. Turn 2 starts while the task sleeps; its new pool
+    // is the root's alone, so the task gets one more tool turn, not a refilled pool.
+    let tool_turns = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let counted = Arc::clone(&tool_turns);
+    let h = Harness::new(
+        &yaml("    max_iterations: 4\n", "[calculate]", ""),
+        Box::new(move |req| {
+            let first = req
+                .messages
+                .iter()
+                .find(|m| m.role == tackle_protocol::message::Role::User)
+                .map(|m| m.content.clone())
+                .unwrap_or_default();
+            if first == "background job" {
+                if req.tools.is_empty() {
+                    return Reply::Text("out of iterations".into());
+                }
+                let n = counted.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                if n == 0 {
+                    return Reply::Calls(vec![("shell", json!({"command": "sleep 2"}))]);
+                }
+                // Different each time, or the loop guard would stop the task.
+                let e = format!("{n}+1");
+                return Reply::Calls(vec![("calculate", json!({"expression": e}))]);
+            }
+            let last_user = req
+                .messages
+                .iter()
+                .rev()
+                .find(|m| m.role == tackle_protocol::message::Role::User)
+                .map(|m| m.content.clone())
+                .unwrap_or_default();
+            if last_user == "second" || !results(req).is_empty() {
+                Reply::Text("root answer".into())
+            } else {
+                Reply::Calls(vec![(
+                    "spawn",
+                    json!({"task": "background job", "label": "bg"}),
+                )])
+            }
+        }),
+        Duration::ZERO,
+    );
+    let cancel = CancellationToken::new();
+    let (out, mut session) = h.run("first", Arc::new(AutoApprover), &cancel).await;
+    assert_eq!(out.reason, DoneReason::Answer, "{out:?}");
+    let out = h
+        .run_in(&mut session, "second", Arc::new(AutoApprover), &cancel)
+        .await;
+    assert_eq!(out.reason, DoneReason::Answer, "{out:?}");
+    assert_eq!(
+        h.root.budget().remaining(),
+        3,
+        "turn 2 has a pool of its own"
+    );
+    tokio::time::timeout(Duration::from_secs(30), h.tree.wait_tasks())
+        .await
+        .expect("the task ends");
+    assert_eq!(
+        tool_turns.load(std::sync::atomic::Ordering::SeqCst),
+        2,
+        "the sleep and one more turn: what turn 1's pool had left"
+    );
+    let stored = format!(
+        "{:?}",
+        h.store
+            .entries(&tackle_store::SessionId(session.id().to_string()))
+            .await
+    );
+    assert!(stored.contains("pool is used up"), "{stored}");
 }

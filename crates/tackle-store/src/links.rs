@@ -2,9 +2,9 @@
 //! session, so `tackle sessions list --tree` can show the tree.
 
 use crate::error::StoreError;
-use crate::sessions::SessionId;
+use crate::sessions::{Entry, SessionId, StoredEntry};
 use crate::{now_rfc3339, Store};
-use rusqlite::params;
+use rusqlite::{params, TransactionBehavior};
 use serde::Serialize;
 
 /// One child session's link to its parent.
@@ -17,29 +17,56 @@ pub struct SessionLink {
 }
 
 impl Store {
-    /// Starts a new session for `agent`, a child of `parent`, in one transaction.
+    /// Starts a new session for `agent`, a child of `parent` at `path` in the tree, with
+    /// `first` as its first entry (the child's task), in one transaction: a child is started
+    /// on the way to its first model request, where each separate write would cost a commit
+    /// and a trip to the blocking pool; and a child session never exists without its link.
     pub async fn create_child_session(
         &self,
         agent: &str,
         parent: &SessionId,
         path: &str,
-    ) -> Result<SessionId, StoreError> {
-        let id = self.create_session(agent).await?;
-        let (child, parent, path) = (id.0.clone(), parent.0.clone(), path.to_string());
+        first: Entry,
+    ) -> Result<StoredEntry, StoreError> {
+        let (agent, parent, path) = (agent.to_string(), parent.0.clone(), path.to_string());
         self.with_conn(move |conn| {
-            conn.execute(
+            let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+            let now = now_rfc3339();
+            let id = loop {
+                let id = SessionId::generate();
+                let inserted = tx.execute(
+                    "INSERT OR IGNORE INTO sessions (id, agent, created_at, updated_at) VALUES (?1, ?2, ?3, ?3)",
+                    params![id.0, agent, now],
+                )?;
+                if inserted == 1 {
+                    break id;
+                }
+            };
+            tx.execute(
                 "INSERT INTO session_links (id, parent_id, tree_path) VALUES (?1, ?2, ?3)",
-                params![child, parent, path],
+                params![id.0, parent, path],
             )?;
             // Touch the parent so a listing by activity shows the tree together.
-            conn.execute(
+            tx.execute(
                 "UPDATE sessions SET updated_at = ?2 WHERE id = ?1",
-                params![parent, now_rfc3339()],
+                params![parent, now],
             )?;
-            Ok(())
+            tx.execute(
+                "INSERT INTO entries (session_id, seq, kind, content, created_at) VALUES (?1, 1, ?2, ?3, ?4)",
+                params![id.0, first.kind.as_str(), first.content.to_string(), now],
+            )?;
+            let entry_id = tx.last_insert_rowid();
+            tx.commit()?;
+            Ok(StoredEntry {
+                id: entry_id,
+                session_id: id,
+                seq: 1,
+                kind: first.kind,
+                content: first.content,
+                created_at: now,
+            })
         })
-        .await?;
-        Ok(id)
+        .await
     }
 
     /// Every child session's link.

@@ -21,7 +21,7 @@ impl SessionId {
     }
 
     /// A new id: the UTC start time (readable, sortable) and 32 random bits.
-    fn generate() -> Self {
+    pub(crate) fn generate() -> Self {
         let stamp = time::OffsetDateTime::now_utc();
         let mut h = RandomState::new().build_hasher();
         h.write_i128(stamp.unix_timestamp_nanos());

@@ -625,3 +625,26 @@ mod schedules {
         assert_eq!(fires[0].status, tackle_store::FireStatus::Ok);
     }
 }
+
+#[tokio::test]
+async fn a_child_session_is_created_with_its_link_and_first_entry_at_once() {
+    let store = Store::open_in_memory().unwrap();
+    let parent = store.create_session("default").await.unwrap();
+    let first = store
+        .create_child_session("default", &parent, "default › w", user("go"))
+        .await
+        .unwrap();
+    assert_eq!(first.seq, 1);
+    let child = first.session_id.clone();
+    let entries = store.entries(&child).await.unwrap();
+    assert_eq!(entries.len(), 1);
+    assert_eq!(entries[0].content, user("go").content);
+    assert_eq!(entries[0].kind, EntryKind::User);
+    let links = store.session_links().await.unwrap();
+    assert_eq!(links.len(), 1);
+    assert_eq!((&links[0].id, &links[0].parent), (&child, &parent));
+    assert_eq!(links[0].path, "default › w");
+    // The next append continues the numbering the transaction started.
+    let next = store.append(&child, user("more")).await.unwrap();
+    assert_eq!(next.seq, 2);
+}

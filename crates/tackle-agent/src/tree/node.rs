@@ -99,12 +99,7 @@ impl TreeNode {
             return Ok(t.clone());
         }
         let root = self.root_dispatcher()?;
-        Ok(root
-            .registry()
-            .specs()
-            .into_iter()
-            .map(|s| s.name)
-            .collect())
+        Ok(root.registry().names().into_iter().collect())
     }
 
     fn root_dispatcher(&self) -> Result<Arc<crate::Dispatcher>, ToolError> {
@@ -326,6 +321,8 @@ impl TreeNode {
             ceilings,
             tools: Some(plan.tools),
         };
+        // This turn's pool: a later root turn starts a new one and gives this child nothing.
+        let budget = self.budget.pinned();
         let node = Arc::new(TreeNode {
             tree: Arc::clone(&self.tree),
             agent: plan.agent,
@@ -333,7 +330,7 @@ impl TreeNode {
             overlay: plan.overlay.clone(),
             place: place.clone(),
             depth: self.depth + 1,
-            budget: Arc::clone(&self.budget),
+            budget: Arc::clone(&budget),
             running: Arc::new(Semaphore::new(self.tree.max_children)),
             leaf: plan.leaf,
             model: plan.model.clone(),
@@ -352,7 +349,7 @@ impl TreeNode {
         lc.stream = s.stream;
         lc.tool_profile = s.tool_profile.clone();
         lc.context_tokens = s.context_tokens;
-        lc.budget = BudgetMode::Shared(Arc::clone(&self.budget));
+        lc.budget = BudgetMode::Shared(budget);
         let mut agent_loop =
             AgentLoop::new(plan.provider, dispatcher, lc).with_inbox(Arc::clone(self.tree.inbox()));
         if let Some(c) = &s.compactor {
@@ -437,22 +434,23 @@ impl AgentServices for TreeNode {
         let identity = plan.identity.clone();
         let (node, agent_loop) = self.child(plan)?;
         let path = node.label();
+        let task = task_text(&req);
         let mut session = Session::create_child(
             self.tree.settings.store.clone(),
             &identity,
             &cx.session_id,
             &path,
+            &task,
         )
         .await
         .map_err(|e| ToolError::failed(format!("cannot create the child session: {e}")))?;
         let approver = Arc::new(Labelled::new(cx.approver().cloned(), path.clone()));
-        let task = task_text(&req);
         // The child's own events stay with it; its result is the tool's.
         let (events, _) = tokio::sync::mpsc::unbounded_channel();
         if !matches!(req.kind, ChildKind::Background) && !req.background {
             let cancel = cx.cancel.child_token();
             let out = agent_loop
-                .run_turn(&mut session, &task, approver, &events, &cancel)
+                .run_started_turn(&mut session, approver, &events, &cancel)
                 .await;
             drop(permit);
             let text = outcome_text(&path, out)?;
@@ -476,7 +474,7 @@ impl AgentServices for TreeNode {
         let token = cancel.clone();
         let work = async move {
             let out = agent_loop
-                .run_turn(&mut session, &task, approver, &events, &token)
+                .run_started_turn(&mut session, approver, &events, &token)
                 .await;
             drop(permit);
             let (ok, body) = match outcome_text(&path, out) {

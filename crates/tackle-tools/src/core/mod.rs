@@ -26,13 +26,25 @@ pub fn extension() -> Arc<dyn Extension> {
 
 /// The `core` extension whose `message` tool may also send to `channels`.
 pub fn extension_with_channels(channels: BTreeMap<String, ChannelConfig>) -> Arc<dyn Extension> {
+    let channels = Arc::new(channels);
     Arc::new(CoreExtension {
-        channels: Arc::new(channels),
+        tools: vec![
+            Arc::new(compact::Compact),
+            Arc::new(Shell),
+            Arc::new(SpawnAgent),
+            Arc::new(SpawnWorker),
+            Arc::new(Spawn),
+            Arc::new(Delegate),
+            Arc::new(SendMessage { channels }),
+        ],
     })
 }
 
 struct CoreExtension {
-    channels: Arc<BTreeMap<String, ChannelConfig>>,
+    /// Made once: the registry re-reads every extension's tools before each model request
+    /// and keeps an entry (its spec, its compiled schema) only for the same objects, so
+    /// fresh ones each time would rebuild every spec on every request.
+    tools: Vec<Arc<dyn Tool>>,
 }
 
 impl Extension for CoreExtension {
@@ -41,16 +53,6 @@ impl Extension for CoreExtension {
     }
 
     fn tools(&self) -> Vec<Arc<dyn Tool>> {
-        vec![
-            Arc::new(compact::Compact),
-            Arc::new(Shell),
-            Arc::new(SpawnAgent),
-            Arc::new(SpawnWorker),
-            Arc::new(Spawn),
-            Arc::new(Delegate),
-            Arc::new(SendMessage {
-                channels: Arc::clone(&self.channels),
-            }),
-        ]
+        self.tools.clone()
     }
 }

@@ -14,7 +14,10 @@ use tackle_protocol::{Extension, Tool};
 
 pub const NAME: &str = "system";
 
-struct SystemExtension;
+/// Its tools are made once, for the registry's re-reads (see the `core` extension).
+struct SystemExtension {
+    tools: Vec<Arc<dyn Tool>>,
+}
 
 impl Extension for SystemExtension {
     fn name(&self) -> &str {
@@ -22,14 +25,16 @@ impl Extension for SystemExtension {
     }
 
     fn tools(&self) -> Vec<Arc<dyn Tool>> {
-        vec![
-            Arc::new(GetTime),
-            Arc::new(Calculate),
-            Arc::new(DescribeTool),
-        ]
+        self.tools.clone()
     }
 }
 
 pub fn extension() -> Arc<dyn Extension> {
-    Arc::new(SystemExtension)
+    Arc::new(SystemExtension {
+        tools: vec![
+            Arc::new(GetTime),
+            Arc::new(Calculate),
+            Arc::new(DescribeTool),
+        ],
+    })
 }
