@@ -14,6 +14,7 @@ pub mod media;
 pub mod memory;
 pub mod plugins;
 pub mod schedule;
+pub(crate) mod secrets;
 pub mod services;
 pub mod skills;
 pub mod system;

@@ -23,7 +23,7 @@ mod client;
 mod gsheets;
 mod gsheets_auth;
 mod r8r;
-mod secrets;
+use crate::secrets;
 mod stripe;
 mod stripe_webhook;
 mod whatsapp;

@@ -137,64 +137,7 @@ pub(crate) fn carries_credentials(headers: &[(String, String)]) -> bool {
     headers.iter().any(|(k, _)| is_sensitive(k))
 }
 
-/// Credential values seen in a request or response, scrubbed from everything a tool returns:
-/// an echo server (or an error page) that reflects a token must not carry it back to the model.
-#[derive(Debug, Default)]
-pub(crate) struct Secrets(Vec<String>);
-
-impl Secrets {
-    /// Shorter values are not scrubbed: replacing every `1` or `abc` would garble the text.
-    const MIN_LEN: usize = 6;
-
-    pub(crate) fn from_headers(headers: &[(String, String)]) -> Self {
-        let mut secrets = Self::default();
-        secrets.add_headers(headers);
-        secrets
-    }
-
-    /// Add the values of credential headers, and their parts (`Bearer TOKEN` → `TOKEN`,
-    /// `sid=VALUE; Path=/` → `sid=VALUE` and `VALUE`).
-    pub(crate) fn add_headers(&mut self, headers: &[(String, String)]) {
-        for (_, value) in headers.iter().filter(|(k, _)| is_sensitive(k)) {
-            self.add(value);
-            for part in value.split([' ', ';', ',']) {
-                self.add(part);
-                if let Some((_, v)) = part.split_once('=') {
-                    self.add(v);
-                }
-            }
-        }
-        // Longest first, so a token inside a longer value is not left half-replaced.
-        self.0.sort_by_key(|s| std::cmp::Reverse(s.len()));
-        self.0.dedup();
-    }
-
-    fn add(&mut self, value: &str) {
-        let value = value.trim();
-        if value.len() >= Self::MIN_LEN {
-            self.0.push(value.to_string());
-        }
-    }
-
-    pub(crate) fn scrub(&self, text: &str) -> String {
-        let mut out = text.to_string();
-        for secret in &self.0 {
-            if out.contains(secret.as_str()) {
-                out = out.replace(secret.as_str(), REDACTED);
-            }
-        }
-        out
-    }
-
-    pub(crate) fn scrub_error(&self, mut err: ToolError) -> ToolError {
-        err.message = self.scrub(&err.message);
-        if let Some(d) = err.decision.as_mut() {
-            d.why = self.scrub(&d.why);
-            d.rule = self.scrub(&d.rule);
-        }
-        err
-    }
-}
+pub(crate) use crate::secrets::Secrets;
 
 /// Send through the host, giving up when the call is cancelled.
 pub(crate) async fn send(cx: &ToolContext, req: HttpRequest) -> Result<HttpResponse, ToolError> {

@@ -1,17 +1,42 @@
-//! Credentials a service tool holds, scrubbed from everything it returns: an API that echoes
-//! a token in an error (or a proxy's error page) must not hand it to the model.
+//! Credentials a tool holds or sends, scrubbed from everything it returns: an API that echoes a
+//! token in an error, an echo server or a proxy's error page must not hand it to the model.
+//! One list for every tool that talks to the network (web, media, services).
 
 use serde_json::Value;
 use tackle_protocol::ToolError;
 
-const REDACTED: &str = "[redacted]";
+use crate::web::net::REDACTED;
 
 #[derive(Debug, Default, Clone)]
 pub(crate) struct Secrets(Vec<String>);
 
 impl Secrets {
-    /// Shorter values are not scrubbed: replacing every `abc` would garble the text.
+    /// Shorter values are not scrubbed: replacing every `1` or `abc` would garble the text.
     const MIN_LEN: usize = 6;
+
+    /// The credential values of `headers` (see [`Secrets::add_headers`]).
+    pub(crate) fn from_headers(headers: &[(String, String)]) -> Self {
+        let mut secrets = Self::default();
+        secrets.add_headers(headers);
+        secrets
+    }
+
+    /// Add the values of credential headers, and their parts (`Bearer TOKEN` → `TOKEN`,
+    /// `sid=VALUE; Path=/` → `sid=VALUE` and `VALUE`).
+    pub(crate) fn add_headers(&mut self, headers: &[(String, String)]) {
+        let sensitive = headers
+            .iter()
+            .filter(|(k, _)| crate::web::net::is_sensitive(k));
+        for (_, value) in sensitive {
+            self.add(value);
+            for part in value.split([' ', ';', ',']) {
+                self.add(part);
+                if let Some((_, v)) = part.split_once('=') {
+                    self.add(v);
+                }
+            }
+        }
+    }
 
     pub(crate) fn new<I: IntoIterator<Item = String>>(values: I) -> Self {
         let mut s = Self::default();
@@ -21,11 +46,12 @@ impl Secrets {
         s
     }
 
-    pub(crate) fn add(&mut self, value: String) {
-        if value.trim().len() < Self::MIN_LEN || self.0.contains(&value) {
+    pub(crate) fn add(&mut self, value: impl AsRef<str>) {
+        let value = value.as_ref().trim();
+        if value.len() < Self::MIN_LEN || self.0.iter().any(|s| s == value) {
             return;
         }
-        self.0.push(value);
+        self.0.push(value.to_string());
         // Longest first, so a secret inside a longer one is not left half-replaced.
         self.0.sort_by_key(|s| std::cmp::Reverse(s.len()));
     }
@@ -77,5 +103,16 @@ mod tests {
         assert_eq!(e.message, "bad [redacted]");
         let v = s.scrub_value(json!({"k": ["sk_test_SECRET"], "sk_test_SECRET": 1}));
         assert_eq!(v, json!({"k": ["[redacted]"], "[redacted]": 1}));
+    }
+
+    #[test]
+    fn credential_headers_and_their_parts_are_secrets() {
+        let headers = vec![
+            ("Authorization".to_string(), "Bearer tok-123456".to_string()),
+            ("Accept".to_string(), "application/json".to_string()),
+        ];
+        let s = Secrets::from_headers(&headers);
+        assert_eq!(s.scrub("got tok-123456"), "got [redacted]");
+        assert_eq!(s.scrub("application/json"), "application/json");
     }
 }
