@@ -47,10 +47,7 @@ fn main() -> ExitCode {
     init_tracing(cli.global.verbose, cli.global.quiet);
     // Before any HTTP client exists (MCP's SDK builds its own): the one TLS backend.
     tackle_host::install_tls_provider();
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()
-    {
+    let runtime = match runtime_for(&cli.command).enable_all().build() {
         Ok(rt) => rt,
         Err(e) => {
             eprintln!("error: cannot start the async runtime: {e}");
@@ -88,6 +85,24 @@ async fn run(cli: cli::Cli) -> anyhow::Result<i32> {
         cli::Command::Plugins(cmd) => commands::plugins::run(&cli.global, cmd).await,
         cli::Command::Schedule(cmd) => commands::schedule::run(&cli.global, cmd).await,
         cli::Command::Daemon => commands::daemon::run(&cli.global).await,
+    }
+}
+
+/// Short read-only commands run on one thread: a worker pool costs more to start than they
+/// take. Everything that runs tools, models or servers gets the multi-threaded runtime (chat's
+/// line editor blocks in place, which only that runtime allows).
+fn runtime_for(command: &cli::Command) -> tokio::runtime::Builder {
+    use cli::{Command, ToolsCommand};
+    let short = matches!(
+        command,
+        Command::Tools(ToolsCommand::List { mcp: false, .. })
+            | Command::Audit(_)
+            | Command::Sessions(_)
+    );
+    if short {
+        tokio::runtime::Builder::new_current_thread()
+    } else {
+        tokio::runtime::Builder::new_multi_thread()
     }
 }
 

@@ -314,3 +314,32 @@ fn tools_list_starts_no_mcp_server_unless_asked() {
     assert_eq!(r.code, 0, "{r}");
     assert!(marker.exists(), "--mcp did not start the server");
 }
+
+#[test]
+fn listing_tools_creates_no_state_database() {
+    // A listing reads no state, so it leaves none behind: not even an empty database.
+    let sb = Sandbox::new();
+    let cfg = sb.config("");
+    let r = run(sb.tackle(&cfg, &["tools", "list", "--json"]));
+    assert_eq!(r.code, 0, "{r}");
+    let names: Vec<String> = json_of(&r.stdout)
+        .as_array()
+        .map(|rows| {
+            rows.iter()
+                .filter_map(|row| row["name"].as_str().map(str::to_string))
+                .collect()
+        })
+        .unwrap_or_default();
+    assert!(names.iter().any(|n| n == "calculate"), "{r}");
+    assert!(
+        !sb.state().join("tackle.db").exists(),
+        "`tools list` created the state database"
+    );
+    // A command that records something still opens (and creates) it.
+    let r = run(sb.tackle(
+        &cfg,
+        &["tools", "call", "calculate", r#"{"expression": "1+1"}"#],
+    ));
+    assert_eq!(r.code, 0, "{r}");
+    assert!(sb.state().join("tackle.db").exists(), "{r}");
+}

@@ -1,6 +1,6 @@
 //! `tackle tools list | describe | call`.
 
-use crate::app::{App, Selection};
+use crate::app::{load_config, App, Selection};
 use crate::approval::approver_for_cli;
 use crate::cli::{Global, ToolsCommand};
 use crate::exit::{self, usage};
@@ -10,6 +10,7 @@ use tackle_agent::profiles::mode_name;
 use tackle_agent::CallRequest;
 use tackle_protocol::text::preview;
 use tackle_protocol::{ErrorKind, ToolCall, ToolError, ToolOutput, Verdict};
+use tackle_store::Store;
 
 pub async fn run(global: &Global, cmd: ToolsCommand) -> Result<i32> {
     match cmd {
@@ -68,7 +69,10 @@ pub async fn run(global: &Global, cmd: ToolsCommand) -> Result<i32> {
 }
 
 async fn list(global: &Global, selection: &Selection, as_json: bool) -> Result<i32> {
-    let app = App::build(global, selection)?;
+    // A listing reads no state: the database is opened only if something asks for it.
+    let loaded = load_config(global)?;
+    let store = Store::open_deferred(&App::state_dir_for(&loaded.config));
+    let app = App::from_loaded(global, selection, loaded, None, store)?;
     app.settle_mcp().await;
     let printed = print_list(&app, as_json);
     if app.mcp.is_none() && !app.mcp_configured.is_empty() {

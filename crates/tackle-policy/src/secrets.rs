@@ -15,6 +15,7 @@
 
 use regex::{Captures, Regex, RegexSet};
 use std::borrow::Cow;
+use std::sync::{Arc, OnceLock};
 
 /// What a secret is replaced with.
 pub const REDACTED: &str = "[redacted secret]";
@@ -150,8 +151,18 @@ const PATTERNS: &[(&str, Scope)] = &[
 ];
 
 /// Finds and replaces secrets in text. Build once, use for every tool result.
+///
+/// The patterns are compiled on the first redaction, not when the redactor is built: a
+/// command that never redacts (`tackle tools list`) should not pay for compiling them.
+/// Clones share one compiled set.
 #[derive(Debug, Clone)]
 pub struct SecretRedactor {
+    exact: Arc<[String]>,
+    compiled: Arc<OnceLock<Compiled>>,
+}
+
+#[derive(Debug)]
+struct Compiled {
     /// `None` when the patterns are too many to combine; each then runs on its own.
     set: Option<RegexSet>,
     patterns: Vec<(Regex, Scope)>,
@@ -160,10 +171,6 @@ pub struct SecretRedactor {
 impl SecretRedactor {
     /// A redactor for the built-in patterns plus the exact strings in `extra_exact`.
     pub fn new(extra_exact: Vec<String>) -> Self {
-        let sources: Vec<(String, Scope)> = PATTERNS
-            .iter()
-            .map(|(p, s)| ((*p).to_string(), *s))
-            .collect();
         let mut exact: Vec<String> = extra_exact
             .into_iter()
             .filter(|s| s.chars().count() >= MIN_EXACT_LEN)
@@ -171,35 +178,26 @@ impl SecretRedactor {
         // Longest first, so a secret that contains another is replaced whole.
         exact.sort_by_key(|s| std::cmp::Reverse(s.len()));
         exact.dedup();
-        let mut patterns: Vec<(Regex, Scope)> = Vec::new();
-        let mut kept = Vec::new();
-        for (src, scope) in sources {
-            // The built-in patterns are fixed and tested; this never skips one.
-            if let Ok(re) = Regex::new(&src) {
-                patterns.push((re, scope));
-                kept.push(src);
-            }
+        Self {
+            exact: exact.into(),
+            compiled: Arc::default(),
         }
-        for chunk in exact.chunks(EXACT_CHUNK) {
-            for (src, re) in exact_regexes(chunk) {
-                patterns.push((re, Scope::Whole));
-                kept.push(src);
-            }
-        }
-        // Too large a set would otherwise turn redaction off: then every pattern runs alone.
-        let set = RegexSet::new(&kept).ok();
-        Self { set, patterns }
+    }
+
+    fn compiled(&self) -> &Compiled {
+        self.compiled.get_or_init(|| compile(&self.exact))
     }
 
     /// `text` with every secret replaced by `[redacted secret]`; borrowed when nothing matched.
     pub fn redact<'a>(&self, text: &'a str) -> Cow<'a, str> {
-        let hits: Vec<usize> = match &self.set {
+        let compiled = self.compiled();
+        let hits: Vec<usize> = match &compiled.set {
             Some(set) => set.matches(text).into_iter().collect(),
-            None => (0..self.patterns.len()).collect(),
+            None => (0..compiled.patterns.len()).collect(),
         };
         let mut out: Cow<'a, str> = Cow::Borrowed(text);
         for i in hits {
-            let Some((re, scope)) = self.patterns.get(i) else {
+            let Some((re, scope)) = compiled.patterns.get(i) else {
                 continue;
             };
             let replaced = re.replace_all(&out, |c: &Captures<'_>| replace(c, *scope));
@@ -209,6 +207,29 @@ impl SecretRedactor {
         }
         out
     }
+}
+
+/// The built-in patterns and the exact strings, each compiled, and the set that finds which
+/// of them match.
+fn compile(exact: &[String]) -> Compiled {
+    let mut patterns: Vec<(Regex, Scope)> = Vec::new();
+    let mut kept = Vec::new();
+    for (src, scope) in PATTERNS {
+        // The built-in patterns are fixed and tested; this never skips one.
+        if let Ok(re) = Regex::new(src) {
+            patterns.push((re, *scope));
+            kept.push((*src).to_string());
+        }
+    }
+    for chunk in exact.chunks(EXACT_CHUNK) {
+        for (src, re) in exact_regexes(chunk) {
+            patterns.push((re, Scope::Whole));
+            kept.push(src);
+        }
+    }
+    // Too large a set would otherwise turn redaction off: then every pattern runs alone.
+    let set = RegexSet::new(&kept).ok();
+    Compiled { set, patterns }
 }
 
 fn replace(c: &Captures<'_>, scope: Scope) -> String {

@@ -47,7 +47,7 @@ pub use sessions::{Entry, EntryKind, SessionId, SessionInfo, SessionSummary, Sto
 
 use rusqlite::Connection;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 /// The file name inside the state directory.
@@ -56,7 +56,11 @@ pub const DB_FILE: &str = "tackle.db";
 /// A handle on the state database. Clones share one connection.
 #[derive(Clone)]
 pub struct Store {
-    conn: Arc<Mutex<Connection>>,
+    /// Set once the database is open: at once by [`Store::open`], on first use by
+    /// [`Store::open_deferred`].
+    conn: Arc<OnceLock<Mutex<Connection>>>,
+    /// The state directory a deferred store opens its database in.
+    deferred: Option<PathBuf>,
     path: Option<PathBuf>,
 }
 
@@ -75,39 +79,32 @@ impl Store {
     /// creates with the database's mode) is narrowed to `0600`. An existing directory keeps
     /// its mode (`tackle doctor` warns when others can reach it).
     pub fn open(state_dir: &Path) -> Result<Self, StoreError> {
-        perms::create_private_dir(state_dir).map_err(|source| StoreError::StateDir {
-            path: state_dir.to_path_buf(),
-            source,
-        })?;
-        let path = state_dir.join(DB_FILE);
-        perms::prepare_db_files(&path)?;
-        let open_err = |source| StoreError::Open {
-            path: path.clone(),
-            source,
-        };
-        let conn = Connection::open(&path).map_err(open_err)?;
-        // WAL lets readers (a second `tackle` process) work while the daemon writes.
-        conn.pragma_update(None, "journal_mode", "WAL")
-            .map_err(open_err)?;
-        Self::init(conn, Some(path.clone())).map_err(|e| match e {
-            StoreError::Sqlite(source) => StoreError::Open { path, source },
-            other => other,
+        let conn = open_file(state_dir)?;
+        Ok(Self {
+            conn: Arc::new(OnceLock::from(Mutex::new(conn))),
+            deferred: None,
+            path: Some(state_dir.join(DB_FILE)),
         })
+    }
+
+    /// A store that opens (and creates, and migrates) `state_dir/tackle.db` only when it is
+    /// first used, for commands that usually never touch it (`tackle tools list`). An open
+    /// that fails is the error of that first use, and is tried again by the next.
+    pub fn open_deferred(state_dir: &Path) -> Self {
+        Self {
+            conn: Arc::default(),
+            deferred: Some(state_dir.to_path_buf()),
+            path: Some(state_dir.join(DB_FILE)),
+        }
     }
 
     /// A private database that lives as long as the handle; for tests and dry runs.
     pub fn open_in_memory() -> Result<Self, StoreError> {
-        Self::init(Connection::open_in_memory()?, None)
-    }
-
-    fn init(mut conn: Connection, path: Option<PathBuf>) -> Result<Self, StoreError> {
-        conn.busy_timeout(Duration::from_secs(5))?;
-        conn.pragma_update(None, "foreign_keys", "ON")?;
-        conn.pragma_update(None, "synchronous", "NORMAL")?;
-        migrations::migrate(&mut conn)?;
+        let conn = prepare(Connection::open_in_memory()?)?;
         Ok(Self {
-            conn: Arc::new(Mutex::new(conn)),
-            path,
+            conn: Arc::new(OnceLock::from(Mutex::new(conn))),
+            deferred: None,
+            path: None,
         })
     }
 
@@ -134,8 +131,18 @@ impl Store {
         T: Send + 'static,
         F: FnOnce(&mut Connection) -> Result<T, StoreError> + Send + 'static,
     {
-        let conn = Arc::clone(&self.conn);
+        let cell = Arc::clone(&self.conn);
+        let deferred = self.deferred.clone();
         tokio::task::spawn_blocking(move || {
+            let conn = match (cell.get(), deferred) {
+                (Some(conn), _) => conn,
+                (None, Some(state_dir)) => {
+                    let opened = open_file(&state_dir)?;
+                    // Two first uses at once may both open; one connection is kept.
+                    cell.get_or_init(|| Mutex::new(opened))
+                }
+                (None, None) => return Err(StoreError::Task("the store was never opened".into())),
+            };
             // A panic while holding the lock cannot leave SQLite half-written (transactions
             // roll back on drop), so a poisoned lock is still safe to use.
             let mut guard = conn.lock().unwrap_or_else(|p| p.into_inner());
@@ -144,6 +151,37 @@ impl Store {
         .await
         .map_err(|e| StoreError::Task(e.to_string()))?
     }
+}
+
+/// Opens (creating if needed) `state_dir/tackle.db`, in WAL mode, migrated to the latest schema.
+fn open_file(state_dir: &Path) -> Result<Connection, StoreError> {
+    perms::create_private_dir(state_dir).map_err(|source| StoreError::StateDir {
+        path: state_dir.to_path_buf(),
+        source,
+    })?;
+    let path = state_dir.join(DB_FILE);
+    perms::prepare_db_files(&path)?;
+    let open_err = |source| StoreError::Open {
+        path: path.clone(),
+        source,
+    };
+    let conn = Connection::open(&path).map_err(open_err)?;
+    // WAL lets readers (a second `tackle` process) work while the daemon writes.
+    conn.pragma_update(None, "journal_mode", "WAL")
+        .map_err(open_err)?;
+    prepare(conn).map_err(|e| match e {
+        StoreError::Sqlite(source) => StoreError::Open { path, source },
+        other => other,
+    })
+}
+
+/// The connection settings every store has, and the schema migrated to the latest.
+fn prepare(mut conn: Connection) -> Result<Connection, StoreError> {
+    conn.busy_timeout(Duration::from_secs(5))?;
+    conn.pragma_update(None, "foreign_keys", "ON")?;
+    conn.pragma_update(None, "synchronous", "NORMAL")?;
+    migrations::migrate(&mut conn)?;
+    Ok(conn)
 }
 
 /// Now, as RFC 3339 UTC with fixed microseconds (`2026-01-02T03:04:05.678901Z`), so text
