@@ -285,6 +285,7 @@ fn extensions(
         tackle_tools::services::extension(services.clone()),
         media::extension(media::MediaSettings {
             transcribe: config.transcribe.clone(),
+            screenshot: config.screenshot.clone(),
         }),
     ];
     let mut enabled: Vec<Arc<dyn Extension>> = all

@@ -51,6 +51,12 @@ fn every_key_of_the_example_file_parses_into_typed_fields() {
         Some(vec!["ls".to_string(), "cat".to_string()])
     );
     assert_eq!(c.security.auto_approved_tools, ["write_file", "edit_file"]);
+    assert_eq!(
+        c.screenshot.chromium_path.as_deref(),
+        Some(tackle_protocol::config::ScreenshotConfig::DEFAULT_CHROMIUM_PATH)
+    );
+    let e = parse_err("screenshot:\n  chrome: /opt/chrome\n");
+    assert!(e.contains("chrome"), "{e}");
     let shell = &c.security.tool_policies["shell"];
     assert_eq!(shell.approval, Some(ApprovalMode::UnlessAutoApproved));
     let shell_grant = shell

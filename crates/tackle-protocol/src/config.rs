@@ -60,6 +60,9 @@ pub struct Config {
     /// The speech-to-text backend of the `transcribe` tool.
     #[serde(default)]
     pub transcribe: TranscribeConfig,
+    /// The browser of the `screenshot` tool (built with the `screenshot` feature).
+    #[serde(default)]
+    pub screenshot: ScreenshotConfig,
     /// The `devices` extension's `android` and `hardware` tools (built with their features).
     #[serde(default)]
     pub devices: DevicesConfig,
@@ -613,6 +616,20 @@ impl TranscribeConfig {
     pub const DEFAULT_API_BASE: &'static str = "https://api.openai.com/v1";
     pub const DEFAULT_MODEL: &'static str = "whisper-1";
     pub const DEFAULT_TIMEOUT_SECS: u64 = 60;
+}
+
+/// `screenshot:` the headless Chromium the `screenshot` tool drives. The browser never reaches
+/// the network itself: every request it makes is answered through the host.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ScreenshotConfig {
+    /// The Chromium (or Chrome) executable (`/usr/bin/chromium` when unset).
+    #[serde(default)]
+    pub chromium_path: Option<String>,
+}
+
+impl ScreenshotConfig {
+    pub const DEFAULT_CHROMIUM_PATH: &'static str = "/usr/bin/chromium";
 }
 
 /// `daemon:` front ends `tackle daemon` runs beside the schedule engine.

@@ -34,6 +34,7 @@ fn setup(server: &MockServer, timeout_secs: Option<u64>) -> Setup {
             model: Some("whisper-large-v3-turbo".into()),
             timeout_secs,
         },
+        ..MediaSettings::default()
     };
     let tool = extension(settings)
         .tools()

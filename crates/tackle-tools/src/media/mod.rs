@@ -1,10 +1,11 @@
-//! The `media` extension: `transcribe` (speech to text through an OpenAI-compatible server).
-//! `pdf_read` (cargo feature `tool-pdf`) and `screenshot` (feature `screenshot`) belong here
-//! too and are not built yet; [`crate::gated`] answers for them.
+//! The `media` extension: `transcribe` (speech to text through an OpenAI-compatible server) and,
+//! with the cargo feature `screenshot`, `screenshot` (a headless Chromium's view of a page).
+//! `pdf_read` (cargo feature `tool-pdf`) belongs here too and is not built yet; [`crate::gated`]
+//! answers for it and for any tool whose feature is off.
 //!
-//! Files are read through `cx.host()` (the fs grants) and every request goes through
-//! `cx.host().http(..)` (grants, DNS pinning, size caps, time limits). A tool whose feature is
-//! off is not here at all.
+//! Files are read and written through `cx.host()` (the fs grants) and every request goes
+//! through `cx.host().http(..)` (grants, DNS pinning, size caps, time limits), the browser's
+//! included. A tool whose feature is off is not here at all.
 //!
 //! ```
 //! use tackle_tools::media::{extension, MediaSettings};
@@ -15,12 +16,14 @@
 //! ```
 
 mod multipart;
+#[cfg(feature = "screenshot")]
+mod screenshot;
 mod transcribe;
 
 use schemars::JsonSchema;
 use serde_json::Value;
 use std::sync::Arc;
-use tackle_protocol::config::TranscribeConfig;
+use tackle_protocol::config::{ScreenshotConfig, TranscribeConfig};
 use tackle_protocol::{Extension, Tool};
 
 /// Everything the media tools need from configuration.
@@ -28,6 +31,8 @@ use tackle_protocol::{Extension, Tool};
 pub struct MediaSettings {
     /// The `transcribe:` section.
     pub transcribe: TranscribeConfig,
+    /// The `screenshot:` section (used only in builds with the `screenshot` feature).
+    pub screenshot: ScreenshotConfig,
 }
 
 /// The `media` extension with the tools this build has.
@@ -47,9 +52,19 @@ impl Extension for MediaExtension {
     }
 
     fn tools(&self) -> Vec<Arc<dyn Tool>> {
-        vec![Arc::new(transcribe::Transcribe::new(
+        let transcribe: Arc<dyn Tool> = Arc::new(transcribe::Transcribe::new(
             self.settings.transcribe.clone(),
-        ))]
+        ));
+        #[cfg(feature = "screenshot")]
+        let tools = vec![
+            transcribe,
+            Arc::new(screenshot::Screenshot::new(
+                self.settings.screenshot.clone(),
+            )) as Arc<dyn Tool>,
+        ];
+        #[cfg(not(feature = "screenshot"))]
+        let tools = vec![transcribe];
+        tools
     }
 }
 
