@@ -1,8 +1,10 @@
 //! The `dev` extension: `git` (argv, no shell, destructive actions always asked) and
-//! `project` (GitHub issues over the REST API through `host.http`).
+//! `project` (GitHub issues over the REST API through `host.http`, and scaffolding a project
+//! from a template directory through the host's file access).
 
 mod git;
 mod project;
+mod scaffold;
 
 pub use git::Git;
 pub use project::Project;

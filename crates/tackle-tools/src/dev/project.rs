@@ -1,21 +1,32 @@
-//! `project {action, …}`: GitHub issues (list, create, comment, close) over the REST API,
-//! through `host.http`. The repository comes from `repo` or the workspace's `origin` remote.
+//! `project {action, …}`: GitHub issues (list, get, search, create, update, comment, close)
+//! over the REST API, through `host.http`, and `scaffold` (a new project from a template
+//! directory of the workspace, see `scaffold.rs`). The repository comes from `repo` or the
+//! workspace's `origin` remote.
 
-use crate::fs::parse_args;
+use crate::fs::{parse_args, planned_path};
+use crate::secrets::Secrets;
 use async_trait::async_trait;
 use serde::Deserialize;
 use serde_json::{json, Value};
 use std::time::Duration;
-use tackle_protocol::text::preview;
+use tackle_protocol::text::{preview, truncate_at_char_boundary};
 use tackle_protocol::{
     ApprovalMode, Capability, ErrorKind, ExecCommand, ExecRequest, HttpRequest, Risk, Tool,
     ToolContext, ToolError, ToolOutput, ToolSpec,
 };
 
+use super::scaffold::scaffold;
 use super::DevSettings;
 
 const DEFAULT_API: &str = "https://api.github.com";
 const MAX_RESPONSE: u64 = 4 * 1024 * 1024;
+/// GitHub refuses longer search queries; refusing here names the limit.
+const MAX_QUERY_CHARS: usize = 256;
+/// Most bytes of an issue body `get_issue` returns.
+const MAX_BODY_BYTES: usize = 16_000;
+/// Search qualifiers that pick which repositories are searched. GitHub ORs several `repo:`
+/// qualifiers, so appending ours would not confine a query that names another repository.
+const SCOPE_QUALIFIERS: [&str; 4] = ["repo:", "org:", "user:", "owner:"];
 
 pub struct Project {
     token: Option<String>,
@@ -31,18 +42,38 @@ struct Args {
     body: Option<String>,
     number: Option<u64>,
     state: Option<String>,
-    #[serde(default)]
-    labels: Vec<String>,
+    labels: Option<Vec<String>>,
+    assignees: Option<Vec<String>>,
     limit: Option<u32>,
+    query: Option<String>,
+    template: Option<String>,
+    target: Option<String>,
+    name: Option<String>,
 }
 
 #[derive(Deserialize, Clone, Copy, PartialEq, Eq, Debug)]
 #[serde(rename_all = "snake_case")]
 enum Action {
     ListIssues,
+    GetIssue,
+    SearchIssues,
     CreateIssue,
+    UpdateIssue,
     Comment,
     CloseIssue,
+    Scaffold,
+}
+
+impl Action {
+    /// The HTTP method its (main) GitHub call uses; `None` for actions that stay local.
+    fn method(self) -> Option<&'static str> {
+        match self {
+            Action::ListIssues | Action::GetIssue | Action::SearchIssues => Some("GET"),
+            Action::CreateIssue | Action::Comment => Some("POST"),
+            Action::UpdateIssue | Action::CloseIssue => Some("PATCH"),
+            Action::Scaffold => None,
+        }
+    }
 }
 
 impl Project {
@@ -62,10 +93,14 @@ impl Tool for Project {
     fn spec(&self) -> ToolSpec {
         ToolSpec::new(
             "project",
-            "Work with the project's GitHub issues. Actions: list_issues (state, labels, limit), \
-             create_issue (title, body, labels), comment (number, body), close_issue (number, optional \
-             body posted as a closing comment). `repo` is `owner/name`; without it the workspace's \
-             `origin` remote is used.",
+            "Work with the project's GitHub issues, or scaffold a new project. Actions: list_issues \
+             (state, labels, limit), get_issue (number), search_issues (query, limit; always within \
+             the one repository), create_issue (title, body, labels), update_issue (number and any of \
+             title, body, state, labels, assignees), comment (number, body), close_issue (number, \
+             optional body posted as a closing comment), scaffold (template, target, optional name: \
+             copies a template directory of the workspace into a new or empty directory, replacing \
+             `{{name}}` in file contents and names). `repo` is `owner/name`; without it the \
+             workspace's `origin` remote is used.",
             "dev",
         )
         .risk(Risk::Medium)
@@ -73,30 +108,48 @@ impl Tool for Project {
         .parameters(json!({
             "type": "object",
             "properties": {
-                "action": {"type": "string", "enum": ["list_issues", "create_issue", "comment", "close_issue"]},
+                "action": {"type": "string", "enum": ["list_issues", "get_issue", "search_issues", "create_issue", "update_issue", "comment", "close_issue", "scaffold"]},
                 "repo": {"type": "string", "description": "`owner/name`. Default: from `git remote get-url origin`."},
-                "title": {"type": "string", "description": "create_issue: the issue title."},
-                "body": {"type": "string", "description": "create_issue: issue text; comment: the comment; close_issue: an optional closing comment."},
-                "number": {"type": "integer", "minimum": 1, "description": "comment, close_issue: the issue number."},
-                "state": {"type": "string", "enum": ["open", "closed", "all"], "description": "list_issues: which issues. Default open."},
-                "labels": {"type": "array", "items": {"type": "string"}, "description": "list_issues: only with all these labels; create_issue: labels to set."},
-                "limit": {"type": "integer", "minimum": 1, "maximum": 100, "description": "list_issues: most issues to return. Default 20."}
+                "title": {"type": "string", "description": "create_issue, update_issue: the issue title."},
+                "body": {"type": "string", "description": "create_issue, update_issue: issue text; comment: the comment; close_issue: an optional closing comment."},
+                "number": {"type": "integer", "minimum": 1, "description": "get_issue, update_issue, comment, close_issue: the issue number."},
+                "state": {"type": "string", "enum": ["open", "closed", "all"], "description": "list_issues: which issues (default open); update_issue: open or closed."},
+                "labels": {"type": "array", "items": {"type": "string"}, "description": "list_issues: only with all these labels; create_issue: labels to set; update_issue: replaces the labels ([] removes all)."},
+                "assignees": {"type": "array", "items": {"type": "string"}, "description": "update_issue: replaces the assignees (GitHub logins; [] removes all)."},
+                "limit": {"type": "integer", "minimum": 1, "maximum": 100, "description": "list_issues, search_issues: most issues to return. Default 20."},
+                "query": {"type": "string", "maxLength": MAX_QUERY_CHARS, "description": "search_issues: GitHub search syntax (e.g. `crash is:open label:bug`); `repo:`, `org:` and `user:` are not allowed, the repository is added."},
+                "template": {"type": "string", "description": "scaffold: the template directory, relative to the workspace."},
+                "target": {"type": "string", "description": "scaffold: the new directory, relative to the workspace; must not exist or be empty."},
+                "name": {"type": "string", "description": "scaffold: replaces `{{name}}` in file contents and names (letters, digits, `-`, `_`, `.`)."}
             },
             "required": ["action"],
             "additionalProperties": false
         }))
     }
 
-    fn planned_capabilities(&self, args: &Value, _cx: &ToolContext) -> Vec<Capability> {
-        let method = match args.get("action").and_then(Value::as_str) {
-            Some("list_issues") => "GET",
-            Some("close_issue") => "PATCH",
-            _ => "POST",
+    fn planned_capabilities(&self, args: &Value, cx: &ToolContext) -> Vec<Capability> {
+        let action = args
+            .get("action")
+            .cloned()
+            .and_then(|a| serde_json::from_value::<Action>(a).ok());
+        let Some(method) = action.map_or(Some("POST"), Action::method) else {
+            return vec![
+                Capability::FileRead {
+                    path: planned_path(args, cx, "template", "."),
+                },
+                Capability::FileWrite {
+                    path: planned_path(args, cx, "target", "."),
+                },
+            ];
+        };
+        let endpoint = |repo: &str| match action {
+            Some(Action::SearchIssues) => format!("{}/search/issues", self.api_base),
+            _ => format!("{}/repos/{repo}/issues", self.api_base),
         };
         match args.get("repo").and_then(Value::as_str) {
             Some(repo) => vec![Capability::Network {
                 method: method.into(),
-                url: format!("{}/repos/{repo}/issues", self.api_base),
+                url: endpoint(repo),
             }],
             None => vec![
                 Capability::Exec {
@@ -105,7 +158,7 @@ impl Tool for Project {
                 },
                 Capability::Network {
                     method: method.into(),
-                    url: format!("{}/repos/", self.api_base),
+                    url: endpoint(""),
                 },
             ],
         }
@@ -114,26 +167,51 @@ impl Tool for Project {
     async fn call(&self, args: Value, cx: &ToolContext) -> Result<ToolOutput, ToolError> {
         let args: Args = parse_args(args)?;
         check_fields(&args)?;
-        if args.action != Action::ListIssues && self.token.is_none() {
+        if args.action == Action::Scaffold {
+            let text = scaffold(
+                cx,
+                args.template.as_deref().unwrap_or_default(),
+                args.target.as_deref().unwrap_or_default(),
+                args.name.as_deref(),
+            )
+            .await?;
+            return Ok(ToolOutput::text(text));
+        }
+        if args.action.method() != Some("GET") && self.token.is_none() {
             return Err(ToolError::failed(
-                "no GitHub token is configured for the project tool, so it can only list issues of public repositories",
+                "no GitHub token is configured for the project tool, so it can only read issues of public repositories",
             ));
         }
-        let repo = match &args.repo {
-            Some(r) => valid_repo(r)?,
-            None => origin_repo(cx).await?,
-        };
-        let text = match args.action {
-            Action::ListIssues => self.list(cx, &repo, &args).await?,
-            Action::CreateIssue => self.create(cx, &repo, &args).await?,
-            Action::Comment => self.comment(cx, &repo, &args).await?,
-            Action::CloseIssue => self.close(cx, &repo, &args).await?,
-        };
-        Ok(ToolOutput::text(text))
+        // GitHub or a proxy may echo the token back; it must not reach the model either way.
+        let secrets = Secrets::new(self.token.clone());
+        let text = self
+            .github(cx, &args)
+            .await
+            .map_err(|e| secrets.scrub_error(e))?;
+        Ok(ToolOutput::text(secrets.scrub(&text)))
     }
 }
 
 impl Project {
+    async fn github(&self, cx: &ToolContext, args: &Args) -> Result<String, ToolError> {
+        let repo = match &args.repo {
+            Some(r) => valid_repo(r)?,
+            None => origin_repo(cx).await?,
+        };
+        match args.action {
+            Action::ListIssues => self.list(cx, &repo, args).await,
+            Action::GetIssue => self.get(cx, &repo, args).await,
+            Action::SearchIssues => self.search(cx, &repo, args).await,
+            Action::CreateIssue => self.create(cx, &repo, args).await,
+            Action::UpdateIssue => self.update(cx, &repo, args).await,
+            Action::Comment => self.comment(cx, &repo, args).await,
+            Action::CloseIssue => self.close(cx, &repo, args).await,
+            Action::Scaffold => Err(ToolError::invalid_arguments(
+                "scaffold does not talk to GitHub",
+            )),
+        }
+    }
+
     async fn list(&self, cx: &ToolContext, repo: &str, args: &Args) -> Result<String, ToolError> {
         let state = args.state.as_deref().unwrap_or("open");
         let mut url = format!(
@@ -142,8 +220,8 @@ impl Project {
             enc(state),
             args.limit.unwrap_or(20).clamp(1, 100)
         );
-        if !args.labels.is_empty() {
-            url.push_str(&format!("&labels={}", enc(&args.labels.join(","))));
+        if let Some(labels) = args.labels.as_ref().filter(|l| !l.is_empty()) {
+            url.push_str(&format!("&labels={}", enc(&labels.join(","))));
         }
         let issues = self.send(cx, "GET", url, None).await?;
         let list = issues.as_array().cloned().unwrap_or_default();
@@ -155,12 +233,97 @@ impl Project {
 
     async fn create(&self, cx: &ToolContext, repo: &str, args: &Args) -> Result<String, ToolError> {
         let mut body = json!({"title": args.title, "body": args.body.clone().unwrap_or_default()});
-        if !args.labels.is_empty() {
-            body["labels"] = json!(args.labels);
+        if let Some(labels) = args.labels.as_ref().filter(|l| !l.is_empty()) {
+            body["labels"] = json!(labels);
         }
         let url = format!("{}/repos/{repo}/issues", self.api_base);
         let issue = self.send(cx, "POST", url, Some(body)).await?;
         Ok(format!("Created {}", issue_line(&issue)))
+    }
+
+    async fn get(&self, cx: &ToolContext, repo: &str, args: &Args) -> Result<String, ToolError> {
+        let n = args.number.unwrap_or_default();
+        let url = format!("{}/repos/{repo}/issues/{n}", self.api_base);
+        let issue = self.send(cx, "GET", url, None).await?;
+        let assignees: Vec<&str> = issue["assignees"]
+            .as_array()
+            .map(|a| a.iter().filter_map(|u| u["login"].as_str()).collect())
+            .unwrap_or_default();
+        let mut out = format!(
+            "{}\nAuthor: {} · Assignees: {} · Comments: {}",
+            issue_line(&issue),
+            issue["user"]["login"].as_str().unwrap_or("?"),
+            if assignees.is_empty() {
+                "none".to_string()
+            } else {
+                assignees.join(", ")
+            },
+            issue["comments"].as_u64().unwrap_or_default()
+        );
+        let body = issue["body"].as_str().unwrap_or_default().trim();
+        if !body.is_empty() {
+            out.push_str("\n\n");
+            // Kept whole, line breaks included (a preview would fold them); cut at a char.
+            let cut = truncate_at_char_boundary(body, MAX_BODY_BYTES);
+            out.push_str(cut);
+            if cut.len() < body.len() {
+                out.push_str(&format!("\n[body cut at {MAX_BODY_BYTES} bytes]"));
+            }
+        }
+        Ok(out)
+    }
+
+    /// The repository qualifier is always added and the query may not name another scope,
+    /// so the operator's token searches this repository only.
+    async fn search(&self, cx: &ToolContext, repo: &str, args: &Args) -> Result<String, ToolError> {
+        let query = args.query.as_deref().unwrap_or_default().trim();
+        let q = format!("{query} repo:{repo}");
+        let url = format!(
+            "{}/search/issues?q={}&per_page={}",
+            self.api_base,
+            enc(&q),
+            args.limit.unwrap_or(20).clamp(1, 100)
+        );
+        let found = self.send(cx, "GET", url, None).await?;
+        let items = found["items"].as_array().cloned().unwrap_or_default();
+        if items.is_empty() {
+            return Ok(format!(
+                "No issues in {repo} match `{}`",
+                preview(query, 80)
+            ));
+        }
+        let total = found["total_count"].as_u64().unwrap_or(items.len() as u64);
+        let mut out = format!("{total} issues in {repo} match (showing {}):", items.len());
+        for i in &items {
+            out.push('\n');
+            out.push_str(&issue_line(i));
+        }
+        Ok(out)
+    }
+
+    async fn update(&self, cx: &ToolContext, repo: &str, args: &Args) -> Result<String, ToolError> {
+        let n = args.number.unwrap_or_default();
+        let mut body = serde_json::Map::new();
+        if let Some(t) = &args.title {
+            body.insert("title".into(), json!(t));
+        }
+        if let Some(b) = &args.body {
+            body.insert("body".into(), json!(b));
+        }
+        if let Some(s) = &args.state {
+            body.insert("state".into(), json!(s));
+        }
+        if let Some(l) = &args.labels {
+            body.insert("labels".into(), json!(l));
+        }
+        if let Some(a) = &args.assignees {
+            body.insert("assignees".into(), json!(a));
+        }
+        let url = format!("{}/repos/{repo}/issues/{n}", self.api_base);
+        let issue = self
+            .send(cx, "PATCH", url, Some(Value::Object(body)))
+            .await?;
+        Ok(format!("Updated {}", issue_line(&issue)))
     }
 
     async fn comment(
@@ -281,14 +444,93 @@ fn check_fields(a: &Args) -> Result<(), ToolError> {
             a.action
         )))
     };
+    let blank = |s: &Option<String>| s.as_deref().is_none_or(|t| t.trim().is_empty());
+    if a.number == Some(0) {
+        return Err(ToolError::invalid_arguments(
+            "`number` must be an issue number (1 or more)",
+        ));
+    }
     match a.action {
-        Action::CreateIssue if a.title.as_deref().is_none_or(|t| t.trim().is_empty()) => {
-            missing("title")
+        Action::CreateIssue if blank(&a.title) => missing("title"),
+        Action::Comment if blank(&a.body) => missing("body"),
+        Action::SearchIssues if blank(&a.query) => missing("query"),
+        Action::Scaffold if blank(&a.template) => missing("template"),
+        Action::Scaffold if blank(&a.target) => missing("target"),
+        Action::GetIssue | Action::UpdateIssue | Action::Comment | Action::CloseIssue
+            if a.number.is_none() =>
+        {
+            missing("number")
         }
-        Action::Comment if a.body.as_deref().is_none_or(|t| t.trim().is_empty()) => missing("body"),
-        Action::Comment | Action::CloseIssue if a.number.is_none() => missing("number"),
+        Action::UpdateIssue => check_update(a),
+        Action::SearchIssues => check_query(a.query.as_deref().unwrap_or_default()),
         _ => Ok(()),
     }
+}
+
+fn check_update(a: &Args) -> Result<(), ToolError> {
+    let fields = [
+        a.title.is_some(),
+        a.body.is_some(),
+        a.state.is_some(),
+        a.labels.is_some(),
+        a.assignees.is_some(),
+    ];
+    if !fields.contains(&true) {
+        return Err(ToolError::invalid_arguments(
+            "update_issue needs at least one of `title`, `body`, `state`, `labels`, `assignees`",
+        ));
+    }
+    if a.title.as_deref().is_some_and(|t| t.trim().is_empty()) {
+        return Err(ToolError::invalid_arguments("`title` must not be empty"));
+    }
+    if let Some(s) = a
+        .state
+        .as_deref()
+        .filter(|s| !["open", "closed"].contains(s))
+    {
+        return Err(ToolError::invalid_arguments(format!(
+            "update_issue: `state` must be open or closed, got `{}`",
+            preview(s, 40)
+        )));
+    }
+    for login in a.assignees.iter().flatten() {
+        let ok = !login.is_empty()
+            && login.chars().count() <= 39
+            && !login.starts_with('-')
+            && login.chars().all(|c| c.is_ascii_alphanumeric() || c == '-');
+        if !ok {
+            return Err(ToolError::invalid_arguments(format!(
+                "`assignees` holds `{}`, which is not a GitHub login",
+                preview(login, 40)
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// A search stays within the one repository: no scope qualifier of its own (see
+/// [`SCOPE_QUALIFIERS`]), and short enough for GitHub.
+fn check_query(query: &str) -> Result<(), ToolError> {
+    if query.chars().count() > MAX_QUERY_CHARS {
+        return Err(ToolError::invalid_arguments(format!(
+            "`query` is longer than {MAX_QUERY_CHARS} characters"
+        )));
+    }
+    let lower = query.to_lowercase();
+    for q in SCOPE_QUALIFIERS {
+        let named = lower.match_indices(q).any(|(i, _)| {
+            lower
+                .get(..i)
+                .and_then(|before| before.chars().next_back())
+                .is_none_or(|c| !c.is_alphanumeric())
+        });
+        if named {
+            return Err(ToolError::invalid_arguments(format!(
+                "`query` may not use `{q}`: searches are confined to the one repository, which is added for you"
+            )));
+        }
+    }
+    Ok(())
 }
 
 /// `owner/name` with GitHub's characters only: the value goes into a URL path.
