@@ -174,7 +174,10 @@ fn describe_prints_the_full_schema() {
 /// feature builds it (describe and call alike), instead of a bare "unknown tool".
 #[test]
 fn a_tool_whose_feature_is_off_names_the_feature() {
-    let gated = [("android", "android", cfg!(feature = "android"))];
+    let gated = [
+        ("android", "android", cfg!(feature = "android")),
+        ("pdf_read", "tool-pdf", cfg!(feature = "tool-pdf")),
+    ];
     let sb = Sandbox::new();
     let cfg = sb.config("");
     let list = run(sb.tackle(&cfg, &["tools", "list", "--json"]));

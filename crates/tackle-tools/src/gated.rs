@@ -19,11 +19,18 @@ pub struct GatedTool {
 
 /// Every feature-gated tool, one row each. Adding a gated tool means adding its row here and
 /// the feature to this crate's and the binary's `[features]`.
-pub const GATED_TOOLS: &[GatedTool] = &[GatedTool {
-    tool: "android",
-    feature: "android",
-    built: cfg!(feature = "android"),
-}];
+pub const GATED_TOOLS: &[GatedTool] = &[
+    GatedTool {
+        tool: "android",
+        feature: "android",
+        built: cfg!(feature = "android"),
+    },
+    GatedTool {
+        tool: "pdf_read",
+        feature: "tool-pdf",
+        built: cfg!(feature = "tool-pdf"),
+    },
+];
 
 /// The feature that would build `tool`, when this build lacks it.
 pub fn missing_feature(tool: &str) -> Option<&'static str> {
@@ -51,7 +58,7 @@ pub fn extension() -> Arc<dyn Extension> {
 struct NotBuilt;
 
 /// Its name is not an extension a config can enable or disable: each gated tool belongs to its
-/// own extension (`devices`) when built.
+/// own extension (`devices`, `media`) when built.
 pub const NAME: &str = "not_built";
 
 impl Extension for NotBuilt {
@@ -90,6 +97,6 @@ mod tests {
     fn other_names_are_not_answered() {
         assert_eq!(not_built("read_file"), None);
         assert_eq!(not_built("pdf"), None);
-        assert_eq!(not_built("pdf_read"), None);
+        assert_eq!(not_built("pdf_reader"), None);
     }
 }

@@ -1,6 +1,7 @@
-//! The `media` extension: `transcribe` (speech to text through an OpenAI-compatible server).
-//! `pdf_read` (cargo feature `tool-pdf`) and `screenshot` (feature `screenshot`) belong here
-//! too and are not built yet; [`crate::gated`] answers for them.
+//! The `media` extension: `transcribe` (speech to text through an OpenAI-compatible server)
+//! and, with the cargo feature `tool-pdf`, `pdf_read` (the text of a PDF, parsed locally).
+//! `screenshot` (feature `screenshot`) belongs here too and is not built yet; [`crate::gated`]
+//! answers for a gated tool this build lacks.
 //!
 //! Files are read through `cx.host()` (the fs grants) and every request goes through
 //! `cx.host().http(..)` (grants, DNS pinning, size caps, time limits). A tool whose feature is
@@ -14,7 +15,14 @@
 //! assert!(names.contains(&"transcribe".to_string()));
 //! ```
 
+mod file;
 mod multipart;
+#[cfg(feature = "tool-pdf")]
+mod pdf_read;
+#[cfg(feature = "tool-pdf")]
+mod pdf_scan;
+#[cfg(feature = "tool-pdf")]
+mod pdf_text;
 mod transcribe;
 
 use schemars::JsonSchema;
@@ -47,10 +55,24 @@ impl Extension for MediaExtension {
     }
 
     fn tools(&self) -> Vec<Arc<dyn Tool>> {
-        vec![Arc::new(transcribe::Transcribe::new(
+        let transcribe: Arc<dyn Tool> = Arc::new(transcribe::Transcribe::new(
             self.settings.transcribe.clone(),
-        ))]
+        ));
+        [Some(transcribe), pdf_tool()]
+            .into_iter()
+            .flatten()
+            .collect()
     }
+}
+
+#[cfg(feature = "tool-pdf")]
+fn pdf_tool() -> Option<Arc<dyn Tool>> {
+    Some(Arc::new(pdf_read::PdfRead))
+}
+
+#[cfg(not(feature = "tool-pdf"))]
+fn pdf_tool() -> Option<Arc<dyn Tool>> {
+    None
 }
 
 /// The JSON Schema of a tool's `Args`, derived from the struct so the two cannot disagree;
