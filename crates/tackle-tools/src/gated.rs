@@ -30,6 +30,11 @@ pub const GATED_TOOLS: &[GatedTool] = &[
         feature: "screenshot",
         built: cfg!(feature = "screenshot"),
     },
+    GatedTool {
+        tool: "pdf_read",
+        feature: "tool-pdf",
+        built: cfg!(feature = "tool-pdf"),
+    },
 ];
 
 /// The feature that would build `tool`, when this build lacks it.
@@ -97,6 +102,6 @@ mod tests {
     fn other_names_are_not_answered() {
         assert_eq!(not_built("read_file"), None);
         assert_eq!(not_built("pdf"), None);
-        assert_eq!(not_built("pdf_read"), None);
+        assert_eq!(not_built("pdf_reader"), None);
     }
 }

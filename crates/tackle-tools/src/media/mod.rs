@@ -1,7 +1,7 @@
-//! The `media` extension: `transcribe` (speech to text through an OpenAI-compatible server) and,
-//! with the cargo feature `screenshot`, `screenshot` (a headless Chromium's view of a page).
-//! `pdf_read` (cargo feature `tool-pdf`) belongs here too and is not built yet; [`crate::gated`]
-//! answers for it and for any tool whose feature is off.
+//! The `media` extension: `transcribe` (speech to text through an OpenAI-compatible server);
+//! with the cargo feature `tool-pdf`, `pdf_read` (the text of a PDF, parsed locally); with the
+//! cargo feature `screenshot`, `screenshot` (a headless Chromium's view of a page).
+//! [`crate::gated`] answers for a gated tool this build lacks.
 //!
 //! Files are read and written through `cx.host()` (the fs grants) and every request goes
 //! through `cx.host().http(..)` (grants, DNS pinning, size caps, time limits), the browser's
@@ -15,7 +15,14 @@
 //! assert!(names.contains(&"transcribe".to_string()));
 //! ```
 
+mod file;
 mod multipart;
+#[cfg(feature = "tool-pdf")]
+mod pdf_read;
+#[cfg(feature = "tool-pdf")]
+mod pdf_scan;
+#[cfg(feature = "tool-pdf")]
+mod pdf_text;
 #[cfg(feature = "screenshot")]
 mod screenshot;
 mod transcribe;
@@ -55,17 +62,34 @@ impl Extension for MediaExtension {
         let transcribe: Arc<dyn Tool> = Arc::new(transcribe::Transcribe::new(
             self.settings.transcribe.clone(),
         ));
-        #[cfg(feature = "screenshot")]
-        let tools = vec![
-            transcribe,
-            Arc::new(screenshot::Screenshot::new(
-                self.settings.screenshot.clone(),
-            )) as Arc<dyn Tool>,
-        ];
-        #[cfg(not(feature = "screenshot"))]
-        let tools = vec![transcribe];
-        tools
+        let screenshot: Option<Arc<dyn Tool>> = screenshot_tool(&self.settings);
+        [Some(transcribe), pdf_tool(), screenshot]
+            .into_iter()
+            .flatten()
+            .collect()
     }
+}
+
+#[cfg(feature = "tool-pdf")]
+fn pdf_tool() -> Option<Arc<dyn Tool>> {
+    Some(Arc::new(pdf_read::PdfRead))
+}
+
+#[cfg(not(feature = "tool-pdf"))]
+fn pdf_tool() -> Option<Arc<dyn Tool>> {
+    None
+}
+
+#[cfg(feature = "screenshot")]
+fn screenshot_tool(settings: &MediaSettings) -> Option<Arc<dyn Tool>> {
+    Some(Arc::new(screenshot::Screenshot::new(
+        settings.screenshot.clone(),
+    )))
+}
+
+#[cfg(not(feature = "screenshot"))]
+fn screenshot_tool(_: &MediaSettings) -> Option<Arc<dyn Tool>> {
+    None
 }
 
 /// The JSON Schema of a tool's `Args`, derived from the struct so the two cannot disagree;

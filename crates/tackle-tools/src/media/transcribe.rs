@@ -7,24 +7,22 @@
 //! (SPEC.md §4). The API key travels only in the `Authorization` header: it is scrubbed from
 //! anything the server sends back, and never part of a result, an error or the audit log.
 
+use super::file;
 use super::multipart::{self, Field};
 use crate::web::net::{self, Secrets};
 use async_trait::async_trait;
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{json, Value};
-use std::path::{Component, Path, PathBuf};
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 use tackle_protocol::config::TranscribeConfig;
 use tackle_protocol::{
-    ApprovalMode, Capability, HttpRequest, ReadRequest, Risk, Tool, ToolContext, ToolError,
-    ToolOutput, ToolSpec,
+    ApprovalMode, Capability, HttpRequest, Risk, Tool, ToolContext, ToolError, ToolOutput, ToolSpec,
 };
 
 /// The largest audio file sent: the OpenAI API's own limit.
 pub(crate) const MAX_AUDIO_BYTES: u64 = 25 * 1024 * 1024;
-/// Bytes asked of the host per read; the host caps one read below the audio limit.
-const CHUNK: u64 = 4 * 1024 * 1024;
 /// A transcript of 25 MiB of audio is far below this; a larger answer is not a transcript.
 const MAX_REPLY_BYTES: u64 = 4 * 1024 * 1024;
 
@@ -92,26 +90,8 @@ struct Args {
 
 /// The audio's path inside the workspace and its media type, or why it is refused.
 fn check_path(raw: &str) -> Result<(PathBuf, &'static str), ToolError> {
-    let path = Path::new(raw);
-    if raw.trim().is_empty() {
-        return Err(ToolError::invalid_arguments(
-            "`file_path` must not be empty",
-        ));
-    }
-    let relative = path
-        .components()
-        .all(|c| matches!(c, Component::Normal(_) | Component::CurDir));
-    if !relative || raw.starts_with('~') {
-        return Err(ToolError::invalid_arguments(format!(
-            "`file_path` must be relative to the workspace, without `..`: {}",
-            tackle_protocol::text::preview(raw, 200)
-        )));
-    }
-    let ext = path
-        .extension()
-        .and_then(|e| e.to_str())
-        .map(str::to_ascii_lowercase)
-        .unwrap_or_default();
+    let path = file::relative_path(raw, "file_path")?;
+    let ext = file::extension_of(&path);
     let mime = AUDIO_TYPES
         .iter()
         .find(|(e, _)| *e == ext)
@@ -124,46 +104,20 @@ fn check_path(raw: &str) -> Result<(PathBuf, &'static str), ToolError> {
                 known.join(", ")
             ))
         })?;
-    Ok((path.to_path_buf(), mime))
+    Ok((path, mime))
 }
 
-/// The whole file through the host, chunk by chunk, refusing it before reading past the cap.
+/// The whole file through the host, refused by its size before it is read.
 async fn read_audio(cx: &ToolContext, path: &Path, shown: &str) -> Result<Vec<u8>, ToolError> {
-    let mut data = Vec::new();
-    loop {
-        let part = cx
-            .host()
-            .read(ReadRequest {
-                path: path.to_path_buf(),
-                offset: data.len() as u64,
-                max_bytes: Some(CHUNK),
-            })
-            .await?;
-        if part.total_size > MAX_AUDIO_BYTES {
-            return Err(ToolError::failed(format!(
-                "{shown} is {}; transcribe sends at most 25 MiB",
-                net::human_size(part.total_size)
-            )));
-        }
-        if part.bytes.is_empty() || cx.cancel.is_cancelled() {
-            break;
-        }
-        data.extend_from_slice(&part.bytes);
-        if data.len() as u64 >= part.total_size || data.len() as u64 > MAX_AUDIO_BYTES {
-            break;
-        }
-    }
-    if cx.cancel.is_cancelled() {
-        return Err(ToolError::failed("cancelled"));
-    }
+    let cap = file::Cap {
+        bytes: MAX_AUDIO_BYTES,
+        label: "25 MiB",
+        verb: "transcribe sends",
+    };
+    let data = file::read_capped(cx, path, shown, &cap).await?;
     if data.is_empty() {
         return Err(ToolError::failed(format!(
             "{shown} is empty: no audio to send"
-        )));
-    }
-    if data.len() as u64 > MAX_AUDIO_BYTES {
-        return Err(ToolError::failed(format!(
-            "{shown} grew past 25 MiB while it was read; transcribe sends at most 25 MiB"
         )));
     }
     Ok(data)
