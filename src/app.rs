@@ -535,16 +535,13 @@ fn redactor(config: &Config, extra: Vec<String>) -> tackle_agent::sanitizer::Red
             .filter_map(|m| m.oauth.as_ref()?.client_secret.clone()),
     );
     secrets.extend(config.mcp.bearer_token.clone());
-    // A webhook's headers (tokens) and URL (some carry their token in the path).
-    secrets.extend(config.channels.values().flat_map(|c| {
-        match c {
-            tackle_protocol::config::ChannelConfig::Webhook { url, headers, .. } => headers
-                .values()
-                .cloned()
-                .chain([url.clone()])
-                .collect::<Vec<_>>(),
-        }
-    }));
+    // A webhook's headers and URL (some carry their token in the path), a provider's token.
+    secrets.extend(
+        config
+            .channels
+            .values()
+            .flat_map(tackle_protocol::config::ChannelConfig::secrets),
+    );
     secrets.extend(config.services.secrets());
     secrets.extend(extra);
     secrets.retain(|s| !s.trim().is_empty());

@@ -90,7 +90,7 @@ impl HostConfig {
 }
 
 /// Every URL the operator wrote into `config`: backends' `api_base`, search backends' `url`,
-/// MCP servers' `url`, the skills registry, webhook channels' `url`, the services' bases,
+/// MCP servers' `url`, the skills registry, channels' `url` or API base, the services' bases,
 /// `transcribe.api_base`, `services.github.api_base`.
 pub fn operator_urls(config: &Config) -> Vec<String> {
     let backends = config.backends.iter().filter_map(|b| b.api_base.clone());
@@ -101,9 +101,10 @@ pub fn operator_urls(config: &Config) -> Vec<String> {
         .filter_map(|b| b.url.clone());
     let mcp = config.mcp_servers.values().filter_map(|m| m.url.clone());
     let skills = config.skills.registry_url.clone();
-    let channels = config.channels.values().map(|c| match c {
-        tackle_protocol::config::ChannelConfig::Webhook { url, .. } => url.clone(),
-    });
+    let channels = config
+        .channels
+        .values()
+        .map(tackle_protocol::config::ChannelConfig::operator_url);
     let transcribe = config.transcribe.api_base.clone();
     let github = config.services.github.api_base.clone();
     backends
@@ -168,6 +169,30 @@ mod tests {
                 "http://127.0.0.1:8081",
                 "http://127.0.0.1:12111",
                 "http://localhost:8080"
+            ]
+        );
+    }
+
+    #[test]
+    fn a_channels_url_or_api_base_is_an_operator_url_defaults_included() {
+        let config: Config = serde_json::from_value(serde_json::json!({
+            "channels": {
+                "a": {"type": "webhook", "url": "http://127.0.0.1:9/hook"},
+                "b": {"type": "telegram", "bot_token": "1:x"},
+                "c": {"type": "slack", "bot_token": "x", "api_base": "http://127.0.0.1:7/api/"},
+                "d": {"type": "discord", "bot_token": "x"},
+                "e": {"type": "whatsapp", "access_token": "x", "phone_number_id": "1"}
+            }
+        }))
+        .unwrap();
+        assert_eq!(
+            operator_urls(&config),
+            vec![
+                "http://127.0.0.1:9/hook",
+                "https://api.telegram.org",
+                "http://127.0.0.1:7/api",
+                "https://discord.com/api/v10",
+                "https://graph.facebook.com"
             ]
         );
     }

@@ -522,7 +522,126 @@ pub enum ChannelConfig {
         #[serde(default)]
         timeout_secs: Option<u64>,
     },
+    /// A Telegram bot: `POST {api_base}/bot{bot_token}/sendMessage`.
+    Telegram {
+        bot_token: String,
+        /// The chat sent to when the call names none.
+        #[serde(default)]
+        chat_id: Option<String>,
+        /// Unset = `https://api.telegram.org`.
+        #[serde(default)]
+        api_base: Option<String>,
+        #[serde(default)]
+        timeout_secs: Option<u64>,
+    },
+    /// A Slack app: `POST {api_base}/chat.postMessage`, `Authorization: Bearer {bot_token}`.
+    Slack {
+        bot_token: String,
+        /// The channel id (or name) sent to when the call names none.
+        #[serde(default)]
+        channel: Option<String>,
+        /// Unset = `https://slack.com/api`.
+        #[serde(default)]
+        api_base: Option<String>,
+        #[serde(default)]
+        timeout_secs: Option<u64>,
+    },
+    /// A Discord bot: `POST {api_base}/channels/{channel_id}/messages`,
+    /// `Authorization: Bot {bot_token}`.
+    Discord {
+        bot_token: String,
+        /// The channel sent to when the call names none (a snowflake id).
+        #[serde(default)]
+        channel_id: Option<String>,
+        /// Unset = `https://discord.com/api/v10`.
+        #[serde(default)]
+        api_base: Option<String>,
+        #[serde(default)]
+        timeout_secs: Option<u64>,
+    },
+    /// The WhatsApp Cloud API: `POST {api_base}/v18.0/{phone_number_id}/messages`, as
+    /// `services.whatsapp` sends it.
+    Whatsapp {
+        access_token: String,
+        /// The sending number's id (digits).
+        phone_number_id: String,
+        /// The recipient sent to when the call names none (digits with country code).
+        #[serde(default)]
+        to: Option<String>,
+        /// Unset = `https://graph.facebook.com` (as `services.whatsapp.api_base`).
+        #[serde(default)]
+        api_base: Option<String>,
+        #[serde(default)]
+        timeout_secs: Option<u64>,
+    },
 }
+
+impl ChannelConfig {
+    /// The `type:` this entry was written with.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Self::Webhook { .. } => "webhook",
+            Self::Telegram { .. } => "telegram",
+            Self::Slack { .. } => "slack",
+            Self::Discord { .. } => "discord",
+            Self::Whatsapp { .. } => "whatsapp",
+        }
+    }
+
+    /// Where this channel sends: the webhook's `url`, or the provider's `api_base` (its
+    /// public default when unset). Every one is an operator destination: writing
+    /// `type: telegram` names the provider as surely as writing its URL.
+    pub fn operator_url(&self) -> String {
+        let or = |base: &Option<String>, default: &str| {
+            base.as_deref()
+                .map(str::trim)
+                .filter(|b| !b.is_empty())
+                .unwrap_or(default)
+                .trim_end_matches('/')
+                .to_string()
+        };
+        match self {
+            Self::Webhook { url, .. } => url.clone(),
+            Self::Telegram { api_base, .. } => or(api_base, DEFAULT_TELEGRAM_API),
+            Self::Slack { api_base, .. } => or(api_base, DEFAULT_SLACK_API),
+            Self::Discord { api_base, .. } => or(api_base, DEFAULT_DISCORD_API),
+            Self::Whatsapp { api_base, .. } => or(api_base, DEFAULT_WHATSAPP_API),
+        }
+    }
+
+    /// Every credential of this entry, for the output redactor: a webhook's headers and URL
+    /// (some carry their token in the path), a provider's token.
+    pub fn secrets(&self) -> Vec<String> {
+        let mut out: Vec<String> = match self {
+            Self::Webhook { url, headers, .. } => {
+                headers.values().cloned().chain([url.clone()]).collect()
+            }
+            Self::Telegram { bot_token, .. }
+            | Self::Slack { bot_token, .. }
+            | Self::Discord { bot_token, .. } => vec![bot_token.clone()],
+            Self::Whatsapp { access_token, .. } => vec![access_token.clone()],
+        };
+        out.retain(|s| !s.trim().is_empty());
+        out
+    }
+
+    /// Seconds one request may take, when set.
+    pub fn timeout_secs(&self) -> Option<u64> {
+        match self {
+            Self::Webhook { timeout_secs, .. }
+            | Self::Telegram { timeout_secs, .. }
+            | Self::Slack { timeout_secs, .. }
+            | Self::Discord { timeout_secs, .. }
+            | Self::Whatsapp { timeout_secs, .. } => *timeout_secs,
+        }
+    }
+}
+
+/// The providers' public API bases, used when a channel sets no `api_base`.
+pub const DEFAULT_TELEGRAM_API: &str = "https://api.telegram.org";
+pub const DEFAULT_SLACK_API: &str = "https://slack.com/api";
+pub const DEFAULT_DISCORD_API: &str = "https://discord.com/api/v10";
+pub const DEFAULT_WHATSAPP_API: &str = "https://graph.facebook.com";
 
 /// `schedules:` how cron expressions are read and how the daemon fires them.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -1,10 +1,14 @@
 //! `message`: a proactive message to the session's own front end (`session`: an event and a
 //! session-log entry) or to a channel the operator configured (`channels:`). A webhook is a
-//! JSON POST through the host to the operator's URL, pinned and timed out.
+//! JSON POST through the host to the operator's URL, pinned and timed out; telegram, slack,
+//! discord and whatsapp channels are in `channels/`. The actions beyond `send` each belong to
+//! one channel type: react (discord), rich_message (slack), inline_keyboard (telegram).
 
+use super::channels::{self, Action, Outgoing, DEFAULT_TIMEOUT};
+use crate::secrets::Secrets;
 use async_trait::async_trait;
 use serde::Deserialize;
-use serde_json::{json, Value};
+use serde_json::{json, Map, Value};
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
@@ -12,8 +16,6 @@ use tackle_protocol::config::ChannelConfig;
 use tackle_protocol::{
     ApprovalMode, HttpRequest, Risk, Tool, ToolContext, ToolError, ToolOutput, ToolSpec,
 };
-
-const DEFAULT_TIMEOUT: Duration = Duration::from_secs(10);
 
 pub struct SendMessage {
     pub(super) channels: Arc<BTreeMap<String, ChannelConfig>>,
@@ -32,31 +34,39 @@ struct Args {
     #[serde(default)]
     action: Option<String>,
     #[serde(default)]
-    #[allow(dead_code)]
     payload: Option<Value>,
 }
 
 impl SendMessage {
     fn configured(&self) -> String {
         std::iter::once("`session`".to_string())
-            .chain(self.channels.keys().map(|k| format!("`{k}`")))
+            .chain(
+                self.channels
+                    .iter()
+                    .map(|(k, c)| format!("`{k}` ({})", c.kind())),
+            )
             .collect::<Vec<_>>()
             .join(", ")
     }
 
-    /// `NAME`, `webhook:NAME`, or `webhook` when exactly one webhook is configured.
+    /// `NAME`, `TYPE:NAME` (`webhook:ops`), or a bare `TYPE` (`telegram`) when exactly one
+    /// channel of that type is configured.
     fn find(&self, channel: &str) -> Option<(&str, &ChannelConfig)> {
-        let name = channel.strip_prefix("webhook:").unwrap_or(channel);
-        if let Some((k, c)) = self.channels.get_key_value(name) {
+        if let Some((k, c)) = self.channels.get_key_value(channel) {
             return Some((k.as_str(), c));
         }
-        if channel == "webhook" {
-            let mut hooks = self.channels.iter();
-            if let (Some((k, c)), None) = (hooks.next(), hooks.next()) {
-                return Some((k.as_str(), c));
-            }
+        if let Some((kind, name)) = channel.split_once(':') {
+            return self
+                .channels
+                .get_key_value(name)
+                .filter(|(_, c)| c.kind() == kind)
+                .map(|(k, c)| (k.as_str(), c));
         }
-        None
+        let mut of_kind = self.channels.iter().filter(|(_, c)| c.kind() == channel);
+        match (of_kind.next(), of_kind.next()) {
+            (Some((k, c)), None) => Some((k.as_str(), c)),
+            _ => None,
+        }
     }
 }
 
@@ -84,14 +94,17 @@ impl Tool for SendMessage {
         let a: Args = serde_json::from_value(args).map_err(|e| {
             ToolError::invalid_arguments(format!("invalid arguments for `message`: {e}"))
         })?;
-        let action = a.action.as_deref().unwrap_or("send");
-        if action != "send" {
-            return Err(ToolError::invalid_arguments(format!(
-                "action `{action}` needs a telegram, slack or discord channel, and none is configured; use `send`"
-            )));
-        }
+        let action = Action::parse(a.action.as_deref().unwrap_or("send"))?;
+        let payload = match a.payload {
+            None | Some(Value::Null) => Map::new(),
+            Some(Value::Object(m)) => m,
+            Some(_) => return Err(ToolError::invalid_arguments("`payload` must be an object")),
+        };
         let channel = a.channel.as_deref().unwrap_or("session");
         if channel == "session" {
+            if action != Action::Send {
+                return Err(action.wrong_channel("session", "session"));
+            }
             cx.agents()?.message_session(cx, &a.content).await?;
             return Ok(ToolOutput::text("Sent to session."));
         }
@@ -102,45 +115,80 @@ impl Tool for SendMessage {
                 self.configured()
             )));
         };
-        let chat_id = a.chat_id.clone().unwrap_or_else(|| cx.chat_id.clone());
-        match config {
-            ChannelConfig::Webhook {
-                url,
-                headers,
-                timeout_secs,
-            } => {
-                let body = json!({
-                    "content": a.content,
-                    "chat_id": chat_id,
-                    "reply_to": a.reply_to,
-                    "agent": cx.agent,
-                    "session": cx.session_id,
-                });
-                let mut hdrs: Vec<(String, String)> =
-                    vec![("content-type".into(), "application/json".into())];
-                hdrs.extend(headers.iter().map(|(k, v)| (k.clone(), v.clone())));
-                let resp = cx
-                    .host()
-                    .http(HttpRequest {
-                        method: "POST".into(),
-                        url: url.clone(),
-                        headers: hdrs,
-                        body: Some(body.to_string().into_bytes()),
-                        max_bytes: 16 * 1024,
-                        timeout: timeout_secs.map_or(DEFAULT_TIMEOUT, Duration::from_secs),
-                        follow_redirects: false,
-                        operator_configured: true,
-                    })
-                    .await
-                    .map_err(ToolError::from)?;
-                if resp.status >= 400 {
-                    return Err(ToolError::failed(format!(
-                        "channel `{name}` answered HTTP {}",
-                        resp.status
-                    )));
-                }
-                Ok(ToolOutput::text(format!("Sent to {name}:{chat_id}.")))
+        if let ChannelConfig::Webhook {
+            url,
+            headers,
+            timeout_secs,
+        } = config
+        {
+            if action != Action::Send {
+                return Err(action.wrong_channel(name, "webhook"));
+            }
+            let chat_id = a.chat_id.clone().unwrap_or_else(|| cx.chat_id.clone());
+            let body = json!({
+                "content": a.content,
+                "chat_id": chat_id,
+                "reply_to": a.reply_to,
+                "agent": cx.agent,
+                "session": cx.session_id,
+            });
+            let mut hdrs: Vec<(String, String)> =
+                vec![("content-type".into(), "application/json".into())];
+            hdrs.extend(headers.iter().map(|(k, v)| (k.clone(), v.clone())));
+            // The URL may carry a token in its path, the headers one in a value.
+            let secrets = Secrets::new(config.secrets());
+            let resp = cx
+                .host()
+                .http(HttpRequest {
+                    method: "POST".into(),
+                    url: url.clone(),
+                    headers: hdrs,
+                    body: Some(body.to_string().into_bytes()),
+                    max_bytes: 16 * 1024,
+                    timeout: timeout_secs.map_or(DEFAULT_TIMEOUT, Duration::from_secs),
+                    follow_redirects: false,
+                    operator_configured: true,
+                })
+                .await
+                .map_err(|e| secrets.scrub_error(ToolError::from(e)))?;
+            if resp.status >= 400 {
+                return Err(ToolError::failed(format!(
+                    "channel `{name}` answered HTTP {}",
+                    resp.status
+                )));
+            }
+            let chat_id = secrets.scrub(&chat_id);
+            return Ok(ToolOutput::text(format!("Sent to {name}:{chat_id}."))
+                .with_structured(json!({"channel": name, "chat_id": chat_id})));
+        }
+        if let Some(kind) = action.channel_type() {
+            if config.kind() != kind {
+                return Err(action.wrong_channel(name, config.kind()));
             }
         }
+        let out = Outgoing {
+            name,
+            content: &a.content,
+            chat_id: a.chat_id.as_deref(),
+            reply_to: a.reply_to.as_deref(),
+            action,
+            payload,
+        };
+        let sent = channels::send(config, &out, cx).await?;
+        let chat_id = &sent.chat_id;
+        let verb = if action == Action::React {
+            "Reacted in"
+        } else {
+            "Sent to"
+        };
+        let text = match &sent.message_id {
+            Some(id) => format!("{verb} {name}:{chat_id} (message id {id})."),
+            None => format!("{verb} {name}:{chat_id}."),
+        };
+        Ok(ToolOutput::text(text).with_structured(json!({
+            "channel": name,
+            "chat_id": chat_id,
+            "message_id": sent.message_id,
+        })))
     }
 }

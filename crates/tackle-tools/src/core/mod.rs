@@ -1,6 +1,7 @@
 //! The `core` extension: `shell` and the agent tools (`compact`, `spawn_*`, `delegate`,
 //! `message`), each in its own file, listed in [`CoreExtension::tools`].
 
+mod channels;
 mod compact;
 mod delegate;
 mod message;

@@ -134,13 +134,16 @@ pub(crate) fn json_of(resp: &HttpResponse) -> Value {
     serde_json::from_slice(&resp.body).unwrap_or(Value::Null)
 }
 
-/// A non-2xx answer as `failed`, with the API's own message: `error.message` (WhatsApp,
-/// Stripe, Google) or a top-level `message` (r8r), else the start of the body.
+/// A refused request as `failed`, with the API's own message: `error.message` (WhatsApp,
+/// Stripe, Google), a top-level `message` (r8r, Discord), `description` (Telegram) or a string
+/// `error` (Slack), else the start of the body.
 pub(crate) fn api_error(service: &str, resp: &HttpResponse, secrets: &Secrets) -> ToolError {
     let v = json_of(resp);
     let message = v
         .pointer("/error/message")
         .or_else(|| v.get("message"))
+        .or_else(|| v.get("description"))
+        .or_else(|| v.get("error").filter(|e| e.is_string()))
         .and_then(Value::as_str)
         .map(|m| preview(m, 500))
         .unwrap_or_else(|| preview(String::from_utf8_lossy(&resp.body).trim(), 300));

@@ -19,14 +19,14 @@
 //! assert_eq!(names, ["whatsapp", "gsheets", "stripe", "r8r"]);
 //! ```
 
-mod client;
+pub(crate) mod client;
 mod gsheets;
 mod gsheets_auth;
 mod r8r;
 use crate::secrets;
 mod stripe;
 mod stripe_webhook;
-mod whatsapp;
+pub(crate) mod whatsapp;
 
 use std::sync::Arc;
 use std::time::Duration;

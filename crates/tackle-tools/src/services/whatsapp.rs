@@ -57,12 +57,12 @@ impl Whatsapp {
     }
 }
 
-fn path(phone_number_id: &str) -> String {
+pub(crate) fn path(phone_number_id: &str) -> String {
     format!("/{API_VERSION}/{phone_number_id}/messages")
 }
 
 /// The recipient as the API wants it: digits with the country code, no `+` or spaces.
-fn recipient(to: &str) -> Result<String, ToolError> {
+pub(crate) fn recipient(to: &str) -> Result<String, ToolError> {
     let digits: String = to
         .trim()
         .trim_start_matches('+')
@@ -102,9 +102,7 @@ fn body(a: &Args, to: String) -> Result<Value, ToolError> {
                     "`template_params` and `language` go with `template`",
                 ));
             }
-            body["type"] = json!("text");
-            body["text"] = json!({"preview_url": false, "body": text});
-            Ok(body)
+            Ok(text_body(&to, text))
         }
         (Some(name), None) => {
             let name_ok = !name.is_empty()
@@ -194,27 +192,52 @@ impl Tool for Whatsapp {
         else {
             return Err(not_configured("whatsapp"));
         };
-        if token.is_empty() {
-            return Err(ToolError::failed(
-                "services.whatsapp.access_token is empty (is its variable set?)",
-            ));
-        }
         let to = recipient(&a.to)?;
         let body = body(&a, to.clone())?;
-        if phone_number_id.is_empty() || !phone_number_id.chars().all(|c| c.is_ascii_digit()) {
-            return Err(ToolError::failed(
-                "services.whatsapp.phone_number_id must be the number's id in digits",
-            ));
+        let sender = Sender {
+            api,
+            phone_number_id,
+            token,
+            section: "services.whatsapp",
+        };
+        let id = sender.send(cx, body).await?;
+        Ok(
+            ToolOutput::text(format!("Sent WhatsApp message to {to}: message id {id}"))
+                .with_structured(json!({"to": to, "message_id": id})),
+        )
+    }
+}
+
+/// One configured sending number: what the `whatsapp` tool and the `message` tool's whatsapp
+/// channels both send through.
+pub(crate) struct Sender<'a> {
+    pub(crate) api: &'a Api,
+    pub(crate) phone_number_id: &'a str,
+    pub(crate) token: &'a str,
+    /// Where the operator wrote it (`services.whatsapp`, `channels.NAME`), for errors.
+    pub(crate) section: &'a str,
+}
+
+impl Sender<'_> {
+    /// POST one message `body`; its message id (scrubbed), or `failed` with the API's message.
+    pub(crate) async fn send(&self, cx: &ToolContext, body: Value) -> Result<String, ToolError> {
+        let section = self.section;
+        let token = self.token.trim();
+        if token.is_empty() {
+            return Err(ToolError::failed(format!(
+                "{section}.access_token is empty (is its variable set?)"
+            )));
+        }
+        let id = self.phone_number_id.trim();
+        if id.is_empty() || !id.chars().all(|c| c.is_ascii_digit()) {
+            return Err(ToolError::failed(format!(
+                "{section}.phone_number_id must be the number's id in digits"
+            )));
         }
         let headers = vec![("Authorization".to_string(), format!("Bearer {token}"))];
+        let api = self.api;
         let resp = api
-            .send(
-                cx,
-                "POST",
-                &path(phone_number_id),
-                headers,
-                Some(Body::Json(body)),
-            )
+            .send(cx, "POST", &path(id), headers, Some(Body::Json(body)))
             .await?;
         if !is_success(&resp) {
             return Err(api_error("WhatsApp", &resp, &api.secrets));
@@ -226,10 +249,17 @@ impl Tool for Whatsapp {
             .ok_or_else(|| {
                 ToolError::failed("WhatsApp answered without a message id (messages[0].id)")
             })?;
-        let id = api.secrets.scrub(id);
-        Ok(
-            ToolOutput::text(format!("Sent WhatsApp message to {to}: message id {id}"))
-                .with_structured(json!({"to": to, "message_id": id})),
-        )
+        Ok(api.secrets.scrub(id))
     }
+}
+
+/// A plain text message to `to` (already checked by [`recipient`]).
+pub(crate) fn text_body(to: &str, text: &str) -> Value {
+    json!({
+        "messaging_product": "whatsapp",
+        "recipient_type": "individual",
+        "to": to,
+        "type": "text",
+        "text": {"preview_url": false, "body": text},
+    })
 }
