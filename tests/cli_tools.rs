@@ -178,6 +178,7 @@ fn a_tool_whose_feature_is_off_names_the_feature() {
         ("android", "android", cfg!(feature = "android")),
         ("screenshot", "screenshot", cfg!(feature = "screenshot")),
         ("pdf_read", "tool-pdf", cfg!(feature = "tool-pdf")),
+        ("hardware", "hardware", cfg!(feature = "hardware")),
     ];
     let sb = Sandbox::new();
     let cfg = sb.config("");

@@ -10,6 +10,7 @@ const FORBIDDEN: &[&str] = &[
     "tokio::process",
     "tokio::fs",
     "reqwest",
+    "serialport",
 ];
 
 /// Where they may appear, and why.
@@ -30,6 +31,10 @@ const ALLOWED: &[(&str, &str)] = &[
     (
         "crates/tackle-tools/src/media/multipart.rs",
         "reqwest's multipart encoder only builds a request body in memory; the host sends it",
+    ),
+    (
+        "crates/tackle-tools/src/devices/hardware/port.rs",
+        "serial ports are devices, not workspace files: the hardware tool opens only enumerated board ports or operator-named ones (docs/decisions/0021)",
     ),
     (
         "src/",

@@ -208,6 +208,11 @@ fn check(config: &Config, origin: &str, warnings: &mut Vec<String>) -> Result<()
             }
         }
     }
+    if let Err((key, message)) =
+        tackle_tools::devices::check_hardware_config(&config.devices.hardware)
+    {
+        return Err(invalid(key, message));
+    }
     if config.security.shell_allowlist.is_some()
         || config.security.shell_denylist.is_some()
         || config.security.allowed_endpoints.is_some()

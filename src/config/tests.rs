@@ -376,6 +376,12 @@ fn the_example_file_sets_the_github_service_and_the_devices() {
     assert_eq!(c.devices.android.serial.as_deref(), Some("emulator-5554"));
     assert!(!c.devices.android.allow_shell);
     assert_eq!(c.devices.hardware.baud, Some(115200));
+    assert_eq!(c.devices.hardware.ports.len(), 1);
+    assert_eq!(c.devices.hardware.ports[0].name, "bench-nucleo");
+    let e = parse_err(
+        "devices:\n  hardware:\n    ports:\n      - {name: /dev/ttyACM0, path: /dev/ttyACM0}\n",
+    );
+    assert!(e.contains("devices.hardware.ports[0].name"), "{e}");
     let e = parse_err("devices:\n  android:\n    shell: true\n");
     assert!(e.contains("devices.android"), "{e}");
 }

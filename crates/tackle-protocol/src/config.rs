@@ -930,4 +930,24 @@ pub struct HardwareConfig {
     /// Serial baud rate for `connect` (default 115200).
     #[serde(default)]
     pub baud: Option<u32>,
+    /// Boards at fixed paths the operator names (udev symlinks, `/dev/serial/by-id/…`, a bench
+    /// adapter without USB ids). The model names them by `name`; it never writes a path.
+    #[serde(default)]
+    pub ports: Vec<HardwarePort>,
+}
+
+/// One operator-named serial port.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HardwarePort {
+    /// What the model calls it (`device`): letters, digits, `_`, `.`, `-`.
+    pub name: String,
+    /// The device file (`/dev/…`, `COM3`).
+    pub path: String,
+    /// A line for `list_devices` (e.g. "bench power controller").
+    #[serde(default)]
+    pub detail: Option<String>,
+    /// The board's CPU, when known (e.g. "ARM Cortex-M4").
+    #[serde(default)]
+    pub architecture: Option<String>,
 }

@@ -35,6 +35,11 @@ pub const GATED_TOOLS: &[GatedTool] = &[
         feature: "tool-pdf",
         built: cfg!(feature = "tool-pdf"),
     },
+    GatedTool {
+        tool: "hardware",
+        feature: "hardware",
+        built: cfg!(feature = "hardware"),
+    },
 ];
 
 /// The feature that would build `tool`, when this build lacks it.

@@ -1,16 +1,20 @@
-//! The `devices` extension: `android` (adb through the host's Exec). The tool exists only in
-//! builds with its cargo feature (`android`); without it the extension owns no tools.
-//! `hardware` is gated (crates/tackle-tools/src/gated.rs) but not built yet.
+//! The `devices` extension: `android` (adb through the host's Exec) and `hardware` (boards on
+//! USB serial ports). Each tool exists only in builds with its cargo feature (`android`,
+//! `hardware`); without them the extension owns no tools.
 
 #[cfg(feature = "android")]
 mod android;
+#[cfg(feature = "hardware")]
+mod hardware;
 
 #[cfg(feature = "android")]
 pub use android::Android;
+#[cfg(feature = "hardware")]
+pub use hardware::Hardware;
 
 use std::sync::Arc;
 use std::time::Duration;
-use tackle_protocol::config::DevicesConfig;
+use tackle_protocol::config::{DevicesConfig, HardwareConfig, HardwarePort};
 use tackle_protocol::{Extension, Tool};
 
 /// What the `devices` tools take from config; the binary fills it.
@@ -43,6 +47,50 @@ impl AndroidSettings {
 pub struct HardwareSettings {
     /// Baud rate `connect` opens a port at (default 115200).
     pub baud: Option<u32>,
+    /// Operator-named ports, listed before the discovered ones.
+    pub ports: Vec<HardwarePort>,
+}
+
+/// What serde cannot check in `devices.hardware`: the key at fault and why.
+pub fn check_hardware_config(config: &HardwareConfig) -> Result<(), (String, String)> {
+    if config.baud == Some(0) {
+        return Err((
+            "devices.hardware.baud".into(),
+            "a baud rate must be above 0 (e.g. 115200)".into(),
+        ));
+    }
+    let mut seen: Vec<String> = Vec::new();
+    for (i, port) in config.ports.iter().enumerate() {
+        let name = &port.name;
+        let valid = name.len() <= 64
+            && name
+                .chars()
+                .next()
+                .is_some_and(|c| c.is_ascii_alphanumeric())
+            && name
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || "_.-".contains(c));
+        if !valid {
+            return Err((
+                format!("devices.hardware.ports[{i}].name"),
+                format!("`{name}`: a port name is 1-64 letters, digits, `_`, `.` or `-`, starting with a letter or digit"),
+            ));
+        }
+        if seen.contains(&name.to_ascii_lowercase()) {
+            return Err((
+                format!("devices.hardware.ports[{i}].name"),
+                format!("`{name}` names two ports"),
+            ));
+        }
+        seen.push(name.to_ascii_lowercase());
+        if port.path.trim().is_empty() || port.path.contains('\0') {
+            return Err((
+                format!("devices.hardware.ports[{i}].path"),
+                "the port's device file, e.g. /dev/serial/by-id/usb-… or COM3".into(),
+            ));
+        }
+    }
+    Ok(())
 }
 
 impl DevicesSettings {
@@ -55,6 +103,7 @@ impl DevicesSettings {
             },
             hardware: HardwareSettings {
                 baud: config.hardware.baud,
+                ports: config.hardware.ports.clone(),
             },
         }
     }
@@ -69,7 +118,7 @@ pub fn extension(settings: DevicesSettings) -> Arc<dyn Extension> {
 pub const NAME: &str = "devices";
 
 struct Devices {
-    #[cfg_attr(not(feature = "android"), allow(dead_code))]
+    #[cfg_attr(not(any(feature = "android", feature = "hardware")), allow(dead_code))]
     settings: DevicesSettings,
 }
 
@@ -78,11 +127,15 @@ impl Extension for Devices {
         NAME
     }
 
+    // One push per feature: which tools exist is decided at build time.
+    #[allow(clippy::vec_init_then_push)]
     fn tools(&self) -> Vec<Arc<dyn Tool>> {
+        #[allow(unused_mut)]
+        let mut tools: Vec<Arc<dyn Tool>> = Vec::new();
         #[cfg(feature = "android")]
-        let tools: Vec<Arc<dyn Tool>> = vec![Arc::new(Android::new(self.settings.android.clone()))];
-        #[cfg(not(feature = "android"))]
-        let tools: Vec<Arc<dyn Tool>> = Vec::new();
+        tools.push(Arc::new(Android::new(self.settings.android.clone())));
+        #[cfg(feature = "hardware")]
+        tools.push(Arc::new(Hardware::new(self.settings.hardware.clone())));
         tools
     }
 }
@@ -102,6 +155,48 @@ mod tests {
         if cfg!(feature = "android") {
             expected.push("android");
         }
+        if cfg!(feature = "hardware") {
+            expected.push("hardware");
+        }
         assert_eq!(names, expected);
+    }
+
+    fn port(name: &str, path: &str) -> HardwarePort {
+        HardwarePort {
+            name: name.into(),
+            path: path.into(),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn hardware_config_refuses_bad_names_duplicates_empty_paths_and_zero_baud() {
+        let ok = HardwareConfig {
+            baud: Some(9600),
+            ports: vec![port("bench", "/dev/ttyACM0"), port("probe-2.b", "COM3")],
+        };
+        assert_eq!(check_hardware_config(&ok), Ok(()));
+        let cases = [
+            (vec![port("", "/dev/x")], "ports[0].name"),
+            (vec![port("-x", "/dev/x")], "ports[0].name"),
+            (vec![port("2341:0043", "/dev/x")], "ports[0].name"),
+            (vec![port("a/b", "/dev/x")], "ports[0].name"),
+            (vec![port(&"a".repeat(65), "/dev/x")], "ports[0].name"),
+            (
+                vec![port("a", "/dev/x"), port("A", "/dev/y")],
+                "ports[1].name",
+            ),
+            (vec![port("a", " ")], "ports[0].path"),
+        ];
+        for (ports, key) in cases {
+            let c = HardwareConfig { baud: None, ports };
+            let err = check_hardware_config(&c).expect_err(key);
+            assert!(err.0.ends_with(key), "{err:?}");
+        }
+        let zero = HardwareConfig {
+            baud: Some(0),
+            ports: Vec::new(),
+        };
+        assert!(check_hardware_config(&zero).is_err());
     }
 }
