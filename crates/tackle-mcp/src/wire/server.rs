@@ -563,10 +563,12 @@ impl FormAsker for ElicitApprover {
     }
 }
 
-/// Serve over stdin/stdout until the client disconnects.
+/// Serve over stdin/stdout until the client disconnects. When both are pipes (as MCP clients
+/// launch servers) they are driven by the IO reactor instead of tokio's blocking pool, which
+/// saves a thread hand-off per message each way; anything else falls back to blocking stdio.
 pub(crate) async fn serve_stdio(handler: Handler) -> Result<(), String> {
     let running = handler
-        .serve(rmcp::transport::stdio())
+        .serve(rmcp::transport::stdio_pipes())
         .await
         .map_err(|e| e.to_string())?;
     running.waiting().await.map_err(|e| e.to_string())?;

@@ -86,16 +86,7 @@ pub(crate) async fn scaffold(
 /// `name` goes into file names, so it is one plain path component and never `.`/`..`; its
 /// characters cannot form a second placeholder either.
 fn valid_name(name: &str) -> Result<(), ToolError> {
-    let ok = !name.is_empty()
-        && name.chars().count() <= 64
-        && name
-            .chars()
-            .next()
-            .is_some_and(|c| c.is_ascii_alphanumeric())
-        && name
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c));
-    if ok {
+    if crate::fs::is_plain_name(name) {
         Ok(())
     } else {
         Err(ToolError::invalid_arguments(format!(

@@ -62,15 +62,7 @@ pub fn check_hardware_config(config: &HardwareConfig) -> Result<(), (String, Str
     let mut seen: Vec<String> = Vec::new();
     for (i, port) in config.ports.iter().enumerate() {
         let name = &port.name;
-        let valid = name.len() <= 64
-            && name
-                .chars()
-                .next()
-                .is_some_and(|c| c.is_ascii_alphanumeric())
-            && name
-                .chars()
-                .all(|c| c.is_ascii_alphanumeric() || "_.-".contains(c));
-        if !valid {
+        if !crate::fs::is_plain_name(name) {
             return Err((
                 format!("devices.hardware.ports[{i}].name"),
                 format!("`{name}`: a port name is 1-64 letters, digits, `_`, `.` or `-`, starting with a letter or digit"),

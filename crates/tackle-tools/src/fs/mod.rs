@@ -61,6 +61,19 @@ impl Extension for FsExtension {
     }
 }
 
+/// A name that is safe as one path component and one token of a line: 1-64 ASCII letters,
+/// digits, `-`, `_` or `.`, starting with a letter or digit (so never `.`, `..` or an option).
+pub(crate) fn is_plain_name(name: &str) -> bool {
+    name.len() <= 64
+        && name
+            .chars()
+            .next()
+            .is_some_and(|c| c.is_ascii_alphanumeric())
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c))
+}
+
 /// Deserialize a tool's arguments, turning serde's message into an `invalid_arguments` the
 /// model can act on. The dispatcher validates against the schema first; this is the second
 /// line for callers that skip it (tests, other crates).
