@@ -90,6 +90,22 @@ proptest! {
         let _ = shell::check_argv(&[line.clone(), "-c".into(), line], &grant());
     }
 
+    /// Inside arithmetic the analyser reads variable names character by character; any text
+    /// there (letters outside ASCII once made it loop until memory ran out) ends in a decision.
+    #[test]
+    fn shell_analyser_ends_on_any_text_inside_arithmetic(inner in any::<String>()) {
+        for line in [
+            format!("echo $(({inner}))"),
+            format!("echo $[{inner}]"),
+            format!("(( {inner} ))"),
+            format!("for (( {inner}; ; )); do :; done"),
+            format!("a[{inner}]=1"),
+        ] {
+            let d = shell::check_shell(&line, &grant());
+            prop_assert!(!d.why.is_empty());
+        }
+    }
+
     #[test]
     fn shell_analyser_never_panics_on_shell_like_text(line in shellish()) {
         let d = shell::check_shell(&line, &grant());

@@ -320,7 +320,9 @@ pub(crate) fn arithmetic_variables(text: &str) -> Option<Vec<String>> {
             }
             continue;
         }
-        if c == '`' || c == '\\' || c == '"' || c == '\'' {
+        // Quotes and escapes change what the text means; a character outside ASCII is no part
+        // of arithmetic syntax, so what the shell makes of it is not known here either.
+        if c == '`' || c == '\\' || c == '"' || c == '\'' || !c.is_ascii() {
             return None;
         }
         if c == '$' {
@@ -352,7 +354,7 @@ pub(crate) fn arithmetic_variables(text: &str) -> Option<Vec<String>> {
             }
             continue;
         }
-        if c.is_alphabetic() || c == '_' {
+        if c.is_ascii_alphabetic() || c == '_' {
             let start = i;
             while chars.get(i).copied().is_some_and(is_name_char) {
                 i += 1;
@@ -422,6 +424,10 @@ mod tests {
         assert_eq!(arithmetic_variables("$1 + 1"), None);
         assert_eq!(arithmetic_variables("`x`"), None);
         assert_eq!(arithmetic_variables("$# + $?"), Some(vec![]));
+        // A letter outside ASCII once made this loop push empty names until memory ran out.
+        for text in ["\u{11336}", "ü+1", "x*é", "?&:p\u{20d9}Q%x"] {
+            assert_eq!(arithmetic_variables(text), None, "{text:?}");
+        }
         assert!(inert_arithmetic_value("42") && inert_arithmetic_value("-0x1f"));
         assert!(!inert_arithmetic_value("a[$(rm x)]") && !inert_arithmetic_value("n"));
     }
