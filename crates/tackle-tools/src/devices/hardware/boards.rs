@@ -118,6 +118,9 @@ pub(super) struct Device {
     pub vid: Option<String>,
     pub pid: Option<String>,
     pub architecture: Option<String>,
+    /// The USB ids as numbers, for matching a `VID:PID` (the strings above are for the model).
+    #[serde(skip)]
+    pub ids: Option<(u16, u16)>,
 }
 
 /// The paths boards' USB serial interfaces get: CDC-ACM and USB-serial on Linux, usbmodem and
@@ -181,6 +184,7 @@ pub(super) fn inventory(configured: &[HardwarePort], mut found: Vec<FoundPort>) 
             vid: None,
             pid: None,
             architecture: p.architecture.clone(),
+            ids: None,
         })
         .collect();
     found.retain(|f| is_board_port(&f.path) && !configured.iter().any(|c| c.path == f.path));
@@ -227,6 +231,7 @@ pub(super) fn inventory(configured: &[HardwarePort], mut found: Vec<FoundPort>) 
             vid: f.usb.as_ref().map(|u| format!("{:04x}", u.vid)),
             pid: f.usb.as_ref().map(|u| format!("{:04x}", u.pid)),
             architecture: board.map(|b| b.architecture.to_string()),
+            ids: f.usb.as_ref().map(|u| (u.vid, u.pid)),
         });
     }
     out
@@ -237,11 +242,8 @@ pub(super) fn find<'a>(devices: &'a [Device], device: &str) -> Option<&'a Device
     if let Some(d) = devices.iter().find(|d| d.name.eq_ignore_ascii_case(device)) {
         return Some(d);
     }
-    let (vid, pid) = parse_vid_pid(device)?;
-    let (v, p) = (format!("{vid:04x}"), format!("{pid:04x}"));
-    devices
-        .iter()
-        .find(|d| d.vid.as_deref() == Some(&v) && d.pid.as_deref() == Some(&p))
+    let ids = parse_vid_pid(device)?;
+    devices.iter().find(|d| d.ids == Some(ids))
 }
 
 #[cfg(test)]

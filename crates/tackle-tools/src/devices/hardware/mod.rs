@@ -159,26 +159,14 @@ impl Hardware {
             ));
         }
         let inv = self.inventory().await;
+        let ids = boards::parse_vid_pid(name);
         let board = boards::board_by_name(name)
-            .or_else(|| boards::parse_vid_pid(name).and_then(|(v, p)| boards::board_by_ids(v, p)));
-        let connected: Vec<&boards::Device> = match (board, boards::parse_vid_pid(name)) {
-            (_, Some((v, p))) => inv
-                .iter()
-                .filter(|d| {
-                    d.vid.as_deref() == Some(format!("{v:04x}").as_str())
-                        && d.pid.as_deref() == Some(format!("{p:04x}").as_str())
-                })
-                .collect(),
+            .or_else(|| ids.and_then(|(v, p)| boards::board_by_ids(v, p)));
+        let connected: Vec<&boards::Device> = match (board, ids) {
+            (_, Some(ids)) => inv.iter().filter(|d| d.ids == Some(ids)).collect(),
             (Some(b), None) => inv
                 .iter()
-                .filter(|d| {
-                    let ids = d
-                        .vid
-                        .as_deref()
-                        .zip(d.pid.as_deref())
-                        .and_then(|(v, p)| boards::parse_vid_pid(&format!("{v}:{p}")));
-                    ids.is_some_and(|ids| b.ids.contains(&ids))
-                })
+                .filter(|d| d.ids.is_some_and(|ids| b.ids.contains(&ids)))
                 .collect(),
             (None, None) => boards::find(&inv, name).into_iter().collect(),
         };
@@ -196,7 +184,7 @@ impl Hardware {
                     "name": d.name,
                     "detail": d.detail,
                     "architecture": d.architecture,
-                    "usb_ids": d.vid.as_deref().zip(d.pid.as_deref()).map(|(v, p)| vec![format!("{v}:{p}")]).unwrap_or_default(),
+                    "usb_ids": d.ids.map(|(v, p)| vec![boards::hex_id(v, p)]).unwrap_or_default(),
                     "known_board": false,
                     "connected": connected,
                 }),
