@@ -52,6 +52,9 @@ pub struct Selection {
     pub plugins_reported: bool,
     /// Reload plugins when a plugin directory changes (long-running front ends).
     pub watch_plugins: bool,
+    /// The front end only lists or reports and runs no command, so the sandbox is not probed
+    /// ahead of time (`tools list`, `tools describe`, `plugins`).
+    pub lists_only: bool,
 }
 
 fn env_var(name: &str) -> Option<String> {
@@ -165,6 +168,10 @@ impl App {
         }
         let registry =
             Arc::new(Registry::new(extensions).map_err(|e| anyhow::anyhow!("tool registry: {e}"))?);
+        if !selection.lists_only {
+            // The probe runs while the model thinks about its first reply.
+            tackle_host::warm_up_sandbox();
+        }
         let host = host_provider(
             &config,
             &state_dir,

@@ -31,6 +31,7 @@ pub async fn run(global: &Global, cmd: PluginsCommand) -> Result<i32> {
     let selection = Selection {
         without_mcp: true,
         plugins_reported: true,
+        lists_only: true,
         ..Selection::default()
     };
     let app = App::build(global, &selection)?;

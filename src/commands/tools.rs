@@ -24,6 +24,7 @@ pub async fn run(global: &Global, cmd: ToolsCommand) -> Result<i32> {
                 agent,
                 template,
                 without_mcp: !mcp,
+                lists_only: true,
                 ..Selection::default()
             };
             list(global, &selection, json).await
@@ -36,6 +37,7 @@ pub async fn run(global: &Global, cmd: ToolsCommand) -> Result<i32> {
             let selection = Selection {
                 agent,
                 template,
+                lists_only: true,
                 ..Selection::default()
             };
             describe(global, &selection, &name).await

@@ -65,13 +65,40 @@ pub(crate) struct View<'a> {
 }
 
 /// bubblewrap, found once, and whether it can create namespaces on this machine.
+static BWRAP: OnceLock<Result<PathBuf, String>> = OnceLock::new();
+
+/// bubblewrap's path, or why commands cannot run in its namespaces; probes on first use.
 pub(crate) fn usable() -> Result<&'static Path, String> {
-    static BWRAP: OnceLock<Result<PathBuf, String>> = OnceLock::new();
     BWRAP
         .get_or_init(probe)
         .as_ref()
         .map(PathBuf::as_path)
         .map_err(Clone::clone)
+}
+
+/// [`usable`] for a call on the runtime: the first probe (one sandboxed `true`, ~10 ms) runs on
+/// the blocking pool, so that it never stalls a worker thread that sibling calls need.
+pub(crate) async fn usable_on_runtime() -> Result<&'static Path, String> {
+    if BWRAP.get().is_none() {
+        if let Err(e) = tokio::task::spawn_blocking(usable).await {
+            return Err(format!("the bubblewrap probe did not finish: {e}"));
+        }
+    }
+    usable()
+}
+
+/// Start the probe on a thread of its own, so that a front end that will run commands has the
+/// answer before its first one (a model's first reply takes longer than the probe).
+pub fn warm_up() {
+    if BWRAP.get().is_none() {
+        let spawned = std::thread::Builder::new()
+            .name("tackle-bwrap-probe".into())
+            .spawn(|| {
+                let _ = usable();
+            });
+        // Without a thread, the first command probes itself.
+        drop(spawned);
+    }
 }
 
 fn probe() -> Result<PathBuf, String> {

@@ -125,7 +125,7 @@ pub(crate) async fn run(scope: &ExecScope<'_>, req: ExecRequest) -> Result<ExecO
         None => None,
     };
     let program = pinned.as_ref().map_or(program, PinnedProgram::path);
-    let namespaces = bwrap::usable();
+    let namespaces = bwrap::usable_on_runtime().await;
     // With a network grant, the command reaches the network only through the proxy, which
     // lives as long as this call.
     let proxy = match (&namespaces, scope.network) {

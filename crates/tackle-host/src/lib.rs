@@ -61,6 +61,7 @@ mod skill_dirs;
 mod walk;
 
 pub use bash::{bash_path, bash_read_back};
+pub use bwrap::warm_up as warm_up_sandbox;
 pub use config::{operator_urls, HostConfig};
 pub use exec::check_shell_line;
 pub use host::{NativeHost, NativeHostProvider};
