@@ -90,9 +90,12 @@ async fn run(cli: cli::Cli) -> anyhow::Result<i32> {
 
 /// Short read-only commands run on one thread: a worker pool costs more to start than they
 /// take. Everything that runs tools, models or servers gets the multi-threaded runtime (chat's
-/// line editor blocks in place, which only that runtime allows).
+/// line editor blocks in place, which only that runtime allows). `mcp serve` over stdio answers
+/// one client, one message at a time on its pipe: a single worker (file and database work still
+/// goes to the blocking pool) spares each call the wake-ups of idle workers looking for work to
+/// steal, a third of the server's CPU time per call (docs/decisions/0022).
 fn runtime_for(command: &cli::Command) -> tokio::runtime::Builder {
-    use cli::{Command, ToolsCommand};
+    use cli::{Command, McpCommand, ToolsCommand};
     let short = matches!(
         command,
         Command::Tools(ToolsCommand::List { mcp: false, .. })
@@ -100,10 +103,13 @@ fn runtime_for(command: &cli::Command) -> tokio::runtime::Builder {
             | Command::Sessions(_)
     );
     if short {
-        tokio::runtime::Builder::new_current_thread()
-    } else {
-        tokio::runtime::Builder::new_multi_thread()
+        return tokio::runtime::Builder::new_current_thread();
     }
+    let mut builder = tokio::runtime::Builder::new_multi_thread();
+    if matches!(command, Command::Mcp(McpCommand::Serve { http: None, .. })) {
+        builder.worker_threads(1);
+    }
+    builder
 }
 
 fn init_tracing(verbose: u8, quiet: bool) {

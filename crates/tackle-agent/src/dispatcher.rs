@@ -209,7 +209,6 @@ impl Dispatcher {
         req: CallRequest,
     ) -> (Result<ToolOutput, ToolError>, Duration) {
         let started = Instant::now();
-        let args_summary = self.summarize_args(&req.call.arguments);
         let mut ran_for = Duration::ZERO;
         let (outcome, approver) = match self.clear(&req).await {
             Ok((plan, approver)) => {
@@ -231,7 +230,7 @@ impl Dispatcher {
                 e.message = self.config.sanitizer.sanitize(&e.message);
                 e
             });
-        self.record(&req, args_summary, &outcome, approver, started.elapsed())
+        self.record(&req, &outcome, approver, started.elapsed())
             .await;
         (outcome, ran_for)
     }
@@ -544,12 +543,12 @@ impl Dispatcher {
     async fn record(
         &self,
         req: &CallRequest,
-        args_summary: String,
         outcome: &Result<ToolOutput, ToolError>,
         approver: String,
         elapsed: Duration,
     ) {
         let Some(audit) = &self.audit else { return };
+        let args_summary = self.summarize_args(&req.call.arguments);
         let (verdict, rule, why) = match outcome {
             Ok(out) if out.is_error => ("ok_error".to_string(), String::new(), String::new()),
             Ok(_) => ("ok".to_string(), String::new(), String::new()),
@@ -583,6 +582,10 @@ impl Dispatcher {
 /// its call.
 fn validate(entry: &Entry, args: &Value) -> Result<(), ToolError> {
     let validator = entry.validator().map_err(ToolError::failed)?;
+    // Most calls are valid: checking without collecting errors is the cheap path.
+    if validator.is_valid(args) {
+        return Ok(());
+    }
     let problems: Vec<String> = validator
         .iter_errors(args)
         .take(5)

@@ -7,7 +7,7 @@ use crate::paths::{canonical_roots, canonicalize_lenient, PathGuard};
 use crate::{fs, walk};
 use async_trait::async_trait;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use tackle_policy::path::{roots, Access};
 use tackle_protocol::{
     CallScope, Capability, Decision, DirEntry, ExecCommand, ExecOutput, ExecRequest, FileContent,
@@ -89,7 +89,12 @@ impl HostProvider for NativeHostProvider {
 pub struct NativeHost {
     shared: Arc<Shared>,
     grants: Grants,
-    guard: PathGuard,
+    /// The workspace as the call names it, resolved into `guard` at the first use.
+    workspace: PathBuf,
+    /// The canonical workspace and filesystem roots. Resolving them walks every component of
+    /// every root (one `statx` each), which is most of a call's cost for tools that never touch
+    /// a path (`calculate`, memory, agents), so it waits until a path is asked about.
+    guard: OnceLock<Arc<PathGuard>>,
     shell: ShellGrant,
     network: NetworkGrant,
     tmpdir: PathBuf,
@@ -99,12 +104,6 @@ pub struct NativeHost {
 
 impl NativeHost {
     fn new(shared: Arc<Shared>, scope: &CallScope) -> Self {
-        let home = shared.config.home.clone();
-        let workspace = canonicalize_lenient(&scope.workspace)
-            .map(|c| c.path)
-            .unwrap_or_else(|_| scope.workspace.clone());
-        let fs_roots =
-            canonical_roots(roots(scope.grants.fs.as_ref(), &workspace, home.as_deref()));
         let tmpdir = session_tmpdir(&shared.config, &scope.session_id);
         if let Ok(mut set) = shared.sessions.lock() {
             if !set.contains(&scope.session_id) {
@@ -113,11 +112,8 @@ impl NativeHost {
         }
         Self {
             grants: scope.grants.clone(),
-            guard: PathGuard {
-                workspace,
-                home,
-                roots: fs_roots,
-            },
+            workspace: scope.workspace.clone(),
+            guard: OnceLock::new(),
             shell: scope.grants.shell.clone().unwrap_or_default(),
             network: scope.grants.network.clone().unwrap_or_default(),
             tmpdir,
@@ -125,6 +121,23 @@ impl NativeHost {
             approved: scope.approved,
             shared,
         }
+    }
+
+    /// The canonical workspace and roots, resolved on first use and then fixed for the call.
+    fn guard(&self) -> &Arc<PathGuard> {
+        self.guard.get_or_init(|| {
+            let home = self.shared.config.home.clone();
+            let workspace = canonicalize_lenient(&self.workspace)
+                .map(|c| c.path)
+                .unwrap_or_else(|_| self.workspace.clone());
+            let roots =
+                canonical_roots(roots(self.grants.fs.as_ref(), &workspace, home.as_deref()));
+            Arc::new(PathGuard {
+                workspace,
+                home,
+                roots,
+            })
+        })
     }
 
     /// The per-session `TMPDIR` children get (created at the first `exec`).
@@ -182,11 +195,11 @@ async fn blocking<T: Send + 'static>(
 #[async_trait]
 impl ToolHost for NativeHost {
     fn workspace(&self) -> &Path {
-        &self.guard.workspace
+        &self.guard().workspace
     }
 
     fn canonical(&self, path: &Path) -> PathBuf {
-        self.guard
+        self.guard()
             .resolve(path)
             .map(|c| c.path)
             .unwrap_or_else(|_| path.to_path_buf())
@@ -198,8 +211,8 @@ impl ToolHost for NativeHost {
 
     async fn check(&self, capability: &Capability) -> Decision {
         match capability {
-            Capability::FileRead { path } => self.guard.explain(path, Access::Read),
-            Capability::FileWrite { path } => self.guard.explain(path, Access::Write),
+            Capability::FileRead { path } => self.guard().explain(path, Access::Read),
+            Capability::FileWrite { path } => self.guard().explain(path, Access::Write),
             Capability::Shell { command } => {
                 exec::decide(&ExecCommand::Shell(command.clone()), &self.shell).await
             }
@@ -215,24 +228,24 @@ impl ToolHost for NativeHost {
     }
 
     async fn read(&self, req: ReadRequest) -> Result<FileContent, HostError> {
-        let guard = self.guard.clone();
+        let guard = Arc::clone(self.guard());
         let ceiling = self.shared.config.max_read_bytes;
         blocking(move || fs::read(&guard, &req, ceiling)).await
     }
 
     async fn write(&self, req: WriteRequest) -> Result<WriteReport, HostError> {
-        let guard = self.guard.clone();
+        let guard = Arc::clone(self.guard());
         blocking(move || fs::write(&guard, &req)).await
     }
 
     async fn list(&self, req: ListRequest) -> Result<Vec<DirEntry>, HostError> {
-        let guard = self.guard.clone();
+        let guard = Arc::clone(self.guard());
         let ceiling = self.shared.config.max_list_entries;
         blocking(move || walk::list(&guard, &req, ceiling)).await
     }
 
     async fn search(&self, req: SearchRequest) -> Result<Vec<SearchHit>, HostError> {
-        let guard = self.guard.clone();
+        let guard = Arc::clone(self.guard());
         let ceiling = self.shared.config.max_search_results;
         blocking(move || walk::search(&guard, &req, ceiling)).await
     }
@@ -240,7 +253,7 @@ impl ToolHost for NativeHost {
     async fn exec(&self, req: ExecRequest) -> Result<ExecOutput, HostError> {
         let c = &self.shared.config;
         let scope = ExecScope {
-            guard: &self.guard,
+            guard: self.guard(),
             shell: &self.shell,
             tmpdir: &self.tmpdir,
             passthrough: &c.env_passthrough,
