@@ -26,6 +26,9 @@ pub(crate) struct WalkOptions {
     pub respect_gitignore: bool,
     /// Entries deeper than this (root = 0, its children = 1) are neither yielded nor entered.
     pub max_depth: Option<usize>,
+    /// Whether entries need their size. Without it, an entry whose kind the listing reported
+    /// costs no `fstatat` (ripgrep does the same) and its `stat.size` is 0.
+    pub sizes: bool,
 }
 
 /// One entry, with the directory it was found in (to open it without a path).
@@ -82,12 +85,23 @@ fn walk_dir(
     let Ok(names) = dir.names() else {
         return Flow::Continue;
     };
-    for name in &names {
+    for (name, listed) in &names {
         if !opts.include_hidden && name.as_bytes().first() == Some(&b'.') {
             continue;
         }
-        // Gone since the listing, or unreadable: skipped, never followed.
-        let Ok(stat) = dir.stat(name) else { continue };
+        let stat = match (listed, opts.sizes) {
+            // What the listing said is enough to route the entry: a name swapped meanwhile
+            // fails the `O_NOFOLLOW` open that reads or enters it.
+            (Some(kind), false) => Stat {
+                kind: *kind,
+                size: 0,
+            },
+            // Gone since the listing, or unreadable: skipped, never followed.
+            _ => match dir.stat(name) {
+                Ok(stat) => stat,
+                Err(_) => continue,
+            },
+        };
         path.push(name);
         let is_dir = stat.kind == Kind::Dir;
         if is_ignored(ignores, path, is_dir) {

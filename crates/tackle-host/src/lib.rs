@@ -56,6 +56,7 @@ mod proxy;
 mod report;
 mod safe_open;
 mod sandbox;
+mod search_pool;
 mod seccomp;
 mod skill_dirs;
 mod walk;

@@ -114,6 +114,17 @@ pub(crate) enum Kind {
     Other,
 }
 
+/// The kind `getdents` reported for an entry, or `None` for `DT_UNKNOWN`.
+fn listed_kind(d_type: u8) -> Option<Kind> {
+    match d_type {
+        libc::DT_UNKNOWN => None,
+        libc::DT_DIR => Some(Kind::Dir),
+        libc::DT_REG => Some(Kind::File),
+        libc::DT_LNK => Some(Kind::Link),
+        _ => Some(Kind::Other),
+    }
+}
+
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Stat {
     pub kind: Kind,
@@ -204,8 +215,10 @@ impl Dir {
     }
 
     /// The names in this directory (without `.` and `..`), sorted, read from the held
-    /// descriptor rather than from a path that could be swapped meanwhile.
-    pub fn names(&self) -> io::Result<Vec<std::ffi::OsString>> {
+    /// descriptor rather than from a path that could be swapped meanwhile, each with the kind
+    /// the listing reported (`None` where the file system does not say). The kind is only a
+    /// hint of what the name was when listed: every open re-checks with `O_NOFOLLOW`.
+    pub fn names(&self) -> io::Result<Vec<(std::ffi::OsString, Option<Kind>)>> {
         // SAFETY: dup of a descriptor we hold; fdopendir takes ownership of the copy.
         let copy = unsafe { libc::fcntl(self.fd.as_raw_fd(), libc::F_DUPFD_CLOEXEC, 0) };
         if copy < 0 {
@@ -234,12 +247,14 @@ impl Dir {
             let name = unsafe { std::ffi::CStr::from_ptr((*entry).d_name.as_ptr()) };
             let bytes = name.to_bytes();
             if bytes != b"." && bytes != b".." {
-                names.push(OsStr::from_bytes(bytes).to_os_string());
+                // SAFETY: the same valid dirent.
+                let kind = listed_kind(unsafe { (*entry).d_type });
+                names.push((OsStr::from_bytes(bytes).to_os_string(), kind));
             }
         }
         // SAFETY: a valid stream, closed once (this also closes `copy`).
         unsafe { libc::closedir(stream) };
-        names.sort();
+        names.sort_unstable_by(|a, b| a.0.cmp(&b.0));
         Ok(names)
     }
 

@@ -7,17 +7,12 @@
 use crate::fd_walk::{walk, Entry, Flow, WalkOptions};
 use crate::paths::{canonicalize_lenient, PathGuard};
 use crate::safe_open::Kind;
+use crate::search_pool::search_walked;
 use globset::{GlobBuilder, GlobMatcher};
 use grep_regex::RegexMatcherBuilder;
-use grep_searcher::sinks::Lossy;
-use grep_searcher::{BinaryDetection, SearcherBuilder};
 use std::path::{Path, PathBuf};
 use tackle_policy::path::Access;
-use tackle_protocol::text::truncate_at_char_boundary;
 use tackle_protocol::{DirEntry, HostError, ListRequest, SearchHit, SearchRequest};
-
-/// Longest line returned in a search hit; minified files would otherwise flood the result.
-const MAX_HIT_LINE_BYTES: usize = 1_000;
 
 /// A glob from a request: matched against the root-relative and workspace-relative paths,
 /// and against the file name when it has no `/` (ripgrep's `-g` habit).
@@ -64,11 +59,12 @@ fn walk_root(guard: &PathGuard, requested: &Path) -> Result<PathBuf, HostError> 
     Ok(canon.path)
 }
 
-fn options(hidden: bool, gitignore: bool, max_depth: Option<usize>) -> WalkOptions {
+fn options(hidden: bool, gitignore: bool, max_depth: Option<usize>, sizes: bool) -> WalkOptions {
     WalkOptions {
         include_hidden: hidden,
         respect_gitignore: gitignore,
         max_depth,
+        sizes,
     }
 }
 
@@ -114,7 +110,12 @@ pub(crate) fn list(
     if cap == 0 {
         return Ok(out);
     }
-    let opts = options(req.include_hidden, req.respect_gitignore, req.max_depth);
+    let opts = options(
+        req.include_hidden,
+        req.respect_gitignore,
+        req.max_depth,
+        true,
+    );
     walk(&root, &ancestors(&root), opts, &mut |entry| {
         if !admitted(guard, entry) {
             return Flow::Continue;
@@ -165,54 +166,29 @@ pub(crate) fn search(
     let root = walk_root(guard, &req.root)?;
     let glob = PathGlob::parse(req.glob.as_deref())?;
     let cap = req.max_results.min(ceiling);
-    let mut searcher = SearcherBuilder::new()
-        .binary_detection(BinaryDetection::quit(b'\x00'))
-        .line_number(true)
-        .build();
-    let mut hits = Vec::new();
     if cap == 0 {
-        return Ok(hits);
+        return Ok(Vec::new());
     }
-    let opts = options(req.include_hidden, true, None);
-    walk(&root, &ancestors(&root), opts, &mut |entry| {
-        // Links are skipped outright: a file is searched only where it really lives.
-        if entry.stat.kind != Kind::File || !admitted(guard, entry) {
-            return Flow::Continue;
-        }
-        let rel = entry
-            .path
-            .strip_prefix(&root)
-            .unwrap_or(entry.path)
-            .to_path_buf();
-        let rel_ws = entry.path.strip_prefix(&guard.workspace).ok();
-        if glob.as_ref().is_some_and(|g| !g.matches(&rel, rel_ws)) {
-            return Flow::Continue;
-        }
-        // Opened relative to the directory that listed it, without following a link: a
-        // file swapped for a link after the listing is skipped rather than read.
-        let Ok(file) = entry.dir.open_file(entry.name) else {
-            return Flow::Continue;
-        };
-        if !file.metadata().is_ok_and(|m| m.is_file()) {
-            return Flow::Continue;
-        }
-        let sink = Lossy(|line_number, line: &str| {
-            let line = line.trim_end_matches(['\n', '\r']);
-            hits.push(SearchHit {
-                path: rel.clone(),
-                line_number,
-                line: truncate_at_char_boundary(line, MAX_HIT_LINE_BYTES).to_string(),
-            });
-            Ok(hits.len() < cap)
-        });
-        // An unreadable file is skipped like ripgrep does; it is not the caller's error.
-        let _ = searcher.search_file(&matcher, &file, sink);
-        if hits.len() >= cap {
-            Flow::Stop
-        } else {
-            Flow::Continue
-        }
+    // A search reads what it opens and needs no sizes from the walk.
+    let opts = options(req.include_hidden, true, None, false);
+    search_walked(&matcher, cap, |search| {
+        walk(&root, &ancestors(&root), opts, &mut |entry| {
+            // Links are skipped outright: a file is searched only where it really lives.
+            if entry.stat.kind != Kind::File || !admitted(guard, entry) {
+                return Flow::Continue;
+            }
+            let rel = entry.path.strip_prefix(&root).unwrap_or(entry.path);
+            let rel_ws = entry.path.strip_prefix(&guard.workspace).ok();
+            if glob.as_ref().is_some_and(|g| !g.matches(rel, rel_ws)) {
+                return Flow::Continue;
+            }
+            // Opened relative to the directory that listed it, without following a link: a
+            // file swapped for a link after the listing is skipped rather than read.
+            match entry.dir.open_file(entry.name) {
+                Ok(file) => search(rel.to_path_buf(), file),
+                Err(_) => Flow::Continue,
+            }
+        })
     })
-    .map_err(|e| walk_error(&root, e))?;
-    Ok(hits)
+    .map_err(|e| walk_error(&root, e))
 }

@@ -112,3 +112,74 @@ async fn exchanging_a_directory_and_an_outside_link_leaks_nothing() {
         &leaks[..leaks.len().min(10)]
     );
 }
+
+/// The walk routes entries by the kind the directory listing reported, without an `fstatat`
+/// per entry. A file exchanged for a link to an outside file after the listing must still not
+/// be searched: the open refuses the link.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn exchanging_a_file_and_an_outside_link_during_a_search_leaks_nothing() {
+    let f = Fixture::new();
+    f.write("notes.txt", "inside notes\n");
+    let out = f.outside();
+    std::fs::write(out.join("secret.txt"), format!("{MARK}\n")).unwrap();
+    std::os::unix::fs::symlink(out.join("secret.txt"), f.ws().join("link.txt")).unwrap();
+
+    let a = CString::new(f.ws().join("notes.txt").as_os_str().as_bytes()).unwrap();
+    let b = CString::new(f.ws().join("link.txt").as_os_str().as_bytes()).unwrap();
+    let stop = Arc::new(AtomicBool::new(false));
+    let swaps = Arc::new(AtomicU64::new(0));
+    let swapper = {
+        let (stop, swaps) = (Arc::clone(&stop), Arc::clone(&swaps));
+        std::thread::spawn(move || {
+            while !stop.load(Ordering::Relaxed) {
+                if exchange(&a, &b) {
+                    swaps.fetch_add(1, Ordering::Relaxed);
+                }
+            }
+        })
+    };
+
+    let host = f.host(Grants::default());
+    let (mut searches, mut found_inside, mut leaks) = (0u64, 0u64, Vec::new());
+    let deadline = Instant::now() + Duration::from_secs(2);
+    while Instant::now() < deadline {
+        for pattern in [MARK, "inside notes"] {
+            let req = SearchRequest {
+                root: ".".into(),
+                pattern: pattern.into(),
+                case_insensitive: false,
+                glob: None,
+                include_hidden: true,
+                max_results: 100,
+            };
+            if let Ok(hits) = host.search(req).await {
+                for h in hits {
+                    if h.line.contains(MARK) {
+                        leaks.push(format!("{} {}", h.path.display(), h.line));
+                    } else {
+                        found_inside += 1;
+                    }
+                }
+            }
+            searches += 1;
+        }
+    }
+    stop.store(true, Ordering::Relaxed);
+    swapper.join().unwrap();
+    assert!(
+        swaps.load(Ordering::Relaxed) > 100,
+        "the race barely ran ({} swaps)",
+        swaps.load(Ordering::Relaxed)
+    );
+    // The inside file is found under one name or the other between swaps: the search ran.
+    assert!(
+        found_inside > 0,
+        "no search found the inside file in {searches} searches"
+    );
+    assert!(
+        leaks.is_empty(),
+        "{} leaks in {searches} searches: {:?}",
+        leaks.len(),
+        &leaks[..leaks.len().min(10)]
+    );
+}
