@@ -27,6 +27,42 @@ fn exchange(a: &CString, b: &CString) -> bool {
     }
 }
 
+/// A thread exchanging two paths as fast as it can until stopped.
+struct Swapper {
+    stop: Arc<AtomicBool>,
+    swaps: Arc<AtomicU64>,
+    thread: std::thread::JoinHandle<()>,
+}
+
+impl Swapper {
+    fn start(a: CString, b: CString) -> Self {
+        let stop = Arc::new(AtomicBool::new(false));
+        let swaps = Arc::new(AtomicU64::new(0));
+        let thread = {
+            let (stop, swaps) = (Arc::clone(&stop), Arc::clone(&swaps));
+            std::thread::spawn(move || {
+                while !stop.load(Ordering::Relaxed) {
+                    if exchange(&a, &b) {
+                        swaps.fetch_add(1, Ordering::Relaxed);
+                    }
+                }
+            })
+        };
+        Self {
+            stop,
+            swaps,
+            thread,
+        }
+    }
+
+    /// Stops the thread and says how many exchanges succeeded.
+    fn stop(self) -> u64 {
+        self.stop.store(true, Ordering::Relaxed);
+        self.thread.join().unwrap();
+        self.swaps.load(Ordering::Relaxed)
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn exchanging_a_directory_and_an_outside_link_leaks_nothing() {
     let f = Fixture::new();
@@ -42,18 +78,7 @@ async fn exchanging_a_directory_and_an_outside_link_leaks_nothing() {
 
     let a = CString::new(f.ws().join("d").as_os_str().as_bytes()).unwrap();
     let b = CString::new(f.ws().join("s").as_os_str().as_bytes()).unwrap();
-    let stop = Arc::new(AtomicBool::new(false));
-    let swaps = Arc::new(AtomicU64::new(0));
-    let swapper = {
-        let (stop, swaps) = (Arc::clone(&stop), Arc::clone(&swaps));
-        std::thread::spawn(move || {
-            while !stop.load(Ordering::Relaxed) {
-                if exchange(&a, &b) {
-                    swaps.fetch_add(1, Ordering::Relaxed);
-                }
-            }
-        })
-    };
+    let swapper = Swapper::start(a, b);
 
     let host = f.host(Grants::default());
     let (mut calls, mut leaks) = (0u64, Vec::new());
@@ -98,13 +123,8 @@ async fn exchanging_a_directory_and_an_outside_link_leaks_nothing() {
         }
         calls += 9;
     }
-    stop.store(true, Ordering::Relaxed);
-    swapper.join().unwrap();
-    assert!(
-        swaps.load(Ordering::Relaxed) > 100,
-        "the race barely ran ({} swaps)",
-        swaps.load(Ordering::Relaxed)
-    );
+    let swaps = swapper.stop();
+    assert!(swaps > 100, "the race barely ran ({swaps} swaps)");
     assert!(
         leaks.is_empty(),
         "{} leaks in {calls} calls: {:?}",
@@ -126,18 +146,7 @@ async fn exchanging_a_file_and_an_outside_link_during_a_search_leaks_nothing() {
 
     let a = CString::new(f.ws().join("notes.txt").as_os_str().as_bytes()).unwrap();
     let b = CString::new(f.ws().join("link.txt").as_os_str().as_bytes()).unwrap();
-    let stop = Arc::new(AtomicBool::new(false));
-    let swaps = Arc::new(AtomicU64::new(0));
-    let swapper = {
-        let (stop, swaps) = (Arc::clone(&stop), Arc::clone(&swaps));
-        std::thread::spawn(move || {
-            while !stop.load(Ordering::Relaxed) {
-                if exchange(&a, &b) {
-                    swaps.fetch_add(1, Ordering::Relaxed);
-                }
-            }
-        })
-    };
+    let swapper = Swapper::start(a, b);
 
     let host = f.host(Grants::default());
     let (mut searches, mut found_inside, mut leaks) = (0u64, 0u64, Vec::new());
@@ -164,13 +173,8 @@ async fn exchanging_a_file_and_an_outside_link_during_a_search_leaks_nothing() {
             searches += 1;
         }
     }
-    stop.store(true, Ordering::Relaxed);
-    swapper.join().unwrap();
-    assert!(
-        swaps.load(Ordering::Relaxed) > 100,
-        "the race barely ran ({} swaps)",
-        swaps.load(Ordering::Relaxed)
-    );
+    let swaps = swapper.stop();
+    assert!(swaps > 100, "the race barely ran ({swaps} swaps)");
     // The inside file is found under one name or the other between swaps: the search ran.
     assert!(
         found_inside > 0,
