@@ -39,34 +39,13 @@ pub struct AuditRecord {
 impl Store {
     /// Appends one record. The argument summary is cut to [`ARGS_SUMMARY_MAX_BYTES`].
     pub async fn append_audit(&self, record: AuditRecord) -> Result<(), StoreError> {
-        self.with_conn(move |conn| {
-            let ts = if record.ts.is_empty() {
-                now_rfc3339()
-            } else {
-                record.ts
-            };
-            let summary = truncate_at_char_boundary(&record.args_summary, ARGS_SUMMARY_MAX_BYTES);
-            let duration = record.duration_ms.map(|d| i64::try_from(d).unwrap_or(i64::MAX));
-            conn.execute(
-                "INSERT INTO audit (ts, session_id, agent, tool, args_summary, verdict, rule, why, approver, outcome, duration_ms)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
-                params![
-                    ts,
-                    record.session_id,
-                    record.agent,
-                    record.tool,
-                    summary,
-                    verdict_str(record.verdict),
-                    record.rule,
-                    record.why,
-                    record.approver,
-                    record.outcome,
-                    duration
-                ],
-            )?;
-            Ok(())
-        })
-        .await
+        // One insert on the path of every call: done here when the lock is free at once, so
+        // the call's result does not wait on two thread hand-offs (see `try_inline`).
+        if let Some(done) = self.try_inline(|conn| insert_audit(conn, &record)) {
+            return done;
+        }
+        self.with_conn(move |conn| insert_audit(conn, &record))
+            .await
     }
 
     /// The last `n` records, oldest first.
@@ -208,4 +187,34 @@ fn parse_verdict(s: &str) -> Option<Verdict> {
         "ask" => Verdict::Ask,
         _ => return None,
     })
+}
+
+fn insert_audit(conn: &rusqlite::Connection, record: &AuditRecord) -> Result<(), StoreError> {
+    let ts = if record.ts.is_empty() {
+        now_rfc3339()
+    } else {
+        record.ts.clone()
+    };
+    let summary = truncate_at_char_boundary(&record.args_summary, ARGS_SUMMARY_MAX_BYTES);
+    let duration = record
+        .duration_ms
+        .map(|d| i64::try_from(d).unwrap_or(i64::MAX));
+    conn.execute(
+        "INSERT INTO audit (ts, session_id, agent, tool, args_summary, verdict, rule, why, approver, outcome, duration_ms)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
+        params![
+            ts,
+            record.session_id,
+            record.agent,
+            record.tool,
+            summary,
+            verdict_str(record.verdict),
+            record.rule,
+            record.why,
+            record.approver,
+            record.outcome,
+            duration
+        ],
+    )?;
+    Ok(())
 }

@@ -4,9 +4,12 @@
 //! and schedules. Schema changes go through versioned migrations.
 //!
 //! [`Store`] is cheap to clone and safe to share across tasks; its async methods run the
-//! SQLite work on tokio's blocking pool, so they never stall the runtime. It is not a cache
-//! or a general key-value store, and it decides nothing: callers redact and summarise what
-//! they write (the audit log keeps an argument *summary*, never full arguments).
+//! SQLite work on tokio's blocking pool, so they never stall the runtime. The one exception
+//! is the audit insert on every tool call: it runs in the calling task when SQLite's locks are
+//! free at once, and goes to the pool otherwise (checkpoints, with their fsyncs, always do).
+//! It is not a cache or a general key-value store, and it decides nothing: callers redact and
+//! summarise what they write (the audit log keeps an argument *summary*, never full
+//! arguments).
 //!
 //! ```
 //! # tokio::runtime::Runtime::new().unwrap().block_on(async {
@@ -19,6 +22,7 @@
 //! ```
 
 mod audit;
+mod checkpoint;
 mod error;
 mod fires;
 mod links;
@@ -45,6 +49,7 @@ pub use schedules::{
 };
 pub use sessions::{Entry, EntryKind, SessionId, SessionInfo, SessionSummary, StoredEntry};
 
+use checkpoint::CheckpointDue;
 use rusqlite::Connection;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, OnceLock};
@@ -53,12 +58,17 @@ use std::time::Duration;
 /// The file name inside the state directory.
 pub const DB_FILE: &str = "tackle.db";
 
+/// How long a write waits for another connection's lock before it fails.
+const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
+
 /// A handle on the state database. Clones share one connection.
 #[derive(Clone)]
 pub struct Store {
     /// Set once the database is open: at once by [`Store::open`], on first use by
     /// [`Store::open_deferred`].
     conn: Arc<OnceLock<Mutex<Connection>>>,
+    /// Set by the connection when its log needs a checkpoint (see `checkpoint`).
+    checkpoint: CheckpointDue,
     /// The state directory a deferred store opens its database in.
     deferred: Option<PathBuf>,
     path: Option<PathBuf>,
@@ -79,9 +89,11 @@ impl Store {
     /// creates with the database's mode) is narrowed to `0600`. An existing directory keeps
     /// its mode (`tackle doctor` warns when others can reach it).
     pub fn open(state_dir: &Path) -> Result<Self, StoreError> {
-        let conn = open_file(state_dir)?;
+        let checkpoint = CheckpointDue::default();
+        let conn = open_file(state_dir, &checkpoint)?;
         Ok(Self {
             conn: Arc::new(OnceLock::from(Mutex::new(conn))),
+            checkpoint,
             deferred: None,
             path: Some(state_dir.join(DB_FILE)),
         })
@@ -93,6 +105,7 @@ impl Store {
     pub fn open_deferred(state_dir: &Path) -> Self {
         Self {
             conn: Arc::default(),
+            checkpoint: CheckpointDue::default(),
             deferred: Some(state_dir.to_path_buf()),
             path: Some(state_dir.join(DB_FILE)),
         }
@@ -103,6 +116,7 @@ impl Store {
         let conn = prepare(Connection::open_in_memory()?)?;
         Ok(Self {
             conn: Arc::new(OnceLock::from(Mutex::new(conn))),
+            checkpoint: CheckpointDue::default(),
             deferred: None,
             path: None,
         })
@@ -133,28 +147,84 @@ impl Store {
     {
         let cell = Arc::clone(&self.conn);
         let deferred = self.deferred.clone();
+        let checkpoint = self.checkpoint.clone();
         tokio::task::spawn_blocking(move || {
             let conn = match (cell.get(), deferred) {
                 (Some(conn), _) => conn,
                 (None, Some(state_dir)) => {
-                    let opened = open_file(&state_dir)?;
+                    let opened = open_file(&state_dir, &checkpoint)?;
                     // Two first uses at once may both open; one connection is kept.
                     cell.get_or_init(|| Mutex::new(opened))
                 }
                 (None, None) => return Err(StoreError::Task("the store was never opened".into())),
             };
-            // A panic while holding the lock cannot leave SQLite half-written (transactions
-            // roll back on drop), so a poisoned lock is still safe to use.
-            let mut guard = conn.lock().unwrap_or_else(|p| p.into_inner());
-            f(&mut guard)
+            let mut guard = lock(conn);
+            let result = f(&mut guard);
+            checkpoint.run_if_due(&guard);
+            result
         })
         .await
         .map_err(|e| StoreError::Task(e.to_string()))?
     }
+
+    /// Runs `f` on the connection in the calling task, for short writes on the path of every
+    /// tool call: it saves the two thread hand-offs of [`Self::with_conn`]. Only when that
+    /// cannot stall the task: the database is open, no other task holds the connection, and
+    /// SQLite gets its locks at once (the busy timeout is off while `f` runs). `None` means
+    /// `f` did not run or SQLite refused it as busy (nothing was written); the caller then
+    /// goes through [`Self::with_conn`], which waits for the lock.
+    fn try_inline<T>(
+        &self,
+        f: impl FnOnce(&mut Connection) -> Result<T, StoreError>,
+    ) -> Option<Result<T, StoreError>> {
+        let mut conn = self.conn.get()?.try_lock().ok()?;
+        conn.busy_timeout(Duration::ZERO).ok()?;
+        let result = f(&mut conn);
+        if let Err(e) = conn.busy_timeout(BUSY_TIMEOUT) {
+            return Some(Err(e.into()));
+        }
+        drop(conn);
+        if self.checkpoint.is_due() {
+            self.checkpoint_in_background();
+        }
+        match result {
+            Err(StoreError::Sqlite(e)) if is_busy(&e) => None,
+            other => Some(other),
+        }
+    }
+
+    /// Runs a due checkpoint on the blocking pool, where its fsyncs hold no task's thread.
+    /// Outside a runtime it waits for the next pooled operation.
+    fn checkpoint_in_background(&self) {
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
+        let cell = Arc::clone(&self.conn);
+        let checkpoint = self.checkpoint.clone();
+        runtime.spawn_blocking(move || {
+            if let Some(conn) = cell.get() {
+                checkpoint.run_if_due(&lock(conn));
+            }
+        });
+    }
+}
+
+/// The connection, locked. A panic while holding the lock cannot leave SQLite half-written
+/// (transactions roll back on drop), so a poisoned lock is still safe to use.
+fn lock(conn: &Mutex<Connection>) -> std::sync::MutexGuard<'_, Connection> {
+    conn.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// Another connection holds the lock this statement needs.
+fn is_busy(e: &rusqlite::Error) -> bool {
+    matches!(
+        e.sqlite_error_code(),
+        Some(rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked)
+    )
 }
 
 /// Opens (creating if needed) `state_dir/tackle.db`, in WAL mode, migrated to the latest schema.
-fn open_file(state_dir: &Path) -> Result<Connection, StoreError> {
+fn open_file(state_dir: &Path, checkpoint: &CheckpointDue) -> Result<Connection, StoreError> {
     perms::create_private_dir(state_dir).map_err(|source| StoreError::StateDir {
         path: state_dir.to_path_buf(),
         source,
@@ -165,10 +235,11 @@ fn open_file(state_dir: &Path) -> Result<Connection, StoreError> {
         path: path.clone(),
         source,
     };
-    let conn = Connection::open(&path).map_err(open_err)?;
+    let mut conn = Connection::open(&path).map_err(open_err)?;
     // WAL lets readers (a second `tackle` process) work while the daemon writes.
     conn.pragma_update(None, "journal_mode", "WAL")
         .map_err(open_err)?;
+    checkpoint.watch(&mut conn).map_err(open_err)?;
     prepare(conn).map_err(|e| match e {
         StoreError::Sqlite(source) => StoreError::Open { path, source },
         other => other,
@@ -177,7 +248,7 @@ fn open_file(state_dir: &Path) -> Result<Connection, StoreError> {
 
 /// The connection settings every store has, and the schema migrated to the latest.
 fn prepare(mut conn: Connection) -> Result<Connection, StoreError> {
-    conn.busy_timeout(Duration::from_secs(5))?;
+    conn.busy_timeout(BUSY_TIMEOUT)?;
     conn.pragma_update(None, "foreign_keys", "ON")?;
     conn.pragma_update(None, "synchronous", "NORMAL")?;
     migrations::migrate(&mut conn)?;
