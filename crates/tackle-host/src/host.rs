@@ -97,26 +97,23 @@ pub struct NativeHost {
     guard: OnceLock<Arc<PathGuard>>,
     shell: ShellGrant,
     network: NetworkGrant,
-    tmpdir: PathBuf,
+    session_id: String,
+    /// The session's `TMPDIR`, named at the first use (most calls run no command).
+    tmpdir: OnceLock<PathBuf>,
     cancel: CancellationToken,
     approved: bool,
 }
 
 impl NativeHost {
     fn new(shared: Arc<Shared>, scope: &CallScope) -> Self {
-        let tmpdir = session_tmpdir(&shared.config, &scope.session_id);
-        if let Ok(mut set) = shared.sessions.lock() {
-            if !set.contains(&scope.session_id) {
-                set.insert(scope.session_id.clone());
-            }
-        }
         Self {
             grants: scope.grants.clone(),
             workspace: scope.workspace.clone(),
             guard: OnceLock::new(),
             shell: scope.grants.shell.clone().unwrap_or_default(),
             network: scope.grants.network.clone().unwrap_or_default(),
-            tmpdir,
+            session_id: scope.session_id.clone(),
+            tmpdir: OnceLock::new(),
             cancel: scope.cancel.clone(),
             approved: scope.approved,
             shared,
@@ -141,8 +138,17 @@ impl NativeHost {
     }
 
     /// The per-session `TMPDIR` children get (created at the first `exec`).
+    /// The session is remembered then, so that [`HostProvider::end_all_sessions`] removes the
+    /// directory.
     pub fn tmpdir(&self) -> &Path {
-        &self.tmpdir
+        self.tmpdir.get_or_init(|| {
+            if let Ok(mut set) = self.shared.sessions.lock() {
+                if !set.contains(&self.session_id) {
+                    set.insert(self.session_id.clone());
+                }
+            }
+            session_tmpdir(&self.shared.config, &self.session_id)
+        })
     }
 
     fn http_ctx(&self) -> Http<'_> {
@@ -255,7 +261,7 @@ impl ToolHost for NativeHost {
         let scope = ExecScope {
             guard: self.guard(),
             shell: &self.shell,
-            tmpdir: &self.tmpdir,
+            tmpdir: self.tmpdir(),
             passthrough: &c.env_passthrough,
             output_ceiling: c.max_output_bytes,
             cancel: &self.cancel,
