@@ -206,31 +206,39 @@ impl Dispatcher {
     /// started): the time a person took to answer the approval is not in it.
     pub async fn dispatch_timed(
         &self,
-        req: CallRequest,
+        mut req: CallRequest,
     ) -> (Result<ToolOutput, ToolError>, Duration) {
         let started = Instant::now();
         let mut ran_for = Duration::ZERO;
+        let mut args_summary = None;
         let (outcome, approver) = match self.clear(&req).await {
             Ok((plan, approver)) => {
-                let (outcome, ran) = self.execute(plan, &req).await;
+                // The arguments move into the tool (a `write_file` of megabytes is not
+                // copied), so the record's summary of them is taken first.
+                if self.audit.is_some() {
+                    args_summary = Some(self.summarize_args(&req.call.arguments));
+                }
+                let arguments = std::mem::take(&mut req.call.arguments);
+                let (outcome, ran) = self.execute(plan, &req, arguments).await;
                 ran_for = ran;
                 (outcome, approver)
             }
             Err(e) => (Err(e), String::new()),
         };
+        let sanitizer = &self.config.sanitizer;
         let outcome = outcome
             .map(|mut out| {
-                out.content = self.config.sanitizer.sanitize(&out.content);
+                out.content = sanitizer.sanitize_owned(std::mem::take(&mut out.content));
                 if let Some(structured) = out.structured.as_mut() {
-                    self.config.sanitizer.clean_value(structured);
+                    sanitizer.clean_value(structured);
                 }
                 out
             })
             .map_err(|mut e| {
-                e.message = self.config.sanitizer.sanitize(&e.message);
+                e.message = sanitizer.sanitize_owned(std::mem::take(&mut e.message));
                 e
             });
-        self.record(&req, &outcome, approver, started.elapsed())
+        self.record(&req, args_summary, &outcome, approver, started.elapsed())
             .await;
         (outcome, ran_for)
     }
@@ -453,6 +461,7 @@ impl Dispatcher {
         &self,
         plan: Plan,
         req: &CallRequest,
+        arguments: Value,
     ) -> (Result<ToolOutput, ToolError>, Duration) {
         let writes: Vec<PathBuf> = plan
             .written_paths()
@@ -488,8 +497,7 @@ impl Dispatcher {
             guards = lock_paths(&writes) => guards,
         };
         let running = Instant::now();
-        let call =
-            AssertUnwindSafe(entry.tool.call(req.call.arguments.clone(), &cx)).catch_unwind();
+        let call = AssertUnwindSafe(entry.tool.call(arguments, &cx)).catch_unwind();
         let outcome = tokio::select! {
             biased;
             () = scope.cancel.cancelled() => cancelled(),
@@ -540,15 +548,18 @@ impl Dispatcher {
         preview(&text, 200)
     }
 
+    /// `args_summary` is the one taken before the arguments moved into the tool; `None`
+    /// when the call never got that far (its arguments are still in `req`).
     async fn record(
         &self,
         req: &CallRequest,
+        args_summary: Option<String>,
         outcome: &Result<ToolOutput, ToolError>,
         approver: String,
         elapsed: Duration,
     ) {
         let Some(audit) = &self.audit else { return };
-        let args_summary = self.summarize_args(&req.call.arguments);
+        let args_summary = args_summary.unwrap_or_else(|| self.summarize_args(&req.call.arguments));
         let (verdict, rule, why) = match outcome {
             Ok(out) if out.is_error => ("ok_error".to_string(), String::new(), String::new()),
             Ok(_) => ("ok".to_string(), String::new(), String::new()),

@@ -89,10 +89,12 @@ impl Sanitizer {
             }
             Value::Array(items) => items.iter_mut().for_each(|v| self.clean_value(v)),
             Value::Object(map) => {
-                let entries = std::mem::take(map);
-                for (k, mut v) in entries {
-                    self.clean_value(&mut v);
-                    map.insert(self.clean(&k).into_owned(), v);
+                map.values_mut().for_each(|v| self.clean_value(v));
+                // Keys almost never change: the map is rebuilt (in order) only when one does.
+                if map.keys().any(|k| matches!(self.clean(k), Cow::Owned(_))) {
+                    for (k, v) in std::mem::take(map) {
+                        map.insert(self.clean(&k).into_owned(), v);
+                    }
                 }
             }
             Value::Null | Value::Bool(_) | Value::Number(_) => {}
@@ -101,13 +103,27 @@ impl Sanitizer {
 
     /// The full treatment: clean, then cut to the limit at a char boundary with a note.
     pub fn sanitize(&self, text: &str) -> String {
+        self.sanitized(text).into_owned()
+    }
+
+    /// [`Self::sanitize`] of text the caller gives up: when nothing changes, it comes back
+    /// as it was, not copied.
+    pub fn sanitize_owned(&self, text: String) -> String {
+        let changed = match self.sanitized(&text) {
+            Cow::Borrowed(_) => None,
+            Cow::Owned(s) => Some(s),
+        };
+        changed.unwrap_or(text)
+    }
+
+    fn sanitized<'a>(&self, text: &'a str) -> Cow<'a, str> {
         let cleaned = self.clean(text);
         if cleaned.len() <= self.limit {
-            return cleaned.into_owned();
+            return cleaned;
         }
         let kept = truncate_at_char_boundary(&cleaned, self.limit);
         let cut = cleaned.len() - kept.len();
-        format!("{kept}{}", truncation_note(cut, cleaned.len()))
+        Cow::Owned(format!("{kept}{}", truncation_note(cut, cleaned.len())))
     }
 }
 
@@ -163,7 +179,32 @@ mod tests {
         assert_eq!(s.sanitize("key sk-secret"), "key [redacted secret]");
     }
 
+    #[test]
+    fn structured_values_are_cleaned_in_keys_and_values_keeping_key_order() {
+        let s = Sanitizer::new(1000).with_redactor(Arc::new(|t: &str| {
+            Cow::Owned(t.replace("sk-secret", "[redacted secret]"))
+        }));
+        let mut value = serde_json::json!({
+            "a": "plain",
+            "sk-secret": {"inner sk-secret": ["x sk-secret"]},
+            "z": 1
+        });
+        s.clean_value(&mut value);
+        assert!(!value.to_string().contains("sk-secret"), "{value}");
+        let keys: Vec<&String> = value.as_object().unwrap().keys().collect();
+        assert_eq!(keys, ["a", "[redacted secret]", "z"]);
+        let inner = &value["[redacted secret]"]["inner [redacted secret]"][0];
+        assert_eq!(inner, "x [redacted secret]");
+    }
+
     proptest! {
+        #[test]
+        fn sanitize_owned_gives_what_sanitize_gives(text in ".{0,300}", hex in "[0-9a-f]{0,130}", limit in 0usize..400) {
+            let s = Sanitizer::new(limit);
+            let text = format!("{text}{hex}");
+            prop_assert_eq!(s.sanitize_owned(text.clone()), s.sanitize(&text));
+        }
+
         #[test]
         fn sanitize_never_panics_and_respects_the_bound(text in ".{0,400}", limit in 0usize..300) {
             let s = Sanitizer::new(limit);
