@@ -131,7 +131,7 @@ asyncio.run(main(sys.argv[1], json.loads(sys.argv[2]), int(sys.argv[3])))
 '''
 
 
-def mcp_round_trip(calls=300):
+def mcp_round_trip(calls=300, rounds_of=5):
     python = VENV_BIN / "python"
     if not python.exists():
         row("`mcp serve` stdio round trip", "n/a (no .ci/venv: run .ci/mcp-peers.sh)", "≤ 1.3×",
@@ -150,11 +150,19 @@ def mcp_round_trip(calls=300):
             capture_output=True, text=True, check=True, env=env)
         return json.loads(out.stdout)["median"]
 
-    tackle = median(str(TACKLE), ["--config", str(cfg), "--workspace", str(d / "ws"), "mcp",
-                                  "serve"])
-    floor = median(str(python), [str(echo)])
+    # The two servers take turns, so that a drift in the shared machine's speed hits both;
+    # the figure is the median round's ratio, with the range over the rounds.
+    rounds = []
+    for _ in range(rounds_of):
+        tackle = median(str(TACKLE), ["--config", str(cfg), "--workspace", str(d / "ws"), "mcp",
+                                      "serve"])
+        floor = median(str(python), [str(echo)])
+        rounds.append((tackle / floor, tackle, floor))
+    rounds.sort()
+    ratio, tackle, floor = rounds[len(rounds) // 2]
     row("`mcp serve` stdio round trip, Python SDK client",
-        f"{tackle / floor:.2f}× ({tackle * 1e3:.3f} ms vs {floor * 1e3:.3f} ms)", "≤ 1.3×",
+        f"{ratio:.2f}× ({tackle * 1e3:.3f} ms vs {floor * 1e3:.3f} ms; "
+        f"{rounds[0][0]:.2f}–{rounds[-1][0]:.2f}× over {rounds_of} rounds)", "≤ 1.3×",
         "the raw echo is the floor")
 
 
