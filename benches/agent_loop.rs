@@ -24,7 +24,7 @@ impl Provider for InstantModel {
 
     async fn stream(&self, _req: ChatRequest) -> Result<EventStream, LlmError> {
         let n = self.0.fetch_add(1, Ordering::Relaxed);
-        let events: Vec<Result<StreamEvent, LlmError>> = if n % 2 == 0 {
+        let events: Vec<Result<StreamEvent, LlmError>> = if n.is_multiple_of(2) {
             vec![
                 Ok(StreamEvent::ToolCallStart {
                     index: 0,

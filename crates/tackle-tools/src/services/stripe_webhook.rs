@@ -59,7 +59,7 @@ pub(crate) fn verify(
 
 /// Lower- or upper-case hex to bytes; `None` for anything else (never a match).
 fn hex(s: &str) -> Option<Vec<u8>> {
-    if s.is_empty() || s.len() % 2 != 0 {
+    if s.is_empty() || !s.len().is_multiple_of(2) {
         return None;
     }
     let digit = |b: u8| (b as char).to_digit(16);
