@@ -113,6 +113,24 @@ proptest! {
         let _ = shell::commands(&line);
     }
 
+    /// A here-document operator with no word after it is a syntax error to bash; the
+    /// tokenizer once looped on some of them inside `$(…)`, allocating until memory ran out.
+    #[test]
+    fn here_document_operators_without_a_word_are_refused(
+        before in shellish(),
+        dash in prop_oneof![Just(""), Just("-")],
+        blank in prop_oneof![Just(""), Just(" "), Just("\t"), Just("  ")],
+        next in prop_oneof![Just("("), Just(")"), Just(";"), Just("|"), Just("&"), Just("\n"), Just("")],
+        after in shellish(),
+        // Input ending inside a construct is what made the tokenizer loop.
+        open in prop_oneof![Just(""), Just("${"), Just("$("), Just("$(("), Just("`")],
+    ) {
+        let line = format!("echo $({before}cat <<{dash}{blank}{next} {after}{open}");
+        let d = shell::check_shell(&line, &ShellGrant::default());
+        prop_assert!(d.is_denied(), "{:?} was not refused: {}", line, d.why);
+        let _ = shell::commands(&line);
+    }
+
     #[test]
     fn url_guard_never_panics(url in any::<String>(), host in "[a-z0-9.:\\[\\]%@-]{0,30}", method in "[A-Za-z]{0,8}") {
         let g = NetworkGrant { endpoints: vec![Endpoint { host: "*.example.com".into(), path_prefix: Some("/v1".into()), methods: Some(vec!["GET".into()]) }], allow_private: false };

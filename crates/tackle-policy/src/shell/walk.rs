@@ -161,9 +161,13 @@ impl Walker {
             return;
         }
         if let Some(delim) = heredoc_with_odd_delimiter(text) {
-            self.fail(ShellError::Parse(format!(
-                "the here-document delimiter `{delim}` is not a plain word, and shells read such bodies differently"
-            )));
+            self.fail(ShellError::Parse(if delim.is_empty() {
+                "a here-document operator `<<` with no delimiter word after it".into()
+            } else {
+                format!(
+                    "the here-document delimiter `{delim}` is not a plain word, and shells read such bodies differently"
+                )
+            }));
             return;
         }
         if let Some(delim) = heredoc_with_unbalanced_brackets(text) {
@@ -1115,14 +1119,18 @@ fn heredoc_inside_backquotes(text: &str) -> bool {
 /// letters, digits, `_`, `-` and `.` (`<<''`, `<<$''`, `<<'a b'`, `<<"$X"`, `` <<`x` ``):
 /// inside a command substitution bash ends such bodies where parsers (and bash's own
 /// `--pretty-print`) do not, and runs what follows. Real delimiters are plain words.
+///
+/// An operator with no word after it (`<<` before an operator or the end of a line) comes
+/// back as an empty string. Bash refuses it, and the tokenizer loops without end, allocating,
+/// on some of them (`$(<< ( ${`). Errs wide, as `heredoc_operators` does: `<<` in quoted text
+/// counts.
 fn heredoc_with_odd_delimiter(text: &str) -> Option<String> {
     if !text.contains("<<") {
         return None;
     }
     heredoc_operators(text).into_iter().find_map(|(_, _, raw)| {
         if raw.is_empty() {
-            // `<<` at the end of a line: a parse error the parser reports itself.
-            return None;
+            return Some(raw);
         }
         let bare: String = raw
             .chars()
