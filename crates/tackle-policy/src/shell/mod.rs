@@ -42,6 +42,7 @@
 
 mod git;
 mod launchers;
+mod nesting;
 mod options;
 mod programs;
 mod rules;
@@ -444,6 +445,48 @@ mod tests {
             });
         let joined = run.map(|h| h.join());
         assert!(matches!(joined, Ok(Ok((true, true)))), "{joined:?}");
+    }
+
+    #[test]
+    fn hidden_closers_and_unclosed_expansions_neither_exhaust_the_stack_nor_take_long() {
+        let lines = [
+            // Closers the parsers do not see: quoted, after a `case` pattern.
+            format!("echo {}", "$( ')' ".repeat(30000)),
+            format!("echo {}", "\"$( ')' ".repeat(30000)),
+            format!("echo {}", "$(case x in a) ".repeat(10000)),
+            format!("cat <<EOF\n{}\nEOF", "$( ')' ".repeat(30000)),
+            // Unclosed expansions: the word parser backtracked exponentially in their depth
+            // (`(( $((…` twelve deep took minutes) and recursed once per bracket.
+            format!("(( {}", "$((".repeat(12)),
+            format!("(( {}", "$((".repeat(50000)),
+            // Nested `((` was read once per bracket to the end of the line.
+            format!("(( {}", "(".repeat(100000)),
+        ];
+        // Unclosed inside double quotes or a here-document body, `$(` is text to the word
+        // parser (and an error to bash, which then runs nothing): these only have to end.
+        let ending = [
+            format!("echo \"${{x:-'{}'}}\"", "$(($(".repeat(8)),
+            format!("cat <<EOF\n{}\nEOF", "$( ')' ".repeat(24)),
+            format!("echo @({})", "$( ')' ".repeat(24)),
+        ];
+        let run = std::thread::Builder::new()
+            .stack_size(2 << 20)
+            .spawn(move || {
+                let g = grant(&[], &["rm"]);
+                let started = std::time::Instant::now();
+                let refused: Vec<bool> = lines
+                    .iter()
+                    .map(|l| check_shell(l, &g).is_denied())
+                    .collect();
+                for l in &ending {
+                    assert!(!check_shell(l, &g).why.is_empty());
+                }
+                (refused, started.elapsed())
+            });
+        let (refused, took) = run.expect("thread").join().expect("no stack overflow");
+        assert!(refused.iter().all(|r| *r), "{refused:?}");
+        // A bound for a hang, not a benchmark: all of it takes milliseconds.
+        assert!(took < std::time::Duration::from_secs(10), "{took:?}");
     }
 
     #[test]

@@ -1,5 +1,6 @@
 //! Walking a parsed shell program and collecting every command it would run.
 
+use super::nesting::{possible_nesting, MAX_POSSIBLE_NESTING};
 use super::words::{self, Embedded, Word};
 use super::ShellError;
 use brush_parser::ast;
@@ -903,6 +904,9 @@ pub(crate) fn parse(text: &str) -> Result<ast::Program, ShellError> {
     if bracket_nesting(text) > MAX_NESTING {
         return Err(ShellError::TooDeep(MAX_NESTING));
     }
+    if possible_nesting(text) > MAX_POSSIBLE_NESTING {
+        return Err(ShellError::TooDeep(MAX_POSSIBLE_NESTING));
+    }
     let opts = words::options();
     let parsed = std::panic::catch_unwind(|| {
         let tokens = brush_parser::uncached_tokenize_str(text, &opts.tokenizer_options())
@@ -966,19 +970,23 @@ fn keyword_nesting(tokens: &[brush_parser::Token]) -> usize {
 
 /// The text after each `((` that does not follow `$` (an arithmetic command, or what bash
 /// tries as one), up to the next `))` or the end. Errs wide: quoting is not considered.
+///
+/// A `((` inside a region already taken shares its end, so its text is part of that region:
+/// it is not taken again. Nested `((((…` would otherwise be read once per bracket, each time
+/// to the end of the line (quadratic in the line's length).
 fn double_paren_regions(text: &str) -> Vec<&str> {
     let mut out = Vec::new();
     let mut from = 0;
+    let mut taken_to: Option<usize> = None;
     while let Some(at) = text.get(from..).and_then(|r| r.find("((")) {
         let start = from + at;
         let follows_dollar = start > 0 && text.as_bytes().get(start - 1) == Some(&b'$');
         let body_start = start + 2;
-        let rest = text.get(body_start..).unwrap_or("");
-        let body = rest
-            .find("))")
-            .map_or(rest, |end| rest.get(..end).unwrap_or(rest));
-        if !follows_dollar {
-            out.push(body);
+        if !follows_dollar && taken_to.is_none_or(|end| body_start > end) {
+            let rest = text.get(body_start..).unwrap_or("");
+            let end = rest.find("))").map_or(text.len(), |e| body_start + e);
+            out.push(text.get(body_start..end).unwrap_or(""));
+            taken_to = Some(end);
         }
         from = body_start;
     }

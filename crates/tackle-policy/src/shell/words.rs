@@ -1,6 +1,7 @@
 //! Turning one shell word into what the command would see: quotes and escapes removed, and
 //! every part the shell would compute at run time (expansions, globs) marked as dynamic.
 
+use super::nesting::{possible_nesting, MAX_POSSIBLE_NESTING};
 use brush_parser::word::{ParameterExpr, ParameterTransformOp, WordPiece, WordPieceWithSource};
 
 /// One word of a command after quote removal.
@@ -68,8 +69,12 @@ pub(crate) fn options() -> brush_parser::ParserOptions {
     }
 }
 
-/// Reads a word as the shell would, or `None` when the word parser rejects it.
+/// Reads a word as the shell would, or `None` when the word parser rejects it or the word
+/// could nest deep enough to exhaust the parser's stack.
 pub(crate) fn scan_word(source: &str) -> Option<WordScan> {
+    if possible_nesting(source) > MAX_POSSIBLE_NESTING {
+        return None;
+    }
     let pieces = guarded(|| brush_parser::word::parse(source, &options()).ok())?;
     let mut scan = WordScan::default();
     scan_pieces(&pieces, source, false, &mut scan);
@@ -78,6 +83,9 @@ pub(crate) fn scan_word(source: &str) -> Option<WordScan> {
 
 /// Reads a here-document body that is subject to expansion.
 pub(crate) fn scan_heredoc(body: &str) -> Option<WordScan> {
+    if possible_nesting(body) > MAX_POSSIBLE_NESTING {
+        return None;
+    }
     let pieces = guarded(|| brush_parser::word::parse_heredoc(body, &options()).ok())?;
     let mut scan = WordScan::default();
     scan_pieces(&pieces, body, true, &mut scan);
