@@ -275,6 +275,7 @@ impl Dispatcher {
             policy,
             scope,
             host,
+            cx,
             capabilities,
             approval,
             escalated,
@@ -294,6 +295,7 @@ impl Dispatcher {
         if plan.unchecked().is_some() {
             plan.scope.approved = true;
             plan.host = self.host.scoped(&plan.scope);
+            plan.cx = self.context(&plan.scope, "plan", Arc::clone(&plan.host));
         }
         Ok((plan, approver))
     }
@@ -469,7 +471,10 @@ impl Dispatcher {
             .map(|p| plan.host.canonical(p))
             .collect();
         let Plan {
-            entry, host, scope, ..
+            entry,
+            scope,
+            mut cx,
+            ..
         } = plan;
         let progress = req.progress.clone().map(|inner| {
             Arc::new(SanitizedProgress {
@@ -477,8 +482,8 @@ impl Dispatcher {
                 sanitizer: self.config.sanitizer.clone(),
             }) as Arc<dyn ProgressSink>
         });
-        let cx = self
-            .context(&scope, &req.channel, host)
+        cx.channel.clone_from(&req.channel);
+        let cx = cx
             .with_forms(req.approver.forms())
             .with_progress(progress)
             .with_approver(Arc::clone(&req.approver));

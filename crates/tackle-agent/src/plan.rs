@@ -6,13 +6,18 @@ use crate::registry::Entry;
 use std::path::PathBuf;
 use std::sync::Arc;
 use tackle_policy::resolve::ResolvedPolicy;
-use tackle_protocol::{ApprovalMode, CallScope, Capability, Decision, ToolHost, Verdict};
+use tackle_protocol::{
+    ApprovalMode, CallScope, Capability, Decision, ToolContext, ToolHost, Verdict,
+};
 
 pub struct Plan {
     pub(crate) entry: Arc<Entry>,
     pub policy: ResolvedPolicy,
     pub(crate) scope: CallScope,
     pub(crate) host: Arc<dyn ToolHost>,
+    /// The context the tool planned with; the run reuses it, with the caller's channel and
+    /// front-end hooks added, rather than building a second one.
+    pub(crate) cx: ToolContext,
     /// Each capability the tool said it will use, with the host's decision for it.
     pub capabilities: Vec<(Capability, Decision)>,
     /// The approval decision for this tool, these arguments and this session.
