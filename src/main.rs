@@ -39,8 +39,11 @@ use std::process::ExitCode;
 fn main() -> ExitCode {
     // The bridge a sandboxed command reaches the network through: no flags, no config.
     let mut argv = std::env::args_os();
-    if argv.nth(1).is_some_and(|a| a == "__net-bridge") {
-        return net_bridge::main(argv.collect());
+    match argv.nth(1) {
+        Some(a) if a == "__net-bridge" => return net_bridge::main(argv.collect()),
+        // The first process of a sandbox under an allow list (see tackle-host's sandbox_init).
+        Some(a) if a == "__sandbox-exec" => return tackle_host::sandbox_exec_main(argv.collect()),
+        _ => {}
     }
     exit::quiet_closed_stdout_panics();
     let cli = cli::Cli::parse();

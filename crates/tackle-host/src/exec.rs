@@ -6,6 +6,7 @@ use crate::bwrap;
 use crate::paths::PathGuard;
 use crate::pinned_program::PinnedProgram;
 use crate::sandbox::{self, Prepared};
+use crate::sandbox_view;
 use std::ffi::OsString;
 use std::os::fd::AsRawFd;
 use std::path::{Path, PathBuf};
@@ -132,6 +133,36 @@ pub(crate) async fn run(scope: &ExecScope<'_>, req: ExecRequest) -> Result<ExecO
         (Ok(_), Some(grant)) => net_proxy(scope, grant)?,
         _ => None,
     };
+    let bridge_exe: Vec<PathBuf> = proxy.iter().map(|(_, b)| b.to_path_buf()).collect();
+    let view = match &namespaces {
+        Ok(bwrap) => Some((
+            *bwrap,
+            sandbox_view::for_command(&sandbox_view::Inputs {
+                shell: scope.shell,
+                cwd: &cwd,
+                workspace: &scope.guard.workspace,
+                tmpdir: scope.tmpdir,
+                read: &scope.guard.roots.read,
+                write: &scope.guard.roots.write,
+                home: scope.guard.home.as_deref(),
+                hidden: scope.hidden,
+                also_read: &bridge_exe,
+                proxied_network: proxy.is_some(),
+            }),
+        )),
+        Err(_) => None,
+    };
+    // Under an allow list the command starts through the sandbox's start-up step, which
+    // makes every other mount `noexec` and installs the system-call filter itself.
+    let (program, args) = match &view {
+        Some((_, v)) if v.needs_init() => {
+            let mut a = v.init_args();
+            a.push(program.into());
+            a.extend(args);
+            (PathBuf::from(sandbox_view::INIT_AT), a)
+        }
+        _ => (program, args),
+    };
     let (program, args) = match &proxy {
         Some((p, bridge)) => {
             let mut a: Vec<OsString> = vec!["__net-bridge".into(), p.socket.clone().into()];
@@ -142,35 +173,26 @@ pub(crate) async fn run(scope: &ExecScope<'_>, req: ExecRequest) -> Result<ExecO
         }
         None => (program, args),
     };
-    let bridge_exe: Vec<PathBuf> = proxy.iter().map(|(_, b)| b.to_path_buf()).collect();
-    let filters = match &namespaces {
-        Ok(_) => seccomp_filters(scope.sandbox_required)?,
-        Err(_) => Vec::new(),
+    let filters = match &view {
+        Some((_, v)) if !v.needs_init() => seccomp_filters(scope.sandbox_required)?,
+        _ => Vec::new(),
     };
     let filter_fds: Vec<i32> = filters.iter().map(|f| f.as_raw_fd()).collect();
-    let mut cmd = match &namespaces {
-        Ok(bwrap) => {
-            let view = bwrap::View {
-                cwd: &cwd,
-                workspace: &scope.guard.workspace,
-                tmpdir: scope.tmpdir,
-                read: &scope.guard.roots.read,
-                write: &scope.guard.roots.write,
-                home: scope.guard.home.as_deref(),
-                hidden: scope.hidden,
-                also_read: &bridge_exe,
-                seccomp: &filter_fds,
-            };
+    let mut cmd = match (&view, &namespaces) {
+        (Some((bwrap, view)), _) => {
             let mut c = Command::new(bwrap);
-            c.args(bwrap::args(&view, &program, &args));
+            c.args(view.bwrap_args(&filter_fds));
+            c.arg(&program);
+            c.args(&args);
             c
         }
-        Err(why) if scope.sandbox_required => return Err(sandbox_required(why)),
-        Err(why) => {
+        (None, Err(why)) if scope.sandbox_required => return Err(sandbox_required(why)),
+        (None, why) => {
+            let why = why.as_ref().err().map_or("", String::as_str);
             static WARNED: AtomicBool = AtomicBool::new(false);
             warn_once(&WARNED, || {
                 format!(
-                "commands run WITHOUT namespace isolation ({why}): the home directory, Tackle's config and other processes are reachable, the network is not cut off, and background processes may outlive their call; `security.sandbox: required` refuses such commands"
+                "commands run WITHOUT namespace isolation ({why}): the home directory, Tackle's config and other processes are reachable, the network is not cut off, program rules are enforced only by the shell analyser, and background processes may outlive their call; `security.sandbox: required` refuses such commands"
             )
             });
             let mut c = Command::new(&program);

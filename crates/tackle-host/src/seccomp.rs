@@ -81,12 +81,38 @@ pub(crate) fn available() -> Result<(), String> {
 fn compiled() -> Result<&'static [Vec<u8>], String> {
     static COMPILED: std::sync::OnceLock<Result<Vec<Vec<u8>>, String>> = std::sync::OnceLock::new();
     COMPILED
-        .get_or_init(compile)
+        .get_or_init(|| Ok(programs()?.iter().map(|p| bpf_bytes(p)).collect()))
         .as_deref()
         .map_err(Clone::clone)
 }
 
-fn compile() -> Result<Vec<Vec<u8>>, String> {
+/// Installs the filters on the calling thread (and so on what it executes), for the
+/// in-sandbox start-up step, which needs `mount` before it gives it up. The caller has set
+/// `no_new_privs`.
+pub fn apply_here() -> Result<(), String> {
+    for program in programs()? {
+        seccompiler::apply_filter(&program).map_err(|e| e.to_string())?;
+    }
+    Ok(())
+}
+
+/// What the filter refuses, one line each, for `--explain`.
+pub(crate) fn summary() -> Vec<String> {
+    let mut out: Vec<String> = BLOCKED
+        .iter()
+        .map(|(nr, why)| format!("syscall {nr}: {why}"))
+        .collect();
+    out.push("clone with CLONE_NEWUSER: new user namespaces".into());
+    out.push("clone3: ENOSYS, so that libc falls back to clone".into());
+    out.push(
+        "chmod, fchmod, fchmodat, fchmodat2, open, openat, creat, mkdir, mkdirat, mknod, mknodat with a setuid or setgid bit: no setuid or setgid file".into(),
+    );
+    out.push("openat2: ENOSYS (its mode cannot be seen), so that libc falls back to openat".into());
+    out
+}
+
+/// The filters as programs: the `EPERM` list (with the mode checks), and the `ENOSYS` one.
+fn programs() -> Result<Vec<seccompiler::BpfProgram>, String> {
     use seccompiler::{
         SeccompAction, SeccompCmpArgLen, SeccompCmpOp, SeccompCondition, SeccompFilter, SeccompRule,
     };
@@ -103,6 +129,25 @@ fn compile() -> Result<Vec<Vec<u8>>, String> {
     .and_then(|c| SeccompRule::new(vec![c]))
     .map_err(|e| e.to_string())?;
     rules.insert(libc::SYS_clone, vec![flag]);
+    // A file the command makes can never be setuid or setgid: the mode argument of every call
+    // that sets or creates with a mode is checked for either bit. (Running as root, the
+    // command owns what it makes; a setuid-root file left in the workspace would outlive it.)
+    for (nr, arg) in MODE_ARGS {
+        let mut per_bit = Vec::new();
+        for bit in [libc::S_ISUID, libc::S_ISGID] {
+            let bit = u64::from(bit);
+            let rule = SeccompCondition::new(
+                arg,
+                SeccompCmpArgLen::Dword,
+                SeccompCmpOp::MaskedEq(bit),
+                bit,
+            )
+            .and_then(|c| SeccompRule::new(vec![c]))
+            .map_err(|e| e.to_string())?;
+            per_bit.push(rule);
+        }
+        rules.insert(nr, per_bit);
+    }
     let eperm = SeccompFilter::new(
         rules,
         SeccompAction::Allow,
@@ -110,21 +155,52 @@ fn compile() -> Result<Vec<Vec<u8>>, String> {
         arch,
     )
     .map_err(|e| e.to_string())?;
-    let clone3 = SeccompFilter::new(
-        [(libc::SYS_clone3, Vec::new())].into_iter().collect(),
+    let enosys = SeccompFilter::new(
+        [(libc::SYS_clone3, Vec::new()), (SYS_OPENAT2, Vec::new())]
+            .into_iter()
+            .collect(),
         SeccompAction::Allow,
         SeccompAction::Errno(libc::ENOSYS as u32),
         arch,
     )
     .map_err(|e| e.to_string())?;
-    [eperm, clone3]
+    [eperm, enosys]
         .into_iter()
         .map(|f| {
-            let program: seccompiler::BpfProgram = f.try_into().map_err(|e| format!("{e}"))?;
-            Ok(bpf_bytes(&program))
+            f.try_into()
+                .map_err(|e: seccompiler::BackendError| format!("{e}"))
         })
         .collect()
 }
+
+/// `openat2`, the same number on every architecture Linux has added it to since 5.6.
+const SYS_OPENAT2: i64 = 437;
+/// `fchmodat2` (Linux 6.6), likewise.
+const SYS_FCHMODAT2: i64 = 452;
+
+/// (system call, index of its mode argument).
+#[cfg(target_arch = "x86_64")]
+const MODE_ARGS: [(i64, u8); 11] = [
+    (libc::SYS_chmod, 1),
+    (libc::SYS_fchmod, 1),
+    (libc::SYS_fchmodat, 2),
+    (SYS_FCHMODAT2, 2),
+    (libc::SYS_open, 2),
+    (libc::SYS_openat, 3),
+    (libc::SYS_creat, 1),
+    (libc::SYS_mkdir, 1),
+    (libc::SYS_mkdirat, 2),
+    (libc::SYS_mknod, 1),
+    (libc::SYS_mknodat, 2),
+];
+#[cfg(not(target_arch = "x86_64"))]
+const MODE_ARGS: [(i64, u8); 5] = [
+    (libc::SYS_fchmod, 1),
+    (libc::SYS_fchmodat, 2),
+    (SYS_FCHMODAT2, 2),
+    (libc::SYS_openat, 3),
+    (libc::SYS_mkdirat, 2),
+];
 
 fn target_arch() -> Result<seccompiler::TargetArch, String> {
     match std::env::consts::ARCH {

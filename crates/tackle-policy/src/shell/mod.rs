@@ -44,6 +44,7 @@ mod git;
 mod launchers;
 mod nesting;
 mod options;
+mod program_rules;
 mod programs;
 mod rules;
 mod runners;
@@ -59,6 +60,7 @@ use tackle_protocol::{Decision, OpaqueMode, ShellGrant, Verdict};
 use walk::{Analysis, Cmd, Walker};
 use words::Word;
 
+pub use program_rules::{program_rules, rule_layers, ProgramRules, RuleEnforcement, RuleLayer};
 pub use values::values_stay_data;
 
 /// Why a shell line could not be analysed.

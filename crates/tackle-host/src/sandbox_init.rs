@@ -1,0 +1,270 @@
+//! `tackle __sandbox-exec [--keep-exec PATH]… [--umount PATH]… -- PROGRAM ARGS…`: the first
+//! process inside a sandbox whose view is an allow list (see `sandbox_view`).
+//!
+//! bubblewrap has built the mounts; this step, which alone holds `CAP_SYS_ADMIN` in the
+//! sandbox's namespaces, finishes what bubblewrap cannot express:
+//! 1. it unmounts its own binary (`--umount`);
+//! 2. it remounts every mount of the view `noexec` except the `--keep-exec` ones (the allowed
+//!    programs, their libraries, the loader, their helper directories), so nothing written
+//!    and nothing else found can be executed, nor mapped executable by the dynamic loader;
+//! 3. it drops every capability, the bounding set included, sets `no_new_privs`, installs the
+//!    system-call filter, and executes the command.
+//!
+//! Any step that fails ends the command before it starts (exit 126): a view that could not be
+//! made is never run half-made.
+
+use std::ffi::{CString, OsString};
+use std::os::unix::ffi::{OsStrExt, OsStringExt};
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+/// Exit status when the sandbox could not be finished (as a shell says "cannot execute").
+const CANNOT_START: u8 = 126;
+
+struct Plan {
+    keep_exec: Vec<PathBuf>,
+    umount: Vec<PathBuf>,
+    program: OsString,
+    args: Vec<OsString>,
+}
+
+/// Runs the step; returns only when it failed.
+pub fn sandbox_exec_main(args: Vec<OsString>) -> ExitCode {
+    let plan = match parse(args) {
+        Ok(p) => p,
+        Err(why) => {
+            eprintln!("tackle sandbox: {why}");
+            return ExitCode::from(2);
+        }
+    };
+    match finish_and_exec(&plan) {
+        Ok(never) => match never {},
+        Err(why) => {
+            eprintln!("tackle sandbox: the command was not run: {why}");
+            ExitCode::from(CANNOT_START)
+        }
+    }
+}
+
+fn parse(args: Vec<OsString>) -> Result<Plan, String> {
+    let mut it = args.into_iter();
+    let mut keep_exec = Vec::new();
+    let mut umount = Vec::new();
+    loop {
+        let Some(flag) = it.next() else {
+            return Err("expected `-- PROGRAM`".into());
+        };
+        match flag.as_bytes() {
+            b"--" => break,
+            b"--keep-exec" => {
+                keep_exec.push(PathBuf::from(it.next().ok_or("--keep-exec needs a path")?))
+            }
+            b"--umount" => umount.push(PathBuf::from(it.next().ok_or("--umount needs a path")?)),
+            other => {
+                return Err(format!(
+                    "unknown argument {}",
+                    String::from_utf8_lossy(other)
+                ))
+            }
+        }
+    }
+    let program = it.next().ok_or("expected a program after `--`")?;
+    Ok(Plan {
+        keep_exec,
+        umount,
+        program,
+        args: it.collect(),
+    })
+}
+
+enum Never {}
+
+fn finish_and_exec(plan: &Plan) -> Result<Never, String> {
+    for p in &plan.umount {
+        let c = cstring(p)?;
+        // SAFETY: a plain system call on a NUL-terminated path.
+        if unsafe { libc::umount2(c.as_ptr(), libc::MNT_DETACH) } != 0 {
+            return Err(format!("unmounting {}: {}", p.display(), last_error()));
+        }
+    }
+    let mounts = std::fs::read_to_string("/proc/self/mountinfo")
+        .map_err(|e| format!("reading the mount table: {e}"))?;
+    for at in mount_points(&mounts) {
+        if plan.keep_exec.iter().any(|k| k == &at) {
+            continue;
+        }
+        remount_noexec(&at)?;
+    }
+    drop_capabilities()?;
+    // SAFETY: a plain prctl with integer arguments.
+    if unsafe { libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) } != 0 {
+        return Err(format!("no_new_privs: {}", last_error()));
+    }
+    crate::seccomp::apply_here().map_err(|e| format!("the system-call filter: {e}"))?;
+    let err = std::process::Command::new(&plan.program)
+        .args(&plan.args)
+        .exec();
+    Err(format!("{}: {err}", Path::new(&plan.program).display()))
+}
+
+/// The mount points of `/proc/self/mountinfo`, in its order (the fifth field, with the
+/// kernel's octal escapes for space, tab, newline and backslash undone).
+fn mount_points(table: &str) -> Vec<PathBuf> {
+    table
+        .lines()
+        .filter_map(|line| line.split(' ').nth(4))
+        .map(|field| PathBuf::from(OsString::from_vec(unescape(field))))
+        .collect()
+}
+
+fn unescape(field: &str) -> Vec<u8> {
+    let bytes = field.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while let Some(&b) = bytes.get(i) {
+        let octal = bytes
+            .get(i + 1..i + 4)
+            .filter(|d| b == b'\\' && d.iter().all(|c| (b'0'..=b'7').contains(c)));
+        match octal {
+            Some(d) => {
+                let v = d.iter().fold(0u32, |acc, c| acc * 8 + u32::from(c - b'0'));
+                out.push(u8::try_from(v).unwrap_or(b'?'));
+                i += 4;
+            }
+            None => {
+                out.push(b);
+                i += 1;
+            }
+        }
+    }
+    out
+}
+
+/// Remounts one mount `noexec` (and `nosuid`), keeping the flags it has: in a user namespace
+/// the kernel refuses a remount that would clear a flag the mount was locked with.
+fn remount_noexec(at: &Path) -> Result<(), String> {
+    let c = cstring(at)?;
+    // SAFETY: statvfs writes into the zeroed struct we own; the path is NUL-terminated.
+    let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
+    if unsafe { libc::statvfs(c.as_ptr(), &mut st) } != 0 {
+        // Gone since the table was read (a lazily unmounted path): nothing to remount.
+        return Ok(());
+    }
+    let have = st.f_flag;
+    if have & libc::ST_NOEXEC != 0 && have & libc::ST_NOSUID != 0 {
+        return Ok(());
+    }
+    let mut flags: libc::c_ulong =
+        libc::MS_REMOUNT | libc::MS_BIND | libc::MS_NOEXEC | libc::MS_NOSUID;
+    for (st_flag, ms_flag) in [
+        (libc::ST_RDONLY, libc::MS_RDONLY),
+        (libc::ST_NODEV, libc::MS_NODEV),
+        (libc::ST_NOATIME, libc::MS_NOATIME),
+        (libc::ST_NODIRATIME, libc::MS_NODIRATIME),
+        (libc::ST_RELATIME, libc::MS_RELATIME),
+    ] {
+        if have & st_flag != 0 {
+            flags |= ms_flag;
+        }
+    }
+    // SAFETY: a plain system call; null source, type and data are what a bind remount takes.
+    let rc = unsafe {
+        libc::mount(
+            std::ptr::null(),
+            c.as_ptr(),
+            std::ptr::null(),
+            flags,
+            std::ptr::null(),
+        )
+    };
+    if rc != 0 {
+        return Err(format!("making {} noexec: {}", at.display(), last_error()));
+    }
+    Ok(())
+}
+
+/// Drops every capability for good: the bounding set (so that executing a program as uid 0
+/// in the namespace grants none back), the ambient set, then effective, permitted and
+/// inheritable.
+fn drop_capabilities() -> Result<(), String> {
+    for cap in 0..64 {
+        // SAFETY: a plain prctl; EINVAL past the kernel's last capability ends the loop.
+        if unsafe { libc::prctl(libc::PR_CAPBSET_DROP, cap, 0, 0, 0) } != 0 {
+            if std::io::Error::last_os_error().raw_os_error() == Some(libc::EINVAL) {
+                break;
+            }
+            return Err(format!("dropping capability {cap}: {}", last_error()));
+        }
+    }
+    // SAFETY: as above.
+    unsafe {
+        libc::prctl(
+            libc::PR_CAP_AMBIENT,
+            libc::PR_CAP_AMBIENT_CLEAR_ALL,
+            0,
+            0,
+            0,
+        );
+    }
+    #[repr(C)]
+    struct Header {
+        version: u32,
+        pid: i32,
+    }
+    #[repr(C)]
+    #[derive(Clone, Copy)]
+    struct Data {
+        effective: u32,
+        permitted: u32,
+        inheritable: u32,
+    }
+    const VERSION_3: u32 = 0x2008_0522;
+    let header = Header {
+        version: VERSION_3,
+        pid: 0,
+    };
+    let data = [Data {
+        effective: 0,
+        permitted: 0,
+        inheritable: 0,
+    }; 2];
+    // SAFETY: capset reads the header and two data structs, laid out as the kernel's v3 ABI.
+    if unsafe { libc::syscall(libc::SYS_capset, &header, data.as_ptr()) } != 0 {
+        return Err(format!("dropping capabilities: {}", last_error()));
+    }
+    Ok(())
+}
+
+fn cstring(p: &Path) -> Result<CString, String> {
+    CString::new(p.as_os_str().as_bytes()).map_err(|_| format!("{} holds a NUL", p.display()))
+}
+
+fn last_error() -> std::io::Error {
+    std::io::Error::last_os_error()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn mount_points_are_read_with_their_escapes_undone() {
+        let table = "22 1 0:21 / / rw,relatime - tmpfs tmpfs rw\n\
+                     23 22 254:0 /a\\040b /work/a\\040b rw - ext4 /dev/vda rw\n\
+                     24 22 254:0 /x /odd\\134\\011 rw - ext4 /dev/vda rw\n";
+        assert_eq!(
+            mount_points(table),
+            [
+                PathBuf::from("/"),
+                PathBuf::from("/work/a b"),
+                PathBuf::from("/odd\\\t")
+            ]
+        );
+    }
+
+    #[test]
+    fn a_stray_backslash_or_short_escape_is_kept_as_it_is() {
+        assert_eq!(unescape("a\\9b\\04"), b"a\\9b\\04".to_vec());
+    }
+}
