@@ -156,6 +156,7 @@ pub async fn run(global: &Global, args: DoctorArgs) -> Result<i32> {
     }
     checks.extend(mcp.iter().map(mcp_check));
     checks.extend(protection_checks(&config));
+    checks.extend(shell_rule_checks(&config));
     app.shutdown().await;
 
     // The secrets the config holds, for the redaction pass over every detail.
@@ -655,6 +656,53 @@ fn protection_checks(config: &Config) -> Vec<Check> {
             Check {
                 enforced: Some(e.enforced),
                 ..Check::new(e.protection, status, detail)
+            }
+        })
+        .collect()
+}
+
+/// Each configured shell rule with the layer that enforces it here (`kernel` for a program,
+/// `analyser` for a program with arguments). Without namespaces, program rules fall back to
+/// the analyser, which is a warning.
+fn shell_rule_checks(config: &Config) -> Vec<Check> {
+    let namespaces = tackle_host::enforcement_report()
+        .iter()
+        .any(|e| e.protection == "program_rules" && e.enforced);
+    config
+        .security
+        .tool_policies
+        .iter()
+        .filter_map(|(tool, p)| Some((tool, p.grants.as_ref()?.shell.as_ref()?)))
+        .filter(|(_, g)| !g.allow.is_empty() || !g.deny.is_empty())
+        .map(|(tool, grant)| {
+            let rules = tackle_policy::shell::rule_layers(grant);
+            let weakened = !namespaces
+                && rules
+                    .iter()
+                    .any(|r| r.layer == tackle_policy::shell::RuleLayer::Kernel);
+            let shown: Vec<String> = rules
+                .iter()
+                .map(|r| {
+                    let layer = match r.layer {
+                        tackle_policy::shell::RuleLayer::Kernel if !namespaces => {
+                            "analyser only here".to_string()
+                        }
+                        l => l.to_string(),
+                    };
+                    format!("{} `{}`: {layer}", r.list, r.rule)
+                })
+                .collect();
+            let name = format!("shell_rules.{tool}");
+            if weakened {
+                Check::warn(
+                    name,
+                    format!(
+                        "{} (no namespace sandbox: see program_rules)",
+                        shown.join(", ")
+                    ),
+                )
+            } else {
+                Check::ok(name, shown.join(", "))
             }
         })
         .collect()

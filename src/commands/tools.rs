@@ -286,5 +286,92 @@ fn print_explanation(explanation: &tackle_agent::Explanation, as_json: bool) -> 
         out,
         "decision: {:?}: {}",
         explanation.decision.verdict, explanation.decision.why
-    )
+    )?;
+    if let Some(view) = &explanation.sandbox {
+        print_sandbox(&mut out, view)?;
+    }
+    Ok(())
+}
+
+/// The sandbox part of `--explain`: each shell rule with the layer enforcing it, then what the
+/// command's sandbox view holds (the same value `exec` spawns from).
+fn print_sandbox(out: &mut exit::Stdout, view: &Value) -> Result<()> {
+    let text = |v: &Value| v.as_str().unwrap_or_default().to_string();
+    let list = |v: &Value| v.as_array().cloned().unwrap_or_default();
+    for r in list(&view["rules"]) {
+        let layer = text(&r["layer"]);
+        let how = match layer.as_str() {
+            "kernel" if view["namespaces"] == Value::Bool(false) => {
+                "analyser only here (no namespace sandbox)"
+            }
+            "kernel" if text(&r["list"]) == "deny" => {
+                "kernel: the program is masked in the command's sandbox"
+            }
+            "kernel" => "kernel: only allowed programs exist in the command's sandbox",
+            _ => "analyser: refused before anything runs; what it cannot see fails closed",
+        };
+        writeln!(
+            out,
+            "shell rule: {} `{}` → {how}",
+            text(&r["list"]),
+            text(&r["rule"])
+        )?;
+    }
+    if view["namespaces"] == Value::Bool(false) {
+        writeln!(out, "sandbox: no namespaces: {}", text(&view["why"]))?;
+        for lost in list(&view["lost"]) {
+            writeln!(out, "  lost: {}", text(&lost))?;
+        }
+        return Ok(());
+    }
+    writeln!(
+        out,
+        "sandbox: bubblewrap, {} mounts, cwd {}",
+        list(&view["mounts"]).len(),
+        text(&view["cwd"])
+    )?;
+    for m in list(&view["masked_programs"]) {
+        writeln!(
+            out,
+            "  masked: {} ({}, found by {})",
+            text(&m["path"]),
+            text(&m["program"]),
+            text(&m["found"]).replace('_', " ")
+        )?;
+    }
+    if let Some(shown) = view["visible_programs"].as_array() {
+        let names: Vec<String> = shown.iter().map(text).collect();
+        writeln!(out, "  only programs: {}", names.join(" "))?;
+    }
+    match text(&view["executable"]["kind"]).as_str() {
+        "only" => {
+            let keep = list(&view["executable"]["keep"]).len();
+            let dirs: Vec<String> = list(&view["executable"]["helper_dirs"])
+                .iter()
+                .map(text)
+                .collect();
+            writeln!(
+                out,
+                "  executable: {keep} files (the allowed programs, their libraries, the loader){}; every other mount noexec",
+                if dirs.is_empty() {
+                    String::new()
+                } else {
+                    format!(" and {}", dirs.join(" "))
+                }
+            )?;
+        }
+        _ => writeln!(out, "  executable: what the view shows")?,
+    }
+    let hidden = view["root_only_hidden"].as_u64().unwrap_or(0);
+    if hidden > 0 {
+        writeln!(out, "  hidden: {hidden} files only root may read")?;
+    }
+    writeln!(out, "  network: {}", text(&view["network"]))?;
+    writeln!(out, "  user: {}", text(&view["user"]))?;
+    writeln!(
+        out,
+        "  seccomp: {} rules (see `tackle doctor`)",
+        list(&view["seccomp"]).len()
+    )?;
+    Ok(())
 }

@@ -119,6 +119,10 @@ pub struct Explanation {
     pub approval_decision: Decision,
     /// The overall outcome: deny if any capability is denied, else the approval decision.
     pub decision: Decision,
+    /// For a call that runs a command: the sandbox it would run in, with the layer that
+    /// enforces each shell rule (see `ToolHost::sandbox_view`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sandbox: Option<serde_json::Value>,
 }
 
 pub struct Dispatcher {
@@ -537,6 +541,15 @@ impl Dispatcher {
             .plan(&call, "", &fresh, &CancellationToken::new())
             .await?;
         let decision = plan.decision();
+        let runs_a_command = plan
+            .capabilities
+            .iter()
+            .any(|(c, _)| matches!(c, Capability::Shell { .. } | Capability::Exec { .. }));
+        let sandbox = if runs_a_command {
+            plan.host.sandbox_view()
+        } else {
+            None
+        };
         Ok(Explanation {
             tool: name.to_string(),
             approval: plan.policy.approval,
@@ -545,6 +558,7 @@ impl Dispatcher {
             capabilities: plan.capabilities,
             approval_decision: plan.approval,
             decision,
+            sandbox,
         })
     }
 

@@ -278,6 +278,40 @@ impl ToolHost for NativeHost {
     async fn http(&self, req: HttpRequest) -> Result<HttpResponse, HostError> {
         self.http_ctx().fetch(req).await
     }
+
+    fn sandbox_view(&self) -> Option<serde_json::Value> {
+        let c = &self.shared.config;
+        let guard = self.guard();
+        let rules = tackle_policy::shell::rule_layers(&self.shell);
+        let namespaces = crate::bwrap::usable();
+        let Ok(_) = namespaces else {
+            let why = namespaces.err().unwrap_or_default();
+            return Some(serde_json::json!({
+                "namespaces": false,
+                "why": why,
+                "rules": rules,
+                "lost": crate::report::lost_without_namespaces(),
+            }));
+        };
+        let bridge: Vec<PathBuf> = match (&self.grants.network, &c.net_bridge) {
+            (Some(_), Some(b)) => vec![b.clone()],
+            _ => Vec::new(),
+        };
+        let tmpdir = session_tmpdir(c, &self.session_id);
+        let view = crate::sandbox_view::for_command(&crate::sandbox_view::Inputs {
+            shell: &self.shell,
+            cwd: &guard.workspace,
+            workspace: &guard.workspace,
+            tmpdir: &tmpdir,
+            read: &guard.roots.read,
+            write: &guard.roots.write,
+            home: guard.home.as_deref(),
+            hidden: &c.hidden,
+            also_read: &bridge,
+            proxied_network: !bridge.is_empty(),
+        });
+        serde_json::to_value(&view).ok()
+    }
 }
 
 #[cfg(test)]

@@ -64,7 +64,7 @@ pub fn enforcement_report() -> Vec<Enforcement> {
                 enforced: namespaces.is_ok() && filter.is_ok(),
                 detail: match (&namespaces, filter) {
                     (Ok(_), Ok(_)) => format!(
-                        "{} system calls refused inside the sandbox (ptrace, mount, bpf, keyctl, userfaultfd, perf_event_open, unshare, new user namespaces …)",
+                        "{} system calls refused inside the sandbox (ptrace, mount, bpf, keyctl, userfaultfd, perf_event_open, unshare, new user namespaces …), and no mode with a setuid or setgid bit (chmod family, open, creat, mkdir, mknod)",
                         crate::seccomp::blocked_syscalls().count() + 1
                     ),
                     (Ok(_), Err(why)) => why,
@@ -85,6 +85,17 @@ pub fn enforcement_report() -> Vec<Enforcement> {
                 protection: "shell_grammar",
                 enforced: false,
                 detail: "bash is not installed: shell calls are refused (install bash)".into(),
+            },
+        },
+        Enforcement {
+            protection: "program_rules",
+            enforced: namespaces.is_ok(),
+            detail: match &namespaces {
+                Ok(_) => "one-word shell rules hold at exec (layer `kernel`): a denied program is masked in every command's sandbox by name, hard link, symlink, copy and multi-call applet, so no path reaches it; under an allow list only the allowed programs, their libraries and the shell exist, and every other mount is noexec (the dynamic loader cannot map anything else either); rules with arguments (`git push`) are the analyser's (layer `analyser`), which refuses what it cannot see".into(),
+                Err(_) => format!(
+                    "enforced by the shell analyser only (no namespace sandbox); lost here: {}",
+                    lost_without_namespaces().join("; ")
+                ),
             },
         },
         Enforcement {
@@ -112,6 +123,15 @@ pub fn enforcement_report() -> Vec<Enforcement> {
             enforced: true,
             detail: "commands run in their own process group, killed as a whole on timeout or cancel".into(),
         },
+    ]
+}
+
+/// The guarantees of program rules that hold only inside the namespace sandbox.
+pub(crate) fn lost_without_namespaces() -> Vec<String> {
+    vec![
+        "a denied program is not masked: a path the analyser does not see (an interpreter's code, a config file, a script written then run) still reaches it".into(),
+        "under an allow list every installed program exists, and files written in the workspace can be executed".into(),
+        "when Tackle runs as root, files only root may read are readable, and files with setuid or setgid bits can be made".into(),
     ]
 }
 

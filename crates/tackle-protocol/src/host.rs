@@ -329,6 +329,14 @@ pub trait ToolHost: Send + Sync {
     fn canonical(&self, path: &Path) -> PathBuf {
         path.to_path_buf()
     }
+
+    /// The sandbox a command of this call would run in (mounts, programs taken away or the
+    /// only ones left, where files may execute, system-call filter, network, user, and the
+    /// layer enforcing each shell rule), for `--explain`. `None` where the host runs no
+    /// commands.
+    fn sandbox_view(&self) -> Option<serde_json::Value> {
+        None
+    }
 }
 
 /// Makes a [`ToolHost`] for one call: the dispatcher resolves the policy, then asks for a host
