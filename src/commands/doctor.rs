@@ -675,7 +675,7 @@ fn shell_rule_checks(config: &Config) -> Vec<Check> {
         .filter_map(|(tool, p)| Some((tool, p.grants.as_ref()?.shell.as_ref()?)))
         .filter(|(_, g)| !g.allow.is_empty() || !g.deny.is_empty())
         .map(|(tool, grant)| {
-            let rules = tackle_policy::shell::rule_layers(grant);
+            let rules = tackle_host::enforced_rules(grant);
             let weakened = !namespaces
                 && rules
                     .iter()

@@ -282,7 +282,7 @@ impl ToolHost for NativeHost {
     fn sandbox_view(&self) -> Option<serde_json::Value> {
         let c = &self.shared.config;
         let guard = self.guard();
-        let rules = tackle_policy::shell::rule_layers(&self.shell);
+        let rules = crate::sandbox_view::enforced_rules(&self.shell);
         let namespaces = crate::bwrap::usable();
         let Ok(_) = namespaces else {
             let why = namespaces.err().unwrap_or_default();

@@ -75,6 +75,6 @@ pub use programs::{Found, MaskedProgram};
 pub use report::{enforcement_report, enforcement_report_json, Enforcement};
 pub use sandbox::{sandbox_status, SandboxStatus};
 pub use sandbox_init::sandbox_exec_main;
-pub use sandbox_view::{Executable, Mount, SandboxView};
+pub use sandbox_view::{enforced_rules, Executable, Mount, SandboxView};
 pub use seccomp::blocked_syscalls;
 pub use skill_dirs::DiskSkillDirs;

@@ -316,11 +316,22 @@ pub(crate) fn allowed_entries(
     allowed: &[String],
 ) -> Vec<(PathBuf, OsString, PathBuf)> {
     let keep = |name: &str| name == "bash" || name == "sh" || allowed.iter().any(|a| a == name);
+    // A multi-call binary picks its program from `argv[0]`, which the line controls
+    // (`exec -a rm ls victim`): allowing one of its names would allow all of them, so it is
+    // shown only under its own name (`busybox` allowed by name).
+    let multi_call = |e: &Entry| {
+        is_multi_call(&e.real)
+            || listing
+                .entries
+                .iter()
+                .any(|o| o.id == e.id && is_multi_call(&o.real))
+    };
     listing
         .entries
         .iter()
         .filter(|e| listing.program_dirs.contains(&e.dir))
         .filter(|e| e.name.to_str().is_some_and(keep))
+        .filter(|e| !multi_call(e) || is_multi_call(&e.dir.join(&e.name)))
         .map(|e| (e.dir.clone(), e.name.clone(), e.real.clone()))
         .collect()
 }
@@ -489,5 +500,29 @@ mod tests {
             .collect();
         assert!(kept.contains(&"git".to_string()) && kept.contains(&"bash".to_string()));
         assert!(!kept.contains(&"python3".to_string()), "{kept:?}");
+    }
+
+    #[test]
+    fn an_allowed_name_of_a_multi_call_binary_is_not_shown_since_argv0_picks_the_program() {
+        let d = tempfile::tempdir().unwrap();
+        exe(&d.path().join("busybox"), b"\x7fELF\0ls\0rm\0");
+        symlink(d.path().join("busybox"), d.path().join("ls")).unwrap();
+        std::fs::hard_link(d.path().join("busybox"), d.path().join("cat")).unwrap();
+        let listing = read_listing(&[d.path().to_path_buf()]);
+        let dir = std::fs::canonicalize(d.path()).unwrap();
+        let kept = |allowed: &[&str]| -> Vec<String> {
+            let allowed: Vec<String> = allowed.iter().map(|s| s.to_string()).collect();
+            allowed_entries(&listing, &allowed)
+                .into_iter()
+                .filter(|(d, _, _)| *d == dir)
+                .map(|(_, n, _)| n.to_string_lossy().into_owned())
+                .collect()
+        };
+        assert!(
+            kept(&["ls", "cat"]).is_empty(),
+            "{:?}",
+            kept(&["ls", "cat"])
+        );
+        assert_eq!(kept(&["busybox"]), ["busybox"]);
     }
 }

@@ -260,7 +260,10 @@ pub(crate) fn for_command(inputs: &Inputs<'_>) -> SandboxView {
 
 /// The view for one command: grants, call and machine in, mounts and rules out.
 pub(crate) fn plan(inputs: &Inputs<'_>, machine: &dyn Machine) -> SandboxView {
-    let rules = program_rules(inputs.shell);
+    let mut rules = program_rules(inputs.shell);
+    // The line itself runs in bash: taking bash away would stop every line, not the ones that
+    // start another bash, so a `bash` rule stays with the analyser.
+    rules.denied.retain(|p| !is_the_shell(p));
     let listing = if rules.is_empty() {
         Arc::new(Listing::default())
     } else {
@@ -428,8 +431,26 @@ pub(crate) fn plan(inputs: &Inputs<'_>, machine: &dyn Machine) -> SandboxView {
         },
         user: "the operator's, with no capabilities; no file it makes can be setuid or setgid",
         cwd: inputs.cwd.to_path_buf(),
-        rules: rule_layers(inputs.shell),
+        rules: enforced_rules(inputs.shell),
     }
+}
+
+/// Each rule of a shell grant with the layer that enforces it in Tackle's sandbox.
+pub fn enforced_rules(shell: &ShellGrant) -> Vec<RuleEnforcement> {
+    rule_layers(shell)
+        .into_iter()
+        .map(|mut r| {
+            let program = r.rule.trim().rsplit('/').next().unwrap_or("");
+            if r.list == "deny" && is_the_shell(program) {
+                r.layer = tackle_policy::shell::RuleLayer::Analyser;
+            }
+            r
+        })
+        .collect()
+}
+
+fn is_the_shell(program: &str) -> bool {
+    program.eq_ignore_ascii_case("bash")
 }
 
 /// The part of the view an allow list makes.

@@ -256,3 +256,23 @@ fn running_as_root_hides_what_only_root_may_read() {
     let a = joined(&plan(&inputs(&g, &[], &[]), &m).bwrap_args(&[]));
     assert!(!a.contains("/etc/app/key.pem"), "{a}");
 }
+
+#[test]
+fn a_bash_rule_stays_with_the_analyser_since_every_line_runs_in_bash() {
+    let g = grant(&[], &["bash", "rm"]);
+    let view = plan(&inputs(&g, &[], &[]), &machine());
+    assert!(
+        !view
+            .masked_programs
+            .iter()
+            .any(|m| m.path.ends_with("bash")),
+        "{:?}",
+        view.masked_programs
+    );
+    let layers: Vec<String> = view
+        .rules
+        .iter()
+        .map(|r| format!("{} {}", r.rule, r.layer))
+        .collect();
+    assert_eq!(layers, ["bash analyser", "rm kernel"]);
+}
