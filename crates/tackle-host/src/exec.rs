@@ -152,14 +152,20 @@ pub(crate) async fn run(scope: &ExecScope<'_>, req: ExecRequest) -> Result<ExecO
         )),
         Err(_) => None,
     };
-    // Under an allow list the command starts through the sandbox's start-up step, which
-    // makes every other mount `noexec` and installs the system-call filter itself.
-    let (program, args) = match &view {
-        Some((_, v)) if v.needs_init() => {
-            let mut a = v.init_args();
+    // Under an allow list the command starts through the sandbox's start-up step (Tackle's
+    // own binary, passed as a descriptor), which makes every other mount `noexec` and
+    // installs the system-call filter itself.
+    let init = match &view {
+        Some((_, v)) if v.needs_init() => Some(own_binary()?),
+        _ => None,
+    };
+    let (program, args) = match (&view, &init) {
+        (Some((_, v)), Some(exe)) => {
+            let fd = exe.as_raw_fd();
+            let mut a = v.init_args(fd);
             a.push(program.into());
             a.extend(args);
-            (PathBuf::from(sandbox_view::INIT_AT), a)
+            (PathBuf::from(format!("/proc/self/fd/{fd}")), a)
         }
         _ => (program, args),
     };
@@ -233,6 +239,7 @@ pub(crate) async fn run(scope: &ExecScope<'_>, req: ExecRequest) -> Result<ExecO
     cmd.process_group(0).kill_on_drop(true);
     let mut keep = filter_fds.clone();
     keep.extend(pinned.as_ref().map(PinnedProgram::raw_fd));
+    keep.extend(init.as_ref().map(AsRawFd::as_raw_fd));
     // SAFETY: only `close_range` and `fcntl` run between fork and exec (async-signal-safe
     // system calls, no allocation); the kept descriptors stay open in the parent until `spawn`
     // has returned.
@@ -252,6 +259,7 @@ pub(crate) async fn run(scope: &ExecScope<'_>, req: ExecRequest) -> Result<ExecO
     let child = cmd.spawn().map_err(|e| spawn_error(&req.command, e))?;
     drop(filters);
     drop(pinned);
+    drop(init);
     drop(sandbox); // the child holds its own copy of the ruleset descriptor
                    // If this future is dropped mid-way (the caller gave up), the group still dies.
     let _group = GroupGuard(child.id());
@@ -308,6 +316,19 @@ fn net_proxy<'s>(
     };
     let proxy = crate::proxy::start(scope.tmpdir, grant, scope.dns_overrides)?;
     Ok(Some((proxy, bridge)))
+}
+
+/// Tackle's own binary, opened to start the sandbox's start-up step from. Without it an allow
+/// list cannot be made true, and the command is refused.
+fn own_binary() -> Result<std::fs::File, HostError> {
+    std::env::current_exe()
+        .and_then(std::fs::File::open)
+        .map_err(|e| {
+            HostError::Denied(Decision::deny(
+                "grants.shell.allow",
+                format!("the allow list cannot be enforced: Tackle's own binary cannot be opened ({e}), so the command is not run"),
+            ))
+        })
 }
 
 /// The compiled seccomp filters, or none (said once) where they cannot be built here.

@@ -1,9 +1,11 @@
-//! `tackle __sandbox-exec [--keep-exec PATH]… [--umount PATH]… -- PROGRAM ARGS…`: the first
-//! process inside a sandbox whose view is an allow list (see `sandbox_view`).
+//! `tackle __sandbox-exec [--keep-exec PATH]… [--close-fd N] -- PROGRAM ARGS…`: the first
+//! process inside a sandbox whose view is an allow list (see `sandbox_view`). It is started
+//! from a descriptor of Tackle's binary (`/proc/self/fd/N`), so the binary is never part of
+//! the command's view.
 //!
 //! bubblewrap has built the mounts; this step, which alone holds `CAP_SYS_ADMIN` in the
 //! sandbox's namespaces, finishes what bubblewrap cannot express:
-//! 1. it unmounts its own binary (`--umount`);
+//! 1. it closes the descriptor it was started from (`--close-fd`);
 //! 2. it remounts every mount of the view `noexec` except the `--keep-exec` ones (the allowed
 //!    programs, their libraries, the loader, their helper directories), so nothing written
 //!    and nothing else found can be executed, nor mapped executable by the dynamic loader;
@@ -24,7 +26,7 @@ const CANNOT_START: u8 = 126;
 
 struct Plan {
     keep_exec: Vec<PathBuf>,
-    umount: Vec<PathBuf>,
+    close_fd: Option<i32>,
     program: OsString,
     args: Vec<OsString>,
 }
@@ -50,7 +52,7 @@ pub fn sandbox_exec_main(args: Vec<OsString>) -> ExitCode {
 fn parse(args: Vec<OsString>) -> Result<Plan, String> {
     let mut it = args.into_iter();
     let mut keep_exec = Vec::new();
-    let mut umount = Vec::new();
+    let mut close_fd = None;
     loop {
         let Some(flag) = it.next() else {
             return Err("expected `-- PROGRAM`".into());
@@ -60,7 +62,11 @@ fn parse(args: Vec<OsString>) -> Result<Plan, String> {
             b"--keep-exec" => {
                 keep_exec.push(PathBuf::from(it.next().ok_or("--keep-exec needs a path")?))
             }
-            b"--umount" => umount.push(PathBuf::from(it.next().ok_or("--umount needs a path")?)),
+            b"--close-fd" => {
+                let n = it.next().ok_or("--close-fd needs a number")?;
+                let n = n.to_str().and_then(|n| n.parse().ok());
+                close_fd = Some(n.ok_or("--close-fd needs a number")?);
+            }
             other => {
                 return Err(format!(
                     "unknown argument {}",
@@ -72,7 +78,7 @@ fn parse(args: Vec<OsString>) -> Result<Plan, String> {
     let program = it.next().ok_or("expected a program after `--`")?;
     Ok(Plan {
         keep_exec,
-        umount,
+        close_fd,
         program,
         args: it.collect(),
     })
@@ -81,12 +87,10 @@ fn parse(args: Vec<OsString>) -> Result<Plan, String> {
 enum Never {}
 
 fn finish_and_exec(plan: &Plan) -> Result<Never, String> {
-    for p in &plan.umount {
-        let c = cstring(p)?;
-        // SAFETY: a plain system call on a NUL-terminated path.
-        if unsafe { libc::umount2(c.as_ptr(), libc::MNT_DETACH) } != 0 {
-            return Err(format!("unmounting {}: {}", p.display(), last_error()));
-        }
+    if let Some(fd) = plan.close_fd.filter(|fd| *fd > 2) {
+        // SAFETY: closes a descriptor this process was given for starting itself; nothing
+        // else here holds it.
+        unsafe { libc::close(fd) };
     }
     let mounts = std::fs::read_to_string("/proc/self/mountinfo")
         .map_err(|e| format!("reading the mount table: {e}"))?;
@@ -157,12 +161,10 @@ fn remount_noexec(at: &Path) -> Result<(), String> {
     }
     let mut flags: libc::c_ulong =
         libc::MS_REMOUNT | libc::MS_BIND | libc::MS_NOEXEC | libc::MS_NOSUID;
+    // No atime flag is passed: a bind remount without one keeps the mount's own.
     for (st_flag, ms_flag) in [
         (libc::ST_RDONLY, libc::MS_RDONLY),
         (libc::ST_NODEV, libc::MS_NODEV),
-        (libc::ST_NOATIME, libc::MS_NOATIME),
-        (libc::ST_NODIRATIME, libc::MS_NODIRATIME),
-        (libc::ST_RELATIME, libc::MS_RELATIME),
     ] {
         if have & st_flag != 0 {
             flags |= ms_flag;

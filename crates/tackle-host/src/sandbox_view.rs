@@ -54,9 +54,24 @@ const HOME_TOOLCHAINS: &[&str] = &[
     ".gitconfig",
 ];
 
-/// Where the in-sandbox start-up step (`tackle __sandbox-exec`) is shown; it unmounts it
-/// before the command runs.
-pub(crate) const INIT_AT: &str = "/run/tackle/init";
+/// The device nodes of a sandbox /dev made without a devpts (those bubblewrap's `--dev` has).
+const DEVICE_NODES: &[&str] = &[
+    "/dev/null",
+    "/dev/zero",
+    "/dev/full",
+    "/dev/random",
+    "/dev/urandom",
+    "/dev/tty",
+];
+
+/// The links such a /dev has: (target, link).
+const DEVICE_LINKS: &[(&str, &str)] = &[
+    ("/proc/self/fd", "/dev/fd"),
+    ("/proc/self/fd/0", "/dev/stdin"),
+    ("/proc/self/fd/1", "/dev/stdout"),
+    ("/proc/self/fd/2", "/dev/stderr"),
+    ("/proc/kcore", "/dev/core"),
+];
 
 /// What kind of thing a path is on this machine.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -83,8 +98,6 @@ pub(crate) trait Machine {
     fn extra_program_dirs(&self) -> Vec<PathBuf>;
     /// The shared libraries `program` links (real paths, the dynamic loader included).
     fn libraries(&self, program: &Path) -> Vec<PathBuf>;
-    /// Tackle's own binary, which runs the start-up step inside the sandbox.
-    fn tackle_exe(&self) -> Option<PathBuf>;
     /// The libraries the programs of a helper directory link.
     fn helper_libraries(&self, dir: &Path) -> Vec<PathBuf>;
 }
@@ -135,6 +148,14 @@ pub enum Mount {
         at: PathBuf,
     },
     Dev {
+        at: PathBuf,
+    },
+    /// A device node of the host, usable (no `nodev`).
+    DeviceNode {
+        at: PathBuf,
+    },
+    /// An empty directory created in a tmpfs.
+    Dir {
         at: PathBuf,
     },
     Proc {
@@ -213,6 +234,10 @@ impl SandboxView {
                     push(&["--ro-bind".as_ref(), "/dev/null".as_ref(), at.as_os_str()])
                 }
                 Mount::Dev { at } => push(&["--dev".as_ref(), at.as_os_str()]),
+                Mount::DeviceNode { at } => {
+                    push(&["--dev-bind".as_ref(), at.as_os_str(), at.as_os_str()])
+                }
+                Mount::Dir { at } => push(&["--dir".as_ref(), at.as_os_str()]),
                 Mount::Proc { at } => push(&["--proc".as_ref(), at.as_os_str()]),
                 Mount::RemountReadOnly { at } => push(&["--remount-ro".as_ref(), at.as_os_str()]),
             }
@@ -237,8 +262,9 @@ impl SandboxView {
     }
 
     /// The arguments of the start-up step for this view: `__sandbox-exec`, the mounts that
-    /// keep their right to execute, and the one to unmount (the step's own binary).
-    pub(crate) fn init_args(&self) -> Vec<OsString> {
+    /// keep their right to execute, and the descriptor the step was started from (Tackle's
+    /// own binary, passed in rather than shown in the view; closed before the command runs).
+    pub(crate) fn init_args(&self, own_fd: i32) -> Vec<OsString> {
         let mut a: Vec<OsString> = vec!["__sandbox-exec".into()];
         if let Executable::Only { keep, helper_dirs } = &self.executable {
             for p in keep.iter().chain(helper_dirs) {
@@ -246,8 +272,8 @@ impl SandboxView {
                 a.push(p.clone().into());
             }
         }
-        a.push("--umount".into());
-        a.push(INIT_AT.into());
+        a.push("--close-fd".into());
+        a.push(own_fd.to_string().into());
         a.push("--".into());
         a
     }
@@ -303,7 +329,27 @@ pub(crate) fn plan(inputs: &Inputs<'_>, machine: &dyn Machine) -> SandboxView {
             });
         }
     }
-    mounts.push(Mount::Dev { at: "/dev".into() });
+    if rules.allowed.is_some() {
+        // bubblewrap's `--dev` mounts a devpts, for which it sets the sandbox up in a user
+        // namespace of its own and runs the command in a nested one that does not own the
+        // mounts; the start-up step could then not make them `noexec`. Commands get no
+        // terminal anyway, so this /dev is the usual nodes without a devpts.
+        mounts.push(Mount::Tmpfs { at: "/dev".into() });
+        for node in DEVICE_NODES {
+            mounts.push(Mount::DeviceNode { at: node.into() });
+        }
+        for (target, at) in DEVICE_LINKS {
+            mounts.push(Mount::Symlink {
+                target: target.into(),
+                at: at.into(),
+            });
+        }
+        mounts.push(Mount::Dir {
+            at: "/dev/shm".into(),
+        });
+    } else {
+        mounts.push(Mount::Dev { at: "/dev".into() });
+    }
     mounts.push(Mount::Proc { at: "/proc".into() });
     for t in ["/run", "/tmp", "/var/tmp"] {
         mounts.push(Mount::Tmpfs { at: t.into() });
@@ -403,15 +449,6 @@ pub(crate) fn plan(inputs: &Inputs<'_>, machine: &dyn Machine) -> SandboxView {
             }
         }
     };
-    if matches!(executable, Executable::Only { .. }) {
-        if let Some(exe) = machine.tackle_exe() {
-            mounts.push(Mount::ReadOnly {
-                src: exe,
-                at: INIT_AT.into(),
-                optional: false,
-            });
-        }
-    }
     // Nothing else is writable: `/tmp` and the sandbox's own root are made read-only (the
     // session's TMPDIR is where temporary files go), so a write elsewhere fails loudly.
     for r in ["/tmp", "/var/tmp", "/"] {
@@ -641,20 +678,19 @@ impl Machine for RealMachine {
             dirs.extend(["bin", "registry", "git"].map(|s| cargo.join(s)));
         }
         dirs.extend(std::env::var_os("RUSTUP_HOME").map(PathBuf::from));
+        // A directory this user cannot reach (root's `~/.cargo/bin` in a `PATH` inherited by
+        // another user) holds nothing it could run, and bubblewrap would refuse to bind it.
         dirs.retain(|d| {
             d.is_absolute()
                 && d.components().count() > 2
                 && !SYSTEM.iter().any(|s| d.starts_with(s))
+                && d.is_dir()
         });
         dirs
     }
 
     fn libraries(&self, program: &Path) -> Vec<PathBuf> {
         crate::programs::libraries(program)
-    }
-
-    fn tackle_exe(&self) -> Option<PathBuf> {
-        std::env::current_exe().ok()
     }
 
     fn helper_libraries(&self, dir: &Path) -> Vec<PathBuf> {
