@@ -507,6 +507,7 @@ fn host_provider(
         .hide(state_dir);
     host_config.operator_hosts.extend(extra_operator_urls);
     host_config.net_bridge = std::env::current_exe().ok();
+    host_config.sandbox_init.clone_from(&host_config.net_bridge);
     if let Some(file) = config_file {
         let file = std::fs::canonicalize(file).unwrap_or_else(|_| file.to_path_buf());
         host_config = host_config.hide(file);

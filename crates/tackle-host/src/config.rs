@@ -45,6 +45,11 @@ pub struct HostConfig {
     /// `tackle` binary itself, `tackle __net-bridge`). Without one, a command with a network
     /// grant gets no network at all.
     pub net_bridge: Option<PathBuf>,
+    /// The program that finishes an allow-list sandbox from inside (the `tackle` binary
+    /// itself, `tackle __sandbox-exec`; a program embedding the host calls
+    /// [`crate::sandbox_exec_main`] for that argument). Without one, commands under an allow
+    /// list are refused, since the list could not be made true.
+    pub sandbox_init: Option<PathBuf>,
 }
 
 impl HostConfig {
@@ -65,6 +70,7 @@ impl HostConfig {
             hidden: Vec::new(),
             sandbox_required: false,
             net_bridge: None,
+            sandbox_init: None,
         }
     }
 

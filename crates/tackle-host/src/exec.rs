@@ -43,6 +43,8 @@ pub(crate) struct ExecScope<'a> {
     pub network: Option<&'a tackle_protocol::NetworkGrant>,
     /// The program that bridges the sandbox to the proxy (see `HostConfig::net_bridge`).
     pub net_bridge: Option<&'a Path>,
+    /// The allow-list start-up program (see `HostConfig::sandbox_init`).
+    pub sandbox_init: Option<&'a Path>,
     pub dns_overrides: &'a [(String, std::net::IpAddr)],
     /// `security.sandbox: required`: no command runs without the namespace sandbox.
     pub sandbox_required: bool,
@@ -156,7 +158,7 @@ pub(crate) async fn run(scope: &ExecScope<'_>, req: ExecRequest) -> Result<ExecO
     // own binary, passed as a descriptor), which makes every other mount `noexec` and
     // installs the system-call filter itself.
     let init = match &view {
-        Some((_, v)) if v.needs_init() => Some(own_binary()?),
+        Some((_, v)) if v.needs_init() => Some(init_program(scope.sandbox_init)?),
         _ => None,
     };
     let (program, args) = match (&view, &init) {
@@ -318,17 +320,17 @@ fn net_proxy<'s>(
     Ok(Some((proxy, bridge)))
 }
 
-/// Tackle's own binary, opened to start the sandbox's start-up step from. Without it an allow
-/// list cannot be made true, and the command is refused.
-fn own_binary() -> Result<std::fs::File, HostError> {
-    std::env::current_exe()
-        .and_then(std::fs::File::open)
-        .map_err(|e| {
-            HostError::Denied(Decision::deny(
-                "grants.shell.allow",
-                format!("the allow list cannot be enforced: Tackle's own binary cannot be opened ({e}), so the command is not run"),
-            ))
-        })
+/// The sandbox's start-up program (Tackle's own binary), opened to start it from. Without it
+/// an allow list cannot be made true, and the command is refused.
+fn init_program(path: Option<&Path>) -> Result<std::fs::File, HostError> {
+    let refuse = |why: String| {
+        HostError::Denied(Decision::deny(
+            "grants.shell.allow",
+            format!("the allow list cannot be enforced here ({why}), so the command is not run"),
+        ))
+    };
+    let path = path.ok_or_else(|| refuse("no sandbox start-up program is configured".into()))?;
+    std::fs::File::open(path).map_err(|e| refuse(format!("{}: {e}", path.display())))
 }
 
 /// The compiled seccomp filters, or none (said once) where they cannot be built here.

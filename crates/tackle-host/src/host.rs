@@ -269,6 +269,7 @@ impl ToolHost for NativeHost {
             hidden: &c.hidden,
             network: self.grants.network.as_ref(),
             net_bridge: c.net_bridge.as_deref(),
+            sandbox_init: c.sandbox_init.as_deref(),
             dns_overrides: &c.dns_overrides,
             sandbox_required: c.sandbox_required,
         };

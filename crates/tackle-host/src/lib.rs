@@ -76,5 +76,26 @@ pub use report::{enforcement_report, enforcement_report_json, Enforcement};
 pub use sandbox::{sandbox_status, SandboxStatus};
 pub use sandbox_init::sandbox_exec_main;
 pub use sandbox_view::{enforced_rules, Executable, Mount, SandboxView};
+
+/// The sandbox view of a command under `shell` in `workspace` on this machine, as `exec` would
+/// plan it (for benchmarks and tools that show it).
+pub fn sandbox_view_for(
+    shell: &tackle_protocol::ShellGrant,
+    workspace: &std::path::Path,
+    tmpdir: &std::path::Path,
+) -> SandboxView {
+    sandbox_view::for_command(&sandbox_view::Inputs {
+        shell,
+        cwd: workspace,
+        workspace,
+        tmpdir,
+        read: &[],
+        write: &[],
+        home: None,
+        hidden: &[],
+        also_read: &[],
+        proxied_network: false,
+    })
+}
 pub use seccomp::blocked_syscalls;
 pub use skill_dirs::DiskSkillDirs;

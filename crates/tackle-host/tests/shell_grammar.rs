@@ -154,17 +154,52 @@ async fn ordinary_lines_still_run_under_rules() {
         eprintln!("skipped: bash is not installed");
         return;
     }
-    let g = shell_grant(&["echo", "printf", "cat", "wc"], &["rm"], OpaqueMode::Deny);
+    let allow = shell_grant(&["echo", "printf", "cat", "wc"], &["rm"], OpaqueMode::Deny);
+    let deny = shell_grant(&[], &["rm"], OpaqueMode::Deny);
     let f = Fixture::new();
     f.write("a.txt", "one\ntwo\n");
-    for line in [
-        "n=3; echo $((n*2))",
-        "printf '%s\\n' '${HOME} stays literal'",
-        "cat <<'EOF' | wc -l\na\nb\nEOF",
-        "echo \"$(cat <<'EOF'\nmessage\nEOF\n)\"",
-        "for f in *.txt; do wc -l \"$f\"; done",
+    for (line, want) in [
+        ("n=3; echo $((n*2))", "6"),
+        (
+            "printf '%s\\n' '${HOME} stays literal'",
+            "${HOME} stays literal",
+        ),
+        ("cat <<'EOF' | wc -l\na\nb\nEOF", "2"),
+        ("echo \"$(cat <<'EOF'\nmessage\nEOF\n)\"", "message"),
+        ("for f in *.txt; do wc -l \"$f\"; done", "2 a.txt"),
     ] {
-        let out = f.host(grants(g.clone())).exec(sh(line)).await;
-        assert!(out.is_ok(), "{line:?}: {out:?}");
+        // The allow list's decision; running under it needs the sandbox's start-up program
+        // (the `tackle` binary), which the binary's own tests exercise.
+        let decided = check_shell_line(line, &allow).await;
+        assert_eq!(decided.verdict, Verdict::Allow, "{line:?}: {decided:?}");
+        let out = f.host(grants(deny.clone())).exec(sh(line)).await;
+        let out = out.unwrap_or_else(|e| panic!("{line:?}: {e:?}"));
+        assert!(out.stdout.contains(want), "{line:?}: {out:?}");
+    }
+}
+
+#[tokio::test]
+async fn an_allow_list_that_cannot_be_made_true_refuses_the_command() {
+    if bash_path().is_none() {
+        eprintln!("skipped: bash is not installed");
+        return;
+    }
+    let f = Fixture::new();
+    let allow = shell_grant(&["echo"], &[], OpaqueMode::Deny);
+    // No start-up program configured (`HostConfig::sandbox_init`).
+    let out = f.host(grants(allow)).exec(sh("echo ran")).await;
+    let namespaces = tackle_host::enforcement_report()
+        .iter()
+        .any(|e| e.protection == "namespaces" && e.enforced);
+    if namespaces {
+        assert!(is_denied(&out), "{out:?}");
+        let err = out.expect_err("refused");
+        assert!(
+            err.to_string().contains("allow list cannot be enforced"),
+            "{err}"
+        );
+    } else {
+        eprintln!("no namespaces here: the allow list is the analyser's alone");
+        assert!(out.is_ok_and(|o| o.stdout.contains("ran")));
     }
 }
