@@ -99,3 +99,41 @@ fn a_value_nested_too_deep_is_still_denied() {
     assert!(d.is_denied());
     assert!(d.why.contains("deep"), "{}", d.why);
 }
+
+#[test]
+fn many_quoted_funsub_markers_and_here_documents_stay_cheap() {
+    // Each `${ ` marker is placed against the literal spans of the line's tokens: a line full
+    // of them (and of here-documents, whose bodies are located in the source) must not cost
+    // quadratic time.
+    let quoted = "echo 'const s = \"${ x }\";'; ".repeat(4000);
+    let bodies = "cat <<'E'\n${ x }\nE\n".repeat(2000);
+    let deny_rm = grant(&[], &["rm"]);
+    let started = Instant::now();
+    let d = check_shell(&quoted, &deny_rm);
+    assert!(d.is_allowed(), "{}", d.why);
+    let d = check_shell(&bodies, &deny_rm);
+    assert!(d.is_allowed(), "{}", d.why);
+    // One marker outside the quotes still refuses the whole line.
+    let tail = format!("{quoted}echo ${{ rm x; }}");
+    assert!(check_shell(&tail, &deny_rm).is_denied());
+    assert!(
+        started.elapsed() < Duration::from_secs(20),
+        "{:?}",
+        started.elapsed()
+    );
+}
+
+#[test]
+fn arithmetic_on_counts_is_allowed_and_on_other_output_is_not() {
+    let g = grant(&["wc", "echo", "cat"], &["rm"]);
+    assert!(check_shell("n=$(wc -l < f); echo $((n + 1))", &g).is_allowed());
+    for line in [
+        "n=$(cat f); echo $((n + 1))",
+        "n=$(wc -l f); echo $((n + 1))",
+        "echo $(( $(cat f) * 2 ))",
+    ] {
+        let d = check_shell(line, &g);
+        assert!(d.is_denied(), "{line}");
+        assert!(d.why.contains("evaluates"), "{}", d.why);
+    }
+}

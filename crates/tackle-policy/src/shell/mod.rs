@@ -29,6 +29,19 @@
 //! - With rules, a command name holding control or invisible characters (zero-width,
 //!   bidirectional overrides) is denied; lookalike letters (`ｒｍ`) name a different program.
 //!
+//! - Arithmetic evaluates text as an expression, whose subscripts run commands: it may read
+//!   variables the line sets to integers (`i=0`, `i=$((i + 1))`) and the output of a command
+//!   that only prints a count (`$(wc -l < f)`, `$(grep -c x f)`), nothing else.
+//! - Single-quoted text, `$'…'` and the body of a here-document with a quoted delimiter are
+//!   literal: `${ …; }` or backquotes in them run nothing.
+//! - A rule with arguments (`git push`, `cargo publish`) is the analyser's alone (the sandbox
+//!   enforces program names at exec). While one names a program, an invocation of it whose
+//!   subcommand configuration the analyser cannot see may rename or re-route is opaque: a
+//!   subcommand that is not built in (an alias), `--git-dir`/`--work-tree`/`--attr-source`/
+//!   `--template`, `git config --file`/`--rename-section`, a write into `.git/` or
+//!   `.cargo/`. Subcommands that push under another name (`git send-pack`, git's exec-path
+//!   programs such as `/usr/lib/git-core/git-push`) are checked as `git push`.
+//!
 //! With any rule in force the analyser fails closed: a line is allowed only if it can name
 //! every program the line runs. What it cannot see through (an alias defined in the line,
 //! `eval` of an expansion, `source`, a computed command name or glob, a command-option whose
@@ -153,7 +166,8 @@ fn decide(line: &str, found: Analysis, grant: &ShellGrant) -> Decision {
     }
     let restricted = !grant.allow.is_empty() || !grant.deny.is_empty();
     if restricted {
-        if let Some(d) = unknowable(line, &found, grant.opaque) {
+        let routed = config_routed(&found, &allow, &deny);
+        if let Some(d) = unknowable(line, &found, grant.opaque, routed) {
             // An allow list still has the last word: approval cannot admit a program the
             // operator did not allow.
             if d.verdict == Verdict::Ask {
@@ -176,7 +190,12 @@ fn decide(line: &str, found: Analysis, grant: &ShellGrant) -> Decision {
 }
 
 /// Code that runs but cannot be checked, including command names computed at run time.
-fn unknowable(line: &str, found: &Analysis, opaque: OpaqueMode) -> Option<Decision> {
+fn unknowable(
+    line: &str,
+    found: &Analysis,
+    opaque: OpaqueMode,
+    routed: Option<String>,
+) -> Option<Decision> {
     let names = found
         .cmds
         .iter()
@@ -209,7 +228,8 @@ fn unknowable(line: &str, found: &Analysis, opaque: OpaqueMode) -> Option<Decisi
         .or_else(|| written_then_read(found));
     let what = what
         .or(written_then_run)
-        .or_else(|| found.opaque.first().map(|o| format!("it contains {o}")))?;
+        .or_else(|| found.opaque.first().map(|o| format!("it contains {o}")))
+        .or(routed)?;
     Some(match opaque {
         OpaqueMode::Deny => Decision::deny(
             "grants.shell.opaque",
@@ -224,6 +244,45 @@ fn unknowable(line: &str, found: &Analysis, opaque: OpaqueMode) -> Option<Decisi
             ),
         ),
     })
+}
+
+/// A rule with arguments (`git push`, `cargo publish`) is the analyser's alone: the sandbox
+/// enforces only program names at exec. While one names a program, an invocation of it whose
+/// subcommand configuration the analyser cannot see may rename or re-route (a `git` alias,
+/// `--git-dir`, a hook or config file the line writes) fails closed.
+fn config_routed(found: &Analysis, allow: &[Rule], deny: &[Rule]) -> Option<String> {
+    let named: Vec<String> = allow
+        .iter()
+        .chain(deny)
+        .filter(|r| r.words.len() > 1)
+        .filter_map(|r| r.words.first())
+        .map(|p| p.to_ascii_lowercase())
+        .collect();
+    if named.is_empty() {
+        return None;
+    }
+    let because = |program: &str| {
+        format!(
+            " (a shell rule names `{program}` with arguments, which only the analyser can enforce)"
+        )
+    };
+    if let Some((program, what)) = found.config_routed.iter().find(|(p, _)| named.contains(p)) {
+        return Some(format!("{what}{}", because(program)));
+    }
+    // A write to a name computed at run time may land in `.git/` before git runs.
+    let runs_git = found.cmds.iter().any(|c| {
+        c.words
+            .first()
+            .and_then(wrappers::program_name)
+            .is_some_and(|n| n.eq_ignore_ascii_case("git") || n.starts_with("git-"))
+    });
+    match &found.written_dynamic {
+        Some(w) if runs_git && named.iter().any(|p| p == "git") => Some(format!(
+            "it writes `{w}`, a name computed at run time that may be git configuration or a hook, and runs git{}",
+            because("git")
+        )),
+        _ => None,
+    }
 }
 
 /// A file the line writes that a program it runs reads by itself and that can name programs
@@ -400,7 +459,13 @@ mod tests {
     #[test]
     fn rule_words_do_not_match_longer_names() {
         assert!(check_shell("rmdir x", &grant(&[], &["rm"])).is_allowed());
-        assert!(check_shell("git pushx", &grant(&[], &["git push"])).is_allowed());
+        // `pushx` is not `push`; being no git builtin, it may be an alias from configuration,
+        // which a rule with arguments refuses as opaque (not as a match of the rule).
+        let d = check_shell("git pushx", &grant(&[], &["git push"]));
+        assert_eq!(d.rule, "grants.shell.opaque", "{}", d.why);
+        assert!(check_shell("git pushx", &grant(&[], &["git"])).is_denied());
+        assert!(check_shell("git pushx", &grant(&["git"], &["rm"])).is_allowed());
+        assert!(check_shell("git stash", &grant(&[], &["git st"])).is_allowed());
     }
 
     #[test]

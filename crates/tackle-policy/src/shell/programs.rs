@@ -205,6 +205,18 @@ impl Walker {
     pub(crate) fn program(&mut self, name: &str, args: &[Word]) -> bool {
         let base = name.trim_end_matches(|c: char| c.is_ascii_digit() || c == '.');
         let in_table = self.runner(name, args);
+        if let Some(sub) = name.strip_prefix("git-").filter(|s| !s.is_empty()) {
+            // Git runs its subcommands as programs from its exec-path
+            // (`/usr/lib/git-core/git-push`, `git-send-pack`): a rule about `git push` covers
+            // them, so they are checked as the `git` command they are.
+            let mut words = vec![Word::literal("git"), Word::literal(sub)];
+            words.extend(args.iter().cloned());
+            self.command(super::walk::Cmd {
+                words,
+                open_tail: false,
+                maybe: true,
+            });
+        }
         let screened = if name == "git" {
             self.git(args);
             true

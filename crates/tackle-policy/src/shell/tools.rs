@@ -209,6 +209,7 @@ impl Walker {
 
     /// `cargo --config KEY=VALUE` can name a runner, linker or wrapper program.
     fn cargo(&mut self, args: &[Word]) {
+        self.cargo_subcommand(args);
         if args.iter().any(|w| w.text == "watch") {
             for line in super::git::option_values(args, &["-s", "--shell"]) {
                 self.run_string("cargo watch", &line);
@@ -216,6 +217,75 @@ impl Walker {
         }
         for v in super::git::option_values(args, &["--config"]) {
             self.cargo_config(&v);
+        }
+    }
+
+    /// Cargo runs an alias from its configuration (`[alias] p = "publish"` in a
+    /// `.cargo/config.toml` of the directory or any parent) in place of any subcommand that
+    /// is not built in, external ones (`clippy`, `fmt`) and the short forms (`b`, `t`)
+    /// included: such a subcommand may be any other.
+    fn cargo_subcommand(&mut self, args: &[Word]) {
+        const BUILTINS: &[&str] = &[
+            "add",
+            "bench",
+            "build",
+            "check",
+            "clean",
+            "config",
+            "doc",
+            "fetch",
+            "fix",
+            "generate-lockfile",
+            "help",
+            "info",
+            "init",
+            "install",
+            "locate-project",
+            "login",
+            "logout",
+            "metadata",
+            "new",
+            "owner",
+            "package",
+            "pkgid",
+            "publish",
+            "read-manifest",
+            "remove",
+            "report",
+            "run",
+            "rustc",
+            "rustdoc",
+            "search",
+            "test",
+            "tree",
+            "uninstall",
+            "update",
+            "vendor",
+            "verify-project",
+            "version",
+            "yank",
+        ];
+        const VALUED: &[&str] = &["--color", "--config", "-C", "-Z", "--explain"];
+        let mut i = 0;
+        while let Some(w) = args.get(i) {
+            if w.dynamic || !(w.text.starts_with('-') || w.text.starts_with('+')) {
+                break;
+            }
+            i += if VALUED.contains(&w.text.as_str()) {
+                2
+            } else {
+                1
+            };
+        }
+        let Some(sub) = args.get(i) else { return };
+        if sub.dynamic || !BUILTINS.contains(&sub.text.as_str()) {
+            self.routed(
+                "cargo",
+                format!(
+                    "`cargo {}`, which is no cargo builtin and may be an alias from configuration the analyser cannot see",
+                    sub.text
+                ),
+            );
         }
     }
 

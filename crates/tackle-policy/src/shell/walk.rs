@@ -4,6 +4,7 @@ use super::nesting::{possible_nesting, MAX_POSSIBLE_NESTING};
 use super::words::{self, Embedded, Word};
 use super::ShellError;
 use brush_parser::ast;
+use brush_parser::word::{WordPiece, WordPieceWithSource};
 
 /// Nested programs (substitutions, `sh -c`, `eval`) and wrappers, together.
 pub(crate) const MAX_DEPTH: usize = 24;
@@ -46,6 +47,17 @@ pub(crate) struct Analysis {
     pub assigned: Vec<(String, Option<String>)>,
     /// Functions the line defines, with the number of commands found before the definition.
     pub functions: Vec<(String, usize)>,
+    /// Every function name the line defines anywhere (nested, conditional, in inner shells).
+    pub defined_functions: Vec<String>,
+    /// Programs whose output arithmetic takes as a count (see `counting_output`), with the
+    /// arithmetic text: fine only while no function of the line shadows them.
+    pub counted: Vec<(String, String)>,
+    /// Invocations of a program whose subcommand configuration the analyser cannot see may
+    /// rename or re-route (a `git` alias, a hook, a planted config file), each with a phrase
+    /// for the `why`. Harmless to a rule naming only the program, which the sandbox enforces
+    /// at exec; opaque while a rule names the program with arguments (`git push`), which only
+    /// the analyser can enforce.
+    pub config_routed: Vec<(String, String)>,
 }
 
 impl Analysis {
@@ -54,9 +66,29 @@ impl Analysis {
     /// leaves alone has a value from elsewhere (the environment, or bash itself: `$_` is the
     /// previous command's last argument).
     pub(crate) fn settle_arithmetic(&mut self) {
+        for (program, text) in std::mem::take(&mut self.counted) {
+            // A function of the same name (or the handler bash calls for a missing program)
+            // would print whatever it likes in place of the count.
+            let shadowed = self
+                .defined_functions
+                .iter()
+                .any(|f| *f == program || f == "command_not_found_handle");
+            if shadowed {
+                self.opaque.push(format!(
+                    "the arithmetic `{text}`, which evaluates the output of `{program}`, a name the line defines as a function"
+                ));
+            }
+        }
         for (name, text) in std::mem::take(&mut self.arithmetic_reads) {
             let mut values = self.assigned.iter().filter(|(n, _)| n == &name).peekable();
-            let unsafe_value = values.peek().is_none()
+            // Bash keeps some variables integers itself (`$RANDOM`, `$SECONDS`): fine unless
+            // the line assigns or unsets them (then their values count). Others it sets after
+            // the line's own assignments (`$_` is the previous command's last argument,
+            // `BASH_REMATCH` what `=~` matched): whatever the line assigned, their values come
+            // from elsewhere.
+            let unsafe_value = (values.peek().is_none()
+                && !ALWAYS_INTEGER.contains(&name.as_str()))
+                || SET_BY_BASH.contains(&name.as_str())
                 || values.any(|(_, v)| !v.as_deref().is_some_and(words::inert_arithmetic_value));
             if unsafe_value {
                 self.opaque.push(format!(
@@ -106,10 +138,12 @@ impl Walker {
             return;
         }
         let (was, opaque, error) = (self.maybe, self.out.opaque.len(), self.out.error.clone());
+        let routed = self.out.config_routed.len();
         self.maybe = true;
         self.walk_line(text);
         self.maybe = was;
         self.out.opaque.truncate(opaque);
+        self.out.config_routed.truncate(routed);
         if matches!(self.out.error, Some(ShellError::Parse(_))) {
             self.out.error = error;
         }
@@ -117,6 +151,20 @@ impl Walker {
 
     /// Records a file the line writes.
     pub(crate) fn note_written(&mut self, w: &Word) {
+        if let Some(program) = Some(w)
+            .filter(|w| !w.dynamic)
+            .and_then(|w| super::git::config_place(&w.text))
+        {
+            // Even without the program in this line: a later line's run reads what it planted.
+            self.routed(
+                program,
+                format!(
+                    "it writes `{}`, {}",
+                    w.text,
+                    super::git::config_place_phrase(program)
+                ),
+            );
+        }
         if w.dynamic {
             self.out
                 .written_dynamic
@@ -136,6 +184,14 @@ impl Walker {
         self.out.opaque.push(what.into());
     }
 
+    /// Notes an invocation of `program` that configuration may re-route (see
+    /// [`Analysis::config_routed`]).
+    pub(crate) fn routed(&mut self, program: &str, what: impl Into<String>) {
+        self.out
+            .config_routed
+            .push((program.to_string(), what.into()));
+    }
+
     /// Parses `text` as a program and walks it, one level deeper.
     pub(crate) fn walk_line(&mut self, text: &str) {
         if self.depth >= MAX_DEPTH {
@@ -148,11 +204,10 @@ impl Walker {
             return;
         }
         // Bash 5.3 runs `${ cmd; }` and `${| cmd; }` in the current shell; the parser does not
-        // know them (and quoted text that merely looks like one is refused too, erring wide).
-        if ["${ ", "${\t", "${\n", "${|"]
-            .iter()
-            .any(|f| text.contains(f))
-        {
+        // know them (its tokenizer even drops the blanks inside). Only text the shell reads
+        // literally may hold one: a single-quoted string, `$'…'`, or the body of a
+        // here-document with a quoted delimiter (JavaScript template strings, commit messages).
+        if funsub_outside_literal_text(text) {
             self.opaque("a `${ …; }` command substitution, which the analyser cannot read");
         }
         if heredoc_inside_backquotes(text) {
@@ -258,6 +313,7 @@ impl Walker {
                 self.walk_redirects(redirects.as_ref());
             }
             ast::Command::Function(f) => {
+                self.out.defined_functions.push(f.fname.value.clone());
                 // A function's input is whatever its callers give it.
                 self.with_input(true, |me| me.walk_compound(&f.body.0));
                 self.walk_redirects(f.body.1.as_ref());
@@ -446,10 +502,19 @@ impl Walker {
                 // Programs read variables as commands (`PAGER`, `RUSTC_WRAPPER`, …).
                 let value = self.word(w);
                 let name = assignment_name(a);
-                self.assigned(&name, (!value.dynamic).then_some(value.text.as_str()));
-                if !value.dynamic {
-                    self.assigned_value(&name, &value.text);
+                if value.dynamic {
+                    match self.integer_value(&w.value, &name) {
+                        // `n=$(wc -l < f)`, `t=$((a + b))`: an integer whatever the input.
+                        IntegerValue::Base => self.assigned(&name, Some("0")),
+                        // `i=$((i + 1))` is an integer too, but only as safe as the value `i`
+                        // had before: it gives `i` no value of its own.
+                        IntegerValue::FromItself => self.check_assignment_name(&name),
+                        IntegerValue::No => self.assigned(&name, None),
+                    }
+                    return;
                 }
+                self.assigned(&name, Some(value.text.as_str()));
+                self.assigned_value(&name, &value.text);
             }
             ast::AssignmentValue::Array(items) => {
                 self.assigned(&assignment_name(a), None);
@@ -564,7 +629,11 @@ impl Walker {
 
     /// Notes the variables arithmetic `text` evaluates (settled once the whole line is read).
     pub(crate) fn arithmetic_reads(&mut self, text: &str) {
-        match words::arithmetic_variables(text) {
+        let counted = counted_arithmetic(text);
+        for program in counted.programs {
+            self.out.counted.push((program, text.to_string()));
+        }
+        match words::arithmetic_variables(&counted.text) {
             Some(names) => {
                 // `i=0` inside arithmetic gives `i` an integer.
                 for n in words::arithmetic_assignments(text) {
@@ -577,6 +646,55 @@ impl Walker {
             None => self.opaque(format!(
                 "the arithmetic `{text}`, which evaluates text from outside the line as code"
             )),
+        }
+    }
+
+    /// Whether an assignment's value (its source `raw`) is always an integer: one arithmetic
+    /// expansion, or one command substitution whose output is a count, quoted or not.
+    fn integer_value(&mut self, raw: &str, name: &str) -> IntegerValue {
+        let Some(pieces) =
+            words::guarded(|| brush_parser::word::parse(raw, &words::options()).ok())
+        else {
+            return IntegerValue::No;
+        };
+        let mut only = &pieces[..];
+        if let [one] = only {
+            if let WordPiece::DoubleQuotedSequence(inner) = &one.piece {
+                only = inner;
+            }
+        }
+        let [one] = only else {
+            return IntegerValue::No;
+        };
+        match &one.piece {
+            WordPiece::ArithmeticExpression(e) => {
+                let counted = counted_arithmetic(&e.value.replace('\'', " "));
+                match words::arithmetic_variables(&counted.text) {
+                    Some(names) if !names.iter().any(|n| n == name) => IntegerValue::Base,
+                    _ => IntegerValue::FromItself,
+                }
+            }
+            WordPiece::ParameterExpansion(_) => {
+                let piece = raw.get(one.start_index..one.end_index).unwrap_or("");
+                match integer_expansion(piece) {
+                    Some(None) => IntegerValue::Base,
+                    // `start=$SECONDS` is as safe as `$SECONDS` in arithmetic is.
+                    Some(Some(var)) if var != name => {
+                        self.out.arithmetic_reads.push((var, raw.to_string()));
+                        IntegerValue::Base
+                    }
+                    _ => IntegerValue::No,
+                }
+            }
+            WordPiece::CommandSubstitution(body)
+            | WordPiece::BackquotedCommandSubstitution(body) => match counting_output(body) {
+                Some(program) => {
+                    self.out.counted.push((program, raw.to_string()));
+                    IntegerValue::Base
+                }
+                None => IntegerValue::No,
+            },
+            _ => IntegerValue::No,
         }
     }
 
@@ -619,6 +737,281 @@ impl Walker {
             ));
         }
     }
+}
+
+/// Variables bash itself sets as the line runs, whatever the line assigned them.
+const SET_BY_BASH: &[&str] = &[
+    "_",
+    "BASH_REMATCH",
+    "REPLY",
+    "OPTARG",
+    "MAPFILE",
+    "COPROC",
+    "PWD",
+    "OLDPWD",
+    "BASH_COMMAND",
+    "BASH_ARGV",
+    "BASH_ARGV0",
+    "BASH_SOURCE",
+    "BASH_EXECUTION_STRING",
+    "FUNCNAME",
+    "DIRSTACK",
+    "READLINE_LINE",
+    "COMP_LINE",
+    "COMP_WORDS",
+    "HOSTNAME",
+];
+
+/// Variables bash keeps as integers itself, until the line assigns or unsets them.
+const ALWAYS_INTEGER: &[&str] = &[
+    "RANDOM",
+    "SRANDOM",
+    "SECONDS",
+    "EPOCHSECONDS",
+    "LINENO",
+    "BASHPID",
+    "PPID",
+    "UID",
+    "EUID",
+    "HISTCMD",
+];
+
+/// An expansion that is always an integer: `Some(None)` for a length (`${#x}`, `${#a[@]}`,
+/// `$#`), `Some(Some(name))` for a variable bash keeps an integer (`$SECONDS`), whose own
+/// assignments the caller still has to settle.
+fn integer_expansion(raw: &str) -> Option<Option<String>> {
+    let is_name = |n: &str| {
+        !n.is_empty()
+            && n.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+            && !n.starts_with(|c: char| c.is_ascii_digit())
+    };
+    if raw == "$#" || raw == "${#}" {
+        return Some(None);
+    }
+    if let Some(inner) = raw.strip_prefix("${#").and_then(|r| r.strip_suffix('}')) {
+        let name = inner
+            .strip_suffix("[@]")
+            .or_else(|| inner.strip_suffix("[*]"))
+            .unwrap_or(inner);
+        return (is_name(name) || matches!(name, "@" | "*")).then_some(None);
+    }
+    let name = raw
+        .strip_prefix("${")
+        .and_then(|r| r.strip_suffix('}'))
+        .or_else(|| raw.strip_prefix('$'))?;
+    ALWAYS_INTEGER
+        .contains(&name)
+        .then(|| Some(name.to_string()))
+}
+
+/// How an assignment's value reads in arithmetic.
+enum IntegerValue {
+    /// Always an integer, computed without the variable's own earlier value.
+    Base,
+    /// An integer computed from the variable's own earlier value (`i=$((i + 1))`).
+    FromItself,
+    /// Anything.
+    No,
+}
+
+/// Arithmetic text with each command substitution whose output is a count replaced by `1`.
+struct CountedArithmetic {
+    text: String,
+    /// The programs whose output was taken as a count.
+    programs: Vec<String>,
+}
+
+/// Arithmetic evaluates text as an expression, and an expression can run code (`a[$(cmd)]`
+/// evaluates its subscript), so text from a command's output is refused in general. Output
+/// that is only ever a count (`$(wc -l < f)`, `$(ls | wc -l)`, `$(grep -c x f)`) is a number:
+/// replaced by one, the rest of the text is judged as before. Double quotes, which arithmetic
+/// removes, are removed; anything else stays as written for `arithmetic_variables` to judge.
+fn counted_arithmetic(text: &str) -> CountedArithmetic {
+    let mut out = CountedArithmetic {
+        text: String::new(),
+        programs: Vec::new(),
+    };
+    if !text.contains(['$', '`']) {
+        out.text = text.to_string();
+        return out;
+    }
+    let Some(pieces) = words::guarded(|| brush_parser::word::parse(text, &words::options()).ok())
+    else {
+        out.text = text.to_string();
+        return out;
+    };
+    fn rewrite(pieces: &[WordPieceWithSource], source: &str, out: &mut CountedArithmetic) {
+        for p in pieces {
+            let raw = source.get(p.start_index..p.end_index).unwrap_or("");
+            match &p.piece {
+                WordPiece::CommandSubstitution(body)
+                | WordPiece::BackquotedCommandSubstitution(body) => match counting_output(body) {
+                    Some(program) => {
+                        out.programs.push(program);
+                        out.text.push_str(" 1 ");
+                    }
+                    None => out.text.push_str(raw),
+                },
+                WordPiece::DoubleQuotedSequence(inner) => rewrite(inner, source, out),
+                // `${#arr[@]}`: a length is a number, and no subscript is evaluated.
+                WordPiece::ParameterExpansion(_) if integer_expansion(raw) == Some(None) => {
+                    out.text.push_str(" 1 ")
+                }
+                _ => out.text.push_str(raw),
+            }
+        }
+    }
+    rewrite(&pieces, text, &mut out);
+    out
+}
+
+/// The program whose output is the whole output of command substitution `body`, when that
+/// output can only be a count: the last command of a single pipeline is `wc` counting one
+/// thing on its input, `grep -c` on its input or one file, `date +%s`-like formats, `nproc`,
+/// or `git rev-list --count`, every word of it literal, with no redirection that could put
+/// other text on its output. Whatever earlier commands of the pipeline print goes into it.
+fn counting_output(body: &str) -> Option<String> {
+    let program = parse(body).ok()?;
+    let [list] = &program.complete_commands[..] else {
+        return None;
+    };
+    let [item] = &list.0[..] else {
+        return None;
+    };
+    if !matches!(item.1, ast::SeparatorOperator::Sequence) || !item.0.additional.is_empty() {
+        return None;
+    }
+    let pipeline = &item.0.first;
+    if pipeline.timed.is_some() {
+        return None;
+    }
+    let ast::Command::Simple(last) = pipeline.seq.last()? else {
+        return None;
+    };
+    let mut words = Vec::new();
+    let items = last
+        .prefix
+        .iter()
+        .flat_map(|p| p.0.iter())
+        .chain(last.suffix.iter().flat_map(|p| p.0.iter()));
+    for item in items {
+        use ast::CommandPrefixOrSuffixItem as I;
+        use ast::IoFileRedirectKind as K;
+        use ast::IoFileRedirectTarget as T;
+        match item {
+            I::Word(w) => words.push(w),
+            I::IoRedirect(ast::IoRedirect::File(fd, K::Read, T::Filename(_)))
+                if fd.is_none_or(|n| n == 0) => {}
+            I::IoRedirect(
+                ast::IoRedirect::HereDocument(fd, _) | ast::IoRedirect::HereString(fd, _),
+            ) if fd.is_none_or(|n| n == 0) => {}
+            I::IoRedirect(ast::IoRedirect::File(
+                Some(2),
+                K::Write | K::Append | K::Clobber,
+                T::Filename(w),
+            )) if w.value == "/dev/null" => {}
+            _ => return None,
+        }
+    }
+    let mut literal = Vec::new();
+    for w in last.word_or_name.iter().chain(words) {
+        let scan = words::scan_word(&w.value)?;
+        if !scan.embedded.is_empty() {
+            return None;
+        }
+        let word = scan.into_word(&w.value);
+        if word.dynamic {
+            return None;
+        }
+        literal.push(word.text);
+    }
+    let (name, args) = literal.split_first()?;
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let counts = match name.as_str() {
+        "wc" => matches!(
+            args[..],
+            ["-l" | "-c" | "-w" | "-m" | "--lines" | "--bytes" | "--words" | "--chars"]
+        ),
+        "grep" => grep_counts(&args),
+        "date" => date_counts(&args),
+        "nproc" => matches!(args[..], [] | ["--all"]),
+        "git" => {
+            args.first() == Some(&"rev-list")
+                && args.contains(&"--count")
+                && args.iter().skip(1).all(|a| {
+                    !a.starts_with('-')
+                        || matches!(
+                            *a,
+                            "--count" | "--all" | "--no-merges" | "--merges" | "--first-parent"
+                        )
+                })
+        }
+        _ => false,
+    };
+    counts.then(|| name.clone())
+}
+
+/// `grep -c PATTERN [FILE]` with options that change neither what it prints nor where it
+/// reads: one count, never a file name (which `-r`, `-H` or a second file would add).
+fn grep_counts(args: &[&str]) -> bool {
+    const LONG: &[&str] = &[
+        "--count",
+        "--ignore-case",
+        "--invert-match",
+        "--word-regexp",
+        "--line-regexp",
+        "--extended-regexp",
+        "--fixed-strings",
+        "--basic-regexp",
+        "--perl-regexp",
+        "--no-messages",
+    ];
+    let mut count = false;
+    let mut operands = 0;
+    let mut options_end = false;
+    for a in args {
+        if options_end || !a.starts_with('-') || *a == "-" {
+            operands += 1;
+        } else if *a == "--" {
+            options_end = true;
+        } else if let Some(long) = a.strip_prefix("--") {
+            if !LONG.contains(a) {
+                return false;
+            }
+            count |= long == "count";
+        } else {
+            let letters = a.get(1..).unwrap_or("");
+            if !letters.chars().all(|c| "civwxEFGPsaIU".contains(c)) {
+                return false;
+            }
+            count |= letters.contains('c');
+        }
+    }
+    count && (1..=2).contains(&operands)
+}
+
+/// `date [-u] +FORMAT` where the format is only digits and conversions that print numbers.
+fn date_counts(args: &[&str]) -> bool {
+    let format = match args {
+        [f] | ["-u" | "--utc", f] => f,
+        _ => return false,
+    };
+    let Some(format) = format.strip_prefix('+') else {
+        return false;
+    };
+    let mut chars = format.chars();
+    let mut any = false;
+    while let Some(c) = chars.next() {
+        match c {
+            '%' => match chars.next() {
+                Some(c) if "sYmdHMSjNuwyCGgVUWeklI".contains(c) => any = true,
+                _ => return false,
+            },
+            c if c.is_ascii_digit() => {}
+            _ => return false,
+        }
+    }
+    any
 }
 
 /// Whether a redirection gives the command input the line controls (a file, a here-document,
@@ -741,6 +1134,8 @@ fn risky_variable(name: &str) -> bool {
         "BROWSER",
         "GIT_SSH",
         "GIT_DIR",
+        // The directory whose `config` and `hooks/` a repository shares with its worktrees.
+        "GIT_COMMON_DIR",
         "GIT_EXEC_PATH",
         "GIT_CONFIG",
         "GIT_CONFIG_GLOBAL",
@@ -919,6 +1314,132 @@ pub(crate) fn parse(text: &str) -> Result<ast::Program, ShellError> {
     parsed.unwrap_or_else(|_| Err(ShellError::Parse("the parser failed on this input".into())))
 }
 
+/// The markers that open a bash 5.3 command substitution run in the current shell.
+const FUNSUB_MARKERS: &[&str] = &["${ ", "${\t", "${\n", "${|"];
+
+/// Whether `text` holds a `${ …; }` or `${| …; }` marker anywhere but in text the shell takes
+/// literally. Literal text is found from the tokenizer's own reading (the one every other
+/// check relies on): the top-level single-quoted and `$'…'` pieces of each word token, and a
+/// here-document body whose delimiter is quoted. Everything else (double quotes, `$(…)`,
+/// bodies that expand, a token whose position cannot be confirmed in the source) counts, so
+/// the check errs wide exactly where the text could run.
+fn funsub_outside_literal_text(text: &str) -> bool {
+    let markers: Vec<usize> = FUNSUB_MARKERS
+        .iter()
+        .flat_map(|m| text.match_indices(m).map(|(at, _)| at))
+        .collect();
+    if markers.is_empty() {
+        return false;
+    }
+    let literal = match literal_spans(text) {
+        Some(spans) => spans,
+        None => return true,
+    };
+    markers
+        .iter()
+        .any(|at| !literal.iter().any(|(from, to)| from <= at && at < to))
+}
+
+/// Byte ranges of `text` that the shell reads literally (see `funsub_outside_literal_text`),
+/// or `None` when the text cannot be tokenized safely.
+fn literal_spans(text: &str) -> Option<Vec<(usize, usize)>> {
+    if text.len() > MAX_LINE_BYTES
+        || bracket_nesting(text) > MAX_NESTING
+        || possible_nesting(text) > MAX_POSSIBLE_NESTING
+    {
+        return None;
+    }
+    let opts = words::options();
+    let tokens = words::guarded(|| {
+        brush_parser::uncached_tokenize_str(text, &opts.tokenizer_options()).ok()
+    })?;
+    // Token positions count characters; pieces and markers count bytes.
+    let offsets: Vec<usize> = text
+        .char_indices()
+        .map(|(b, _)| b)
+        .chain(std::iter::once(text.len()))
+        .collect();
+    let byte_at = |chars: usize| offsets.get(chars).copied();
+    let word = |i: usize| match tokens.get(i) {
+        Some(brush_parser::Token::Word(t, span)) => Some((t.as_str(), span)),
+        _ => None,
+    };
+    let mut spans = Vec::new();
+    let mut bodies = std::collections::HashSet::new();
+    for (i, t) in tokens.iter().enumerate() {
+        if let brush_parser::Token::Operator(op, _) = t {
+            if op == "<<" || op == "<<-" {
+                // `<<`, the delimiter, the body, the end tag: the body is no ordinary word.
+                bodies.insert(i + 2);
+                let (Some((delim, _)), Some((body, span)), Some((end, _))) =
+                    (word(i + 1), word(i + 2), word(i + 3))
+                else {
+                    continue;
+                };
+                let quoted = delim.contains(['\'', '"', '\\']);
+                let bare: String = delim
+                    .chars()
+                    .filter(|c| !matches!(c, '\'' | '"' | '\\'))
+                    .collect();
+                if !quoted || end != bare {
+                    continue;
+                }
+                let Some(from) = byte_at(span.start.index) else {
+                    continue;
+                };
+                // The source from the body's start must hold exactly the body the tokenizer
+                // read (less the leading tabs `<<-` strips), or the position is not trusted.
+                let mut read = String::new();
+                let mut to = from;
+                for line in text.get(from..).unwrap_or("").split_inclusive('\n') {
+                    if read.len() >= body.len() {
+                        break;
+                    }
+                    read.push_str(if op == "<<-" {
+                        line.trim_start_matches('\t')
+                    } else {
+                        line
+                    });
+                    to += line.len();
+                }
+                if read == body {
+                    spans.push((from, to));
+                }
+            }
+        }
+    }
+    for (i, t) in tokens.iter().enumerate() {
+        let brush_parser::Token::Word(w, span) = t else {
+            continue;
+        };
+        if bodies.contains(&i) || !w.contains(['\'', '$']) {
+            continue;
+        }
+        let Some(from) = byte_at(span.start.index) else {
+            continue;
+        };
+        if text.get(from..from + w.len()) != Some(w.as_str()) {
+            continue;
+        }
+        let Some(pieces) = words::guarded(|| brush_parser::word::parse(w, &opts).ok()) else {
+            continue;
+        };
+        for p in pieces {
+            if matches!(
+                p.piece,
+                brush_parser::word::WordPiece::SingleQuotedText(_)
+                    | brush_parser::word::WordPiece::AnsiCQuotedText(_)
+            ) {
+                spans.push((from + p.start_index, from + p.end_index));
+            }
+        }
+    }
+    // Inside `((…))` bash reads single quotes as plain characters (see `arithmetic`).
+    let arithmetic = double_paren_ranges(text);
+    spans.retain(|(from, to)| !arithmetic.iter().any(|(a, b)| from < b && a < to));
+    Some(spans)
+}
+
 /// The deepest bracket nesting in the raw text, counted over-generously (quotes are ignored).
 /// Brackets nest inside words too (`$(…)`, `${…}`), where tokens cannot see them.
 fn bracket_nesting(text: &str) -> usize {
@@ -975,6 +1496,14 @@ fn keyword_nesting(tokens: &[brush_parser::Token]) -> usize {
 /// it is not taken again. Nested `((((…` would otherwise be read once per bracket, each time
 /// to the end of the line (quadratic in the line's length).
 fn double_paren_regions(text: &str) -> Vec<&str> {
+    double_paren_ranges(text)
+        .into_iter()
+        .map(|(from, to)| text.get(from..to).unwrap_or(""))
+        .collect()
+}
+
+/// The byte ranges of `double_paren_regions`.
+fn double_paren_ranges(text: &str) -> Vec<(usize, usize)> {
     let mut out = Vec::new();
     let mut from = 0;
     let mut taken_to: Option<usize> = None;
@@ -985,7 +1514,7 @@ fn double_paren_regions(text: &str) -> Vec<&str> {
         if !follows_dollar && taken_to.is_none_or(|end| body_start > end) {
             let rest = text.get(body_start..).unwrap_or("");
             let end = rest.find("))").map_or(text.len(), |e| body_start + e);
-            out.push(text.get(body_start..end).unwrap_or(""));
+            out.push((body_start, end));
             taken_to = Some(end);
         }
         from = body_start;

@@ -378,6 +378,12 @@ impl Walker {
         cmd.maybe |= self.maybe;
         let name = cmd.words.first().and_then(program_name);
         self.note_files(&cmd, name.as_deref());
+        if let Some(n) = name.as_deref().filter(|_| !cmd.maybe) {
+            self.note_config_place_words(
+                &n.to_ascii_lowercase(),
+                cmd.words.get(1..).unwrap_or(&[]),
+            );
+        }
         self.out.cmds.push(cmd.clone());
         let Some(name) = name else { return };
         if self.depth >= MAX_DEPTH {
