@@ -665,9 +665,13 @@ fn protection_checks(config: &Config) -> Vec<Check> {
 /// `analyser` for a program with arguments). Without namespaces, program rules fall back to
 /// the analyser, which is a warning.
 fn shell_rule_checks(config: &Config) -> Vec<Check> {
-    let namespaces = tackle_host::enforcement_report()
+    let report = tackle_host::enforcement_report();
+    let namespaces = report
         .iter()
         .any(|e| e.protection == "program_rules" && e.enforced);
+    let landlock = report
+        .iter()
+        .any(|e| e.protection == "landlock" && e.enforced);
     config
         .security
         .tool_policies
@@ -684,6 +688,9 @@ fn shell_rule_checks(config: &Config) -> Vec<Check> {
                 .iter()
                 .map(|r| {
                     let layer = match r.layer {
+                        tackle_policy::shell::RuleLayer::Kernel if !namespaces && landlock => {
+                            "kernel, Landlock only here".to_string()
+                        }
                         tackle_policy::shell::RuleLayer::Kernel if !namespaces => {
                             "analyser only here".to_string()
                         }

@@ -302,7 +302,7 @@ fn print_sandbox(out: &mut exit::Stdout, view: &Value) -> Result<()> {
         let layer = text(&r["layer"]);
         let how = match layer.as_str() {
             "kernel" if view["namespaces"] == Value::Bool(false) => {
-                "analyser only here (no namespace sandbox)"
+                "kernel, in part: no namespace sandbox here (see the losses below)"
             }
             "kernel" if text(&r["list"]) == "deny" => {
                 "kernel: the program is masked in the command's sandbox"

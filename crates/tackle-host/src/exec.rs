@@ -253,7 +253,8 @@ pub(crate) async fn run(scope: &ExecScope<'_>, req: ExecRequest) -> Result<ExecO
     let sandbox = if namespaces.is_ok() {
         sandbox::Prepared::none()
     } else {
-        let prepared = sandbox::prepare(&writable_roots(scope));
+        let limits = sandbox_view::landlock_limits(scope.shell);
+        let prepared = sandbox::prepare(&writable_roots(scope), &limits);
         apply_sandbox(&mut cmd, &prepared);
         prepared
     };
@@ -756,7 +757,7 @@ mod tests {
             .map(|b| format!("{b:02x}"))
             .collect();
         let pinned = PinnedProgram::load(&p, &want).expect("pinned");
-        let prepared = sandbox::prepare(&[d.path().to_path_buf()]);
+        let prepared = sandbox::prepare(&[d.path().to_path_buf()], &Default::default());
         let mut cmd = Command::new(pinned.path());
         cmd.stdout(Stdio::piped());
         let keep = vec![pinned.raw_fd()];

@@ -92,8 +92,12 @@ pub fn enforcement_report() -> Vec<Enforcement> {
             enforced: namespaces.is_ok(),
             detail: match &namespaces {
                 Ok(_) => "one-word shell rules hold at exec (layer `kernel`): a denied program is masked in every command's sandbox by name, hard link, symlink, copy and multi-call applet, so no path reaches it; under an allow list only the allowed programs, their libraries and the shell exist, and every other mount is noexec (the dynamic loader cannot map anything else either); rules with arguments (`git push`) are the analyser's (layer `analyser`), which refuses what it cannot see".into(),
+                Err(_) if landlock.is_enforced() => format!(
+                    "no namespace sandbox: program rules are kept by Landlock in part; lost here: {}",
+                    lost_without_namespaces().join("; ")
+                ),
                 Err(_) => format!(
-                    "enforced by the shell analyser only (no namespace sandbox); lost here: {}",
+                    "enforced by the shell analyser only (no namespace sandbox, no Landlock); lost here: {}",
                     lost_without_namespaces().join("; ")
                 ),
             },
@@ -126,13 +130,21 @@ pub fn enforcement_report() -> Vec<Enforcement> {
     ]
 }
 
-/// The guarantees of program rules that hold only inside the namespace sandbox.
+/// The guarantees of program rules that hold only inside the namespace sandbox, on this
+/// machine (where Landlock works, it keeps part of them).
 pub(crate) fn lost_without_namespaces() -> Vec<String> {
-    vec![
-        "a denied program is not masked: a path the analyser does not see (an interpreter's code, a config file, a script written then run) still reaches it".into(),
-        "under an allow list every installed program exists, and files written in the workspace can be executed".into(),
-        "when Tackle runs as root, files only root may read are readable, and files with setuid or setgid bits can be made".into(),
-    ]
+    if sandbox_status().is_enforced() {
+        vec![
+            "Landlock keeps a denied program's files from being executed or read, and under an allow list lets only the allowed programs, the shell and the loader be executed (nothing written); but the dynamic loader run by hand can still start any readable program (`/lib64/ld-linux-x86-64.so.2 /usr/bin/python3`), which only the namespace view's noexec mounts stop".into(),
+            "when Tackle runs as root, files only root may read are readable, and files with setuid or setgid bits can be made (the seccomp filter runs only inside the namespaces)".into(),
+        ]
+    } else {
+        vec![
+            "a denied program is not masked: a path the analyser does not see (an interpreter's code, a config file, a script written then run) still reaches it".into(),
+            "under an allow list every installed program exists, and files written in the workspace can be executed".into(),
+            "when Tackle runs as root, files only root may read are readable, and files with setuid or setgid bits can be made".into(),
+        ]
+    }
 }
 
 /// The same report as JSON, for `tackle doctor --json`.

@@ -7,7 +7,7 @@
 //! once at the first command, never silent.
 
 use std::os::fd::OwnedFd;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
 /// Whether shell commands run inside an OS sandbox on this machine.
@@ -108,9 +108,24 @@ const WRITABLE_DEVICES: &[&str] = &[
     "/dev/urandom",
 ];
 
-/// Build the ruleset: read+execute on `/`, full access beneath `writable` and the devices.
+/// What Landlock makes of a grant's program rules where namespaces are missing.
+#[derive(Debug, Clone, Default)]
+pub(crate) enum ProgramLimits {
+    /// Read and execute everywhere.
+    #[default]
+    None,
+    /// These files (a denied program, by every name and identity) can be neither read nor
+    /// executed; everything else can.
+    Hidden(Vec<PathBuf>),
+    /// Only these files, and what is beneath these directories, can be executed (the allowed
+    /// programs, the shell, the loader; helper directories); nothing writable can.
+    ExecuteOnly(Vec<PathBuf>),
+}
+
+/// Build the ruleset: read+execute on `/` (narrowed by `programs`), full access beneath
+/// `writable` and the devices.
 #[cfg(target_os = "linux")]
-pub(crate) fn prepare(writable: &[PathBuf]) -> Prepared {
+pub(crate) fn prepare(writable: &[PathBuf], programs: &ProgramLimits) -> Prepared {
     use landlock::{
         path_beneath_rules, Access, AccessFs, Ruleset, RulesetAttr, RulesetCreatedAttr, ABI,
     };
@@ -120,17 +135,32 @@ pub(crate) fn prepare(writable: &[PathBuf]) -> Prepared {
     }
     // V3 adds Refer and Truncate; later ABIs add device ioctls, which would break terminals.
     let abi = ABI::V3;
+    let no_exec = |a: landlock::BitFlags<AccessFs>| a & !AccessFs::Execute;
+    let (read, write) = match programs {
+        ProgramLimits::ExecuteOnly(_) => (
+            no_exec(AccessFs::from_read(abi)),
+            no_exec(AccessFs::from_all(abi)),
+        ),
+        _ => (AccessFs::from_read(abi), AccessFs::from_all(abi)),
+    };
+    // Landlock only grants; a file is kept out by granting everything around it.
+    let readable: Vec<PathBuf> = match programs {
+        ProgramLimits::Hidden(files) => around(Path::new("/"), files),
+        _ => vec![PathBuf::from("/")],
+    };
+    let executable: &[PathBuf] = match programs {
+        ProgramLimits::ExecuteOnly(files) => files,
+        _ => &[],
+    };
     let built = Ruleset::default()
         .handle_access(AccessFs::from_all(abi))
         .and_then(|r| r.create())
-        .and_then(|r| r.add_rules(path_beneath_rules(["/"], AccessFs::from_read(abi))))
-        .and_then(|r| r.add_rules(path_beneath_rules(writable, AccessFs::from_all(abi))))
-        .and_then(|r| {
-            r.add_rules(path_beneath_rules(
-                WRITABLE_DEVICES,
-                AccessFs::from_all(abi),
-            ))
-        });
+        // Directories stay listable wherever a file in them is kept out.
+        .and_then(|r| r.add_rules(path_beneath_rules(["/"], AccessFs::ReadDir)))
+        .and_then(|r| r.add_rules(path_beneath_rules(&readable, read)))
+        .and_then(|r| r.add_rules(path_beneath_rules(executable, read | AccessFs::Execute)))
+        .and_then(|r| r.add_rules(path_beneath_rules(writable, write)))
+        .and_then(|r| r.add_rules(path_beneath_rules(WRITABLE_DEVICES, write)));
     match built {
         Ok(created) => {
             let fd: Option<OwnedFd> = created.into();
@@ -146,8 +176,31 @@ pub(crate) fn prepare(writable: &[PathBuf]) -> Prepared {
     }
 }
 
+/// The entries that cover everything beneath `dir` except `hidden`: each directory on the way
+/// to a hidden file is opened up into its entries, and every other entry is kept whole.
+/// Symlinks are left out (access through one is decided where it leads).
+fn around(dir: &Path, hidden: &[PathBuf]) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return out;
+    };
+    for e in entries.flatten() {
+        let path = e.path();
+        let Ok(kind) = e.file_type() else { continue };
+        if kind.is_symlink() || hidden.contains(&path) {
+            continue;
+        }
+        if kind.is_dir() && hidden.iter().any(|h| h.starts_with(&path)) {
+            out.extend(around(&path, hidden));
+        } else {
+            out.push(path);
+        }
+    }
+    out
+}
+
 #[cfg(not(target_os = "linux"))]
-pub(crate) fn prepare(_writable: &[PathBuf]) -> Prepared {
+pub(crate) fn prepare(_writable: &[PathBuf], _programs: &ProgramLimits) -> Prepared {
     Prepared {
         fd: None,
         status: sandbox_status(),
@@ -179,4 +232,71 @@ pub(crate) fn restrict_in_child(ruleset_fd: i32) -> std::io::Result<()> {
 #[cfg(not(target_os = "linux"))]
 pub(crate) fn restrict_in_child(_ruleset_fd: i32) -> std::io::Result<()> {
     Ok(())
+}
+
+#[cfg(all(test, target_os = "linux"))]
+mod tests {
+    use super::*;
+    use std::os::unix::process::CommandExt;
+
+    /// Runs `sh -c line` under the ruleset; its exit status.
+    fn under(prepared: &Prepared, line: &str) -> i32 {
+        let mut cmd = std::process::Command::new("/bin/sh");
+        cmd.args(["-c", line]);
+        if let Some(fd) = prepared.raw_fd() {
+            // SAFETY: as in `exec`: two async-signal-safe system calls.
+            unsafe {
+                cmd.pre_exec(move || restrict_in_child(fd));
+            }
+        }
+        cmd.status().ok().and_then(|s| s.code()).unwrap_or(-1)
+    }
+
+    #[test]
+    fn landlock_keeps_a_hidden_program_out_and_an_allow_list_to_its_programs() {
+        if !sandbox_status().is_enforced() {
+            eprintln!("skipped: no Landlock here ({})", sandbox_status());
+            return;
+        }
+        let d = tempfile::tempdir().unwrap();
+        let dir = std::fs::canonicalize(d.path()).unwrap();
+        let bin = dir.join("bin");
+        std::fs::create_dir(&bin).unwrap();
+        for name in ["hidden", "kept"] {
+            std::fs::copy("/bin/true", bin.join(name)).unwrap();
+        }
+        let hidden = ProgramLimits::Hidden(vec![bin.join("hidden")]);
+        let p = prepare(&[], &hidden);
+        let hid = bin.join("hidden").display().to_string();
+        let kept = bin.join("kept").display().to_string();
+        assert_ne!(under(&p, &hid), 0, "a hidden program ran");
+        assert_ne!(
+            under(&p, &format!("cat {hid} > /dev/null")),
+            0,
+            "a hidden program was read"
+        );
+        assert_eq!(under(&p, &kept), 0, "its neighbour must still run");
+        assert_eq!(under(&p, &format!("ls {} > /dev/null", bin.display())), 0);
+
+        let work = dir.join("work");
+        std::fs::create_dir(&work).unwrap();
+        let shell = std::fs::canonicalize("/bin/sh").unwrap();
+        let mut allowed = vec![shell, bin.join("kept")];
+        allowed.extend(
+            crate::programs::LOADERS
+                .iter()
+                .filter_map(|l| std::fs::canonicalize(l).ok()),
+        );
+        let only = ProgramLimits::ExecuteOnly(allowed);
+        let p = prepare(std::slice::from_ref(&work), &only);
+        assert_eq!(under(&p, &kept), 0, "an allowed program must run");
+        assert_ne!(under(&p, &hid), 0, "a program outside the list ran");
+        let copy = work.join("copy");
+        let line = format!("cat {kept} > {c}; chmod +x {c}; {c}", c = copy.display());
+        assert_ne!(
+            under(&p, &line),
+            0,
+            "a file written in a writable place ran"
+        );
+    }
 }

@@ -279,6 +279,49 @@ impl SandboxView {
     }
 }
 
+/// What Landlock alone can make of a grant's program rules where namespaces are missing: a
+/// denied program's files neither readable nor executable; under an allow list, only the
+/// allowed programs, the shell and the loader executable (nothing written). The dynamic
+/// loader can still map a readable file, which only the namespace view stops.
+pub(crate) fn landlock_limits(shell: &ShellGrant) -> crate::sandbox::ProgramLimits {
+    use crate::sandbox::ProgramLimits;
+    let mut rules = program_rules(shell);
+    rules.denied.retain(|p| !is_the_shell(p));
+    if rules.is_empty() {
+        return ProgramLimits::None;
+    }
+    let listing = RealMachine.listing();
+    match &rules.allowed {
+        Some(allowed) => {
+            let masked = programs::denied_files(&listing, &rules.denied);
+            let mut files: Vec<PathBuf> = Vec::new();
+            for (_, name, real) in programs::allowed_entries(&listing, allowed) {
+                if masked.iter().any(|m| m.path == real) {
+                    continue;
+                }
+                if let Some(n) = name.to_str() {
+                    files.extend(programs::helper_dirs(n, &real));
+                }
+                files.push(real);
+            }
+            files.extend(
+                programs::LOADERS
+                    .iter()
+                    .filter_map(|l| std::fs::canonicalize(l).ok()),
+            );
+            files.sort();
+            files.dedup();
+            ProgramLimits::ExecuteOnly(files)
+        }
+        None => ProgramLimits::Hidden(
+            programs::denied_files(&listing, &rules.denied)
+                .into_iter()
+                .map(|m| m.path)
+                .collect(),
+        ),
+    }
+}
+
 /// The view for one command on this machine.
 pub(crate) fn for_command(inputs: &Inputs<'_>) -> SandboxView {
     plan(inputs, &RealMachine)
