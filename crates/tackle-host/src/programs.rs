@@ -134,8 +134,12 @@ fn read_listing(path_dirs: &[PathBuf]) -> Listing {
     }
     let mut seen: BTreeSet<PathBuf> = BTreeSet::new();
     let mut entries = Vec::new();
-    let extra = LOADABLE_BUILTIN_DIRS.iter().chain(HELPER_DIRS);
-    for dir in program_dirs.iter().cloned().chain(extra.map(PathBuf::from)) {
+    let extra = LOADABLE_BUILTIN_DIRS
+        .iter()
+        .chain(HELPER_DIRS)
+        .map(PathBuf::from)
+        .chain(nested_bin_dirs());
+    for dir in program_dirs.iter().cloned().chain(extra) {
         if !seen.insert(dir.clone()) {
             continue;
         }
@@ -170,6 +174,70 @@ fn read_listing(path_dirs: &[PathBuf]) -> Listing {
         }
     }
     Listing::new(program_dirs, entries)
+}
+
+/// Trees whose `bin` and `sbin` directories hold programs that are not on `PATH` but can be
+/// run by their path: another interpreter's build under a toolchain manager, a JDK, a
+/// database's own programs.
+fn nested_bin_roots() -> Vec<PathBuf> {
+    let mut roots: Vec<PathBuf> = [
+        "/opt",
+        "/usr/local",
+        "/usr/lib",
+        "/usr/libexec",
+        "/nix/store",
+    ]
+    .iter()
+    .map(PathBuf::from)
+    .collect();
+    if let Some(home) = std::env::var_os("HOME").map(PathBuf::from) {
+        for sub in [
+            ".pyenv/versions",
+            ".rustup/toolchains",
+            ".nvm/versions",
+            ".local",
+            ".cargo",
+            ".volta",
+            ".bun",
+            ".deno",
+            "go",
+        ] {
+            roots.push(home.join(sub));
+        }
+    }
+    roots.extend(std::env::var_os("RUSTUP_HOME").map(|r| PathBuf::from(r).join("toolchains")));
+    roots
+}
+
+/// Every `bin` or `sbin` directory a few levels below [`nested_bin_roots`] (links not
+/// followed; a bounded number of directories visited, so a huge tree cannot stall a call).
+fn nested_bin_dirs() -> Vec<PathBuf> {
+    const MAX_DEPTH: usize = 4;
+    const MAX_VISITED: usize = 20_000;
+    let mut found = Vec::new();
+    let mut visited = 0;
+    let mut stack: Vec<(PathBuf, usize)> = nested_bin_roots().into_iter().map(|r| (r, 0)).collect();
+    while let Some((dir, depth)) = stack.pop() {
+        visited += 1;
+        if visited > MAX_VISITED {
+            break;
+        }
+        let Ok(entries) = std::fs::read_dir(&dir) else {
+            continue;
+        };
+        for e in entries.flatten() {
+            if !e.file_type().is_ok_and(|t| t.is_dir()) {
+                continue;
+            }
+            let name = e.file_name();
+            if name == "bin" || name == "sbin" {
+                found.push(e.path());
+            } else if depth < MAX_DEPTH {
+                stack.push((e.path(), depth + 1));
+            }
+        }
+    }
+    found
 }
 
 /// How a file was found to be a denied program.
