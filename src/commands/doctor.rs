@@ -156,7 +156,7 @@ pub async fn run(global: &Global, args: DoctorArgs) -> Result<i32> {
     }
     checks.extend(mcp.iter().map(mcp_check));
     checks.extend(protection_checks(&config));
-    checks.extend(shell_rule_checks(&config));
+    checks.extend(shell_rule_checks(&config, &app.workspace, &state_dir));
     app.shutdown().await;
 
     // The secrets the config holds, for the redaction pass over every detail.
@@ -664,7 +664,7 @@ fn protection_checks(config: &Config) -> Vec<Check> {
 /// Each configured shell rule with the layer that enforces it here (`kernel` for a program,
 /// `analyser` for a program with arguments). Without namespaces, program rules fall back to
 /// the analyser, which is a warning.
-fn shell_rule_checks(config: &Config) -> Vec<Check> {
+fn shell_rule_checks(config: &Config, workspace: &Path, state_dir: &Path) -> Vec<Check> {
     let report = tackle_host::enforcement_report();
     let namespaces = report
         .iter()
@@ -709,7 +709,20 @@ fn shell_rule_checks(config: &Config) -> Vec<Check> {
                     ),
                 )
             } else {
-                Check::ok(name, shown.join(", "))
+                // The same view `--explain` prints and a command of this tool runs in.
+                let view = tackle_host::sandbox_view_for(grant, workspace, &state_dir.join("tmp"));
+                let programs = match &view.visible_programs {
+                    Some(p) => format!("only {} programs exist", p.len()),
+                    None => format!("{} files masked", view.masked_programs.len()),
+                };
+                Check::ok(
+                    name,
+                    format!(
+                        "{}; sandbox: {} mounts, {programs}",
+                        shown.join(", "),
+                        view.mounts.len()
+                    ),
+                )
             }
         })
         .collect()
