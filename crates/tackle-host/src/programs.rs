@@ -78,6 +78,9 @@ pub(crate) struct Listing {
     pub entries: Vec<Entry>,
     /// Distinguishes listings for the caches built on them.
     id: u64,
+    /// Each directory read and its modification time then: a program added, removed or
+    /// renamed there since makes the listing stale.
+    read: Vec<(PathBuf, Option<std::time::SystemTime>)>,
 }
 
 impl Listing {
@@ -87,11 +90,23 @@ impl Listing {
             program_dirs,
             entries,
             id: NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
+            read: Vec::new(),
         }
+    }
+
+    /// Whether every directory read still has the modification time it had (a few `stat`s).
+    fn is_current(&self) -> bool {
+        self.read.iter().all(|(dir, then)| modified(dir) == *then)
     }
 }
 
-/// The listing for these `PATH` directories, read once per process and set of directories.
+fn modified(dir: &Path) -> Option<std::time::SystemTime> {
+    std::fs::metadata(dir).and_then(|m| m.modified()).ok()
+}
+
+/// The listing for these `PATH` directories, read once per process and set of directories and
+/// read again when one of its directories changed (a long-running process sees a program
+/// installed after it started).
 pub(crate) fn listing(path_dirs: &[PathBuf]) -> Arc<Listing> {
     static CACHE: OnceLock<Mutex<BTreeMap<Vec<PathBuf>, Arc<Listing>>>> = OnceLock::new();
     let cache = CACHE.get_or_init(Default::default);
@@ -99,6 +114,7 @@ pub(crate) fn listing(path_dirs: &[PathBuf]) -> Arc<Listing> {
         .lock()
         .ok()
         .and_then(|c| c.get(path_dirs).map(Arc::clone))
+        .filter(|l| l.is_current())
     {
         return hit;
     }
@@ -134,6 +150,7 @@ fn read_listing(path_dirs: &[PathBuf]) -> Listing {
     }
     let mut seen: BTreeSet<PathBuf> = BTreeSet::new();
     let mut entries = Vec::new();
+    let mut read = Vec::new();
     let extra = LOADABLE_BUILTIN_DIRS
         .iter()
         .chain(HELPER_DIRS)
@@ -143,10 +160,12 @@ fn read_listing(path_dirs: &[PathBuf]) -> Listing {
         if !seen.insert(dir.clone()) {
             continue;
         }
-        let Ok(read) = std::fs::read_dir(&dir) else {
+        let then = modified(&dir);
+        let Ok(listed) = std::fs::read_dir(&dir) else {
             continue;
         };
-        for e in read.flatten() {
+        read.push((dir.clone(), then));
+        for e in listed.flatten() {
             let path = e.path();
             // Follows symlinks: the entry is what running it would run.
             let Ok(meta) = std::fs::metadata(&path) else {
@@ -173,7 +192,10 @@ fn read_listing(path_dirs: &[PathBuf]) -> Listing {
             });
         }
     }
-    Listing::new(program_dirs, entries)
+    Listing {
+        read,
+        ..Listing::new(program_dirs, entries)
+    }
 }
 
 /// Trees whose `bin` and `sbin` directories hold programs that are not on `PATH` but can be
@@ -548,6 +570,23 @@ mod tests {
                 .any(|(p, _)| p.ends_with("toybox") || p.ends_with("same-size")),
             "{paths:?}"
         );
+    }
+
+    #[test]
+    fn a_program_added_later_makes_the_listing_stale() {
+        let d = tempfile::tempdir().unwrap();
+        let dirs = [d.path().to_path_buf()];
+        let first = listing(&dirs);
+        assert!(
+            Arc::ptr_eq(&first, &listing(&dirs)),
+            "unchanged: the same listing"
+        );
+        // Directory times have a granularity; wait past it.
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        exe(&d.path().join("rm"), b"x");
+        let second = listing(&dirs);
+        assert!(!Arc::ptr_eq(&first, &second));
+        assert!(second.entries.iter().any(|e| e.name == "rm"));
     }
 
     #[test]
