@@ -419,8 +419,8 @@ pub(crate) fn allowed_entries(
     listing
         .entries
         .iter()
-        .filter(|e| listing.program_dirs.contains(&e.dir))
         .filter(|e| e.name.to_str().is_some_and(keep))
+        .filter(|e| listing.program_dirs.contains(&e.dir))
         .filter(|e| !multi_call(e) || is_multi_call(&e.dir.join(&e.name)))
         .map(|e| (e.dir.clone(), e.name.clone(), e.real.clone()))
         .collect()

@@ -483,6 +483,7 @@ pub(crate) fn plan(inputs: &Inputs<'_>, machine: &dyn Machine) -> SandboxView {
                 &masked_programs,
                 &shown,
                 &writable,
+                inputs.proxied_network,
             );
             mounts.extend(view.mounts);
             visible_programs = Some(view.programs);
@@ -552,6 +553,7 @@ fn allow_list_view(
     masked: &[MaskedProgram],
     shown: &dyn Fn(&Path) -> bool,
     writable: &[PathBuf],
+    network: bool,
 ) -> AllowListView {
     let mut v = AllowListView {
         mounts: Vec::new(),
@@ -606,7 +608,15 @@ fn allow_list_view(
         v.keep.push(lib);
     }
     for d in &v.helper_dirs {
-        for lib in machine.helper_libraries(d) {
+        // The helpers that link more than their program does are the network transports
+        // (git-remote-https and its curl stack); without a network they have nothing to do, and
+        // each library is one more mount to make for every command.
+        let helper_libraries = if network {
+            machine.helper_libraries(d)
+        } else {
+            Vec::new()
+        };
+        for lib in helper_libraries {
             if !v.keep.contains(&lib) {
                 v.mounts.push(Mount::ReadOnly {
                     src: lib.clone(),
