@@ -467,8 +467,7 @@ pub(crate) const LOADERS: &[&str] = &[
 /// for a static program or a script. The loader itself resolves them (`--list`, what `ldd`
 /// runs), so the answer is the one it gives when the program starts. Cached per process.
 pub(crate) fn libraries(program: &Path) -> Vec<PathBuf> {
-    static CACHE: OnceLock<Mutex<BTreeMap<PathBuf, Vec<PathBuf>>>> = OnceLock::new();
-    let cache = CACHE.get_or_init(Default::default);
+    let cache = library_cache();
     if let Some(hit) = cache.lock().ok().and_then(|c| c.get(program).cloned()) {
         return hit;
     }
@@ -481,6 +480,51 @@ pub(crate) fn libraries(program: &Path) -> Vec<PathBuf> {
         c.insert(program.to_path_buf(), found.clone());
     }
     found
+}
+
+type LibraryCache = Mutex<BTreeMap<PathBuf, Vec<PathBuf>>>;
+
+fn library_cache() -> &'static LibraryCache {
+    static CACHE: OnceLock<LibraryCache> = OnceLock::new();
+    CACHE.get_or_init(Default::default)
+}
+
+/// Asks the loader about every program not asked about yet, all at once (one short-lived
+/// process each), so that a first allow-list command waits for the slowest, not for the sum.
+pub(crate) fn prefetch_libraries(programs: &[PathBuf]) {
+    let cache = library_cache();
+    let missing: Vec<&PathBuf> = {
+        let Ok(known) = cache.lock() else { return };
+        let mut m: Vec<&PathBuf> = programs
+            .iter()
+            .filter(|p| !known.contains_key(*p))
+            .collect();
+        m.sort();
+        m.dedup();
+        m
+    };
+    if missing.len() < 2 {
+        return;
+    }
+    let found: Vec<(PathBuf, Vec<PathBuf>)> = std::thread::scope(|s| {
+        let running: Vec<_> = missing
+            .iter()
+            .map(|p| {
+                s.spawn(move || {
+                    let libs = if is_elf(p) {
+                        list_libraries(p)
+                    } else {
+                        Vec::new()
+                    };
+                    ((*p).clone(), libs)
+                })
+            })
+            .collect();
+        running.into_iter().filter_map(|h| h.join().ok()).collect()
+    });
+    if let Ok(mut c) = cache.lock() {
+        c.extend(found);
+    }
 }
 
 fn list_libraries(program: &Path) -> Vec<PathBuf> {

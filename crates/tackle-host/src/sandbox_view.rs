@@ -100,6 +100,8 @@ pub(crate) trait Machine {
     fn libraries(&self, program: &Path) -> Vec<PathBuf>;
     /// The libraries the programs of a helper directory link.
     fn helper_libraries(&self, dir: &Path) -> Vec<PathBuf>;
+    /// A hint that [`Machine::libraries`] will be asked about each of `programs`.
+    fn prefetch_libraries(&self, _programs: &[PathBuf]) {}
 }
 
 /// The call's side of the plan.
@@ -570,7 +572,14 @@ fn allow_list_view(
         v.mounts.push(Mount::Tmpfs { at: (*d).clone() });
     }
     let mut libraries: Vec<PathBuf> = Vec::new();
-    for (dir, name, real) in programs::allowed_entries(listing, allowed) {
+    let entries = programs::allowed_entries(listing, allowed);
+    machine.prefetch_libraries(
+        &entries
+            .iter()
+            .map(|(_, _, r)| r.clone())
+            .collect::<Vec<_>>(),
+    );
+    for (dir, name, real) in entries {
         if !program_dirs.contains(&&dir) || masked.iter().any(|m| m.path == real) {
             continue;
         }
@@ -642,15 +651,17 @@ fn helper_libraries(dir: &Path, machine: &dyn Machine) -> Vec<PathBuf> {
         return Vec::new();
     };
     let mut seen = std::collections::BTreeSet::new();
-    let mut out = Vec::new();
+    let mut elves = Vec::new();
     for e in entries.flatten() {
         let Ok(meta) = std::fs::metadata(e.path()) else {
             continue;
         };
         if meta.is_file() && seen.insert((meta.dev(), meta.ino())) && programs::is_elf(&e.path()) {
-            out.extend(machine.libraries(&e.path()));
+            elves.push(e.path());
         }
     }
+    machine.prefetch_libraries(&elves);
+    let mut out: Vec<PathBuf> = elves.iter().flat_map(|p| machine.libraries(p)).collect();
     out.sort();
     out.dedup();
     out
@@ -744,6 +755,10 @@ impl Machine for RealMachine {
 
     fn libraries(&self, program: &Path) -> Vec<PathBuf> {
         crate::programs::libraries(program)
+    }
+
+    fn prefetch_libraries(&self, programs: &[PathBuf]) {
+        crate::programs::prefetch_libraries(programs)
     }
 
     fn helper_libraries(&self, dir: &Path) -> Vec<PathBuf> {
