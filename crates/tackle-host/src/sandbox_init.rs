@@ -1,15 +1,18 @@
-//! `tackle __sandbox-exec [--keep-exec PATH]… [--close-fd N] -- PROGRAM ARGS…`: the first
-//! process inside a sandbox whose view is an allow list (see `sandbox_view`). It is started
-//! from a descriptor of Tackle's binary (`/proc/self/fd/N`), so the binary is never part of
-//! the command's view.
+//! `tackle __sandbox-exec [--empty DIR]… [--show FILE AT]… [--bind-self PATH]… [--close-fd N]
+//! -- PROGRAM ARGS…`: the first process inside a sandbox whose view is an allow list (see
+//! `sandbox_view`). It is started from a descriptor of Tackle's binary (`/proc/self/fd/N`), so
+//! the binary is never part of the command's view.
 //!
-//! bubblewrap has built the mounts; this step, which alone holds `CAP_SYS_ADMIN` in the
-//! sandbox's namespaces, finishes what bubblewrap cannot express:
+//! bubblewrap has built the rest of the view; this step, which alone holds `CAP_SYS_ADMIN` in
+//! the sandbox's namespaces, finishes what bubblewrap cannot express:
 //! 1. it closes the descriptor it was started from (`--close-fd`);
-//! 2. it remounts every mount of the view `noexec` except the `--keep-exec` ones (the allowed
-//!    programs, their libraries, the loader, their helper directories), so nothing written
-//!    and nothing else found can be executed, nor mapped executable by the dynamic loader;
-//! 3. it drops every capability, the bounding set included, sets `no_new_privs`, installs the
+//! 2. it empties each program directory (`--empty`: a tmpfs over it), shows each allowed
+//!    program in its place (`--show`: a bind of the real file, opened before any directory was
+//!    emptied), makes the emptied directories read-only, and binds each library, the loader and
+//!    each helper directory on itself (`--bind-self`);
+//! 3. it remounts every other mount of the view `noexec`, so nothing written and nothing else
+//!    found can be executed, nor mapped executable by the dynamic loader;
+//! 4. it drops every capability, the bounding set included, sets `no_new_privs`, installs the
 //!    system-call filter, and executes the command.
 //!
 //! Any step that fails ends the command before it starts (exit 126): a view that could not be
@@ -25,7 +28,9 @@ use std::process::ExitCode;
 const CANNOT_START: u8 = 126;
 
 struct Plan {
-    keep_exec: Vec<PathBuf>,
+    empty: Vec<PathBuf>,
+    show: Vec<(PathBuf, PathBuf)>,
+    bind_self: Vec<PathBuf>,
     close_fd: Option<i32>,
     program: OsString,
     args: Vec<OsString>,
@@ -51,7 +56,9 @@ pub fn sandbox_exec_main(args: Vec<OsString>) -> ExitCode {
 
 fn parse(args: Vec<OsString>) -> Result<Plan, String> {
     let mut it = args.into_iter();
-    let mut keep_exec = Vec::new();
+    let mut empty = Vec::new();
+    let mut show = Vec::new();
+    let mut bind_self = Vec::new();
     let mut close_fd = None;
     loop {
         let Some(flag) = it.next() else {
@@ -59,8 +66,14 @@ fn parse(args: Vec<OsString>) -> Result<Plan, String> {
         };
         match flag.as_bytes() {
             b"--" => break,
-            b"--keep-exec" => {
-                keep_exec.push(PathBuf::from(it.next().ok_or("--keep-exec needs a path")?))
+            b"--empty" => empty.push(PathBuf::from(it.next().ok_or("--empty needs a directory")?)),
+            b"--show" => {
+                let file = it.next().ok_or("--show needs a file and a place")?;
+                let at = it.next().ok_or("--show needs a file and a place")?;
+                show.push((PathBuf::from(file), PathBuf::from(at)));
+            }
+            b"--bind-self" => {
+                bind_self.push(PathBuf::from(it.next().ok_or("--bind-self needs a path")?))
             }
             b"--close-fd" => {
                 let n = it.next().ok_or("--close-fd needs a number")?;
@@ -77,7 +90,9 @@ fn parse(args: Vec<OsString>) -> Result<Plan, String> {
     }
     let program = it.next().ok_or("expected a program after `--`")?;
     Ok(Plan {
-        keep_exec,
+        empty,
+        show,
+        bind_self,
         close_fd,
         program,
         args: it.collect(),
@@ -92,10 +107,17 @@ fn finish_and_exec(plan: &Plan) -> Result<Never, String> {
         // else here holds it.
         unsafe { libc::close(fd) };
     }
+    show_only_allowed(plan)?;
+    let keep: Vec<&PathBuf> = plan
+        .show
+        .iter()
+        .map(|(_, at)| at)
+        .chain(&plan.bind_self)
+        .collect();
     let mounts = std::fs::read_to_string("/proc/self/mountinfo")
         .map_err(|e| format!("reading the mount table: {e}"))?;
     for at in mount_points(&mounts) {
-        if plan.keep_exec.iter().any(|k| k == &at) {
+        if keep.contains(&&at) {
             continue;
         }
         remount_noexec(&at)?;
@@ -110,6 +132,93 @@ fn finish_and_exec(plan: &Plan) -> Result<Never, String> {
         .args(&plan.args)
         .exec();
     Err(format!("{}: {err}", Path::new(&plan.program).display()))
+}
+
+/// Step 2: the program directories emptied but for the allowed programs, and the libraries,
+/// loader and helper directories bound on themselves, each a mount of its own.
+fn show_only_allowed(plan: &Plan) -> Result<(), String> {
+    use std::os::fd::AsRawFd;
+    // Opened first: a program's real file may sit in a directory about to be emptied.
+    let mut sources = Vec::with_capacity(plan.show.len());
+    for (file, at) in &plan.show {
+        let opened = std::fs::File::open(file)
+            .map_err(|e| format!("opening {} to show it: {e}", file.display()))?;
+        sources.push((opened, at));
+    }
+    for p in &plan.bind_self {
+        bind(p, p)?;
+    }
+    for d in &plan.empty {
+        let c = cstring(d)?;
+        // SAFETY: a plain system call with NUL-terminated strings.
+        let rc = unsafe {
+            libc::mount(
+                c"tmpfs".as_ptr(),
+                c.as_ptr(),
+                c"tmpfs".as_ptr(),
+                libc::MS_NOSUID | libc::MS_NODEV,
+                c"mode=0755,size=64k".as_ptr().cast(),
+            )
+        };
+        if rc != 0 {
+            return Err(format!("emptying {}: {}", d.display(), last_error()));
+        }
+    }
+    for (opened, at) in &sources {
+        std::fs::File::create(at).map_err(|e| format!("making {}: {e}", at.display()))?;
+        bind(
+            Path::new(&format!("/proc/self/fd/{}", opened.as_raw_fd())),
+            at,
+        )?;
+    }
+    drop(sources);
+    for d in &plan.empty {
+        let c = cstring(d)?;
+        let flags =
+            libc::MS_REMOUNT | libc::MS_BIND | libc::MS_RDONLY | libc::MS_NOSUID | libc::MS_NODEV;
+        // SAFETY: as above; a bind remount takes no source, type or data.
+        let rc = unsafe {
+            libc::mount(
+                std::ptr::null(),
+                c.as_ptr(),
+                std::ptr::null(),
+                flags,
+                std::ptr::null(),
+            )
+        };
+        if rc != 0 {
+            return Err(format!(
+                "making {} read-only: {}",
+                d.display(),
+                last_error()
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// A bind mount of `src` (followed if a link, as `/proc/self/fd/N` is) at `at`.
+fn bind(src: &Path, at: &Path) -> Result<(), String> {
+    let (s, a) = (cstring(src)?, cstring(at)?);
+    // SAFETY: a plain system call with NUL-terminated paths.
+    let rc = unsafe {
+        libc::mount(
+            s.as_ptr(),
+            a.as_ptr(),
+            std::ptr::null(),
+            libc::MS_BIND,
+            std::ptr::null(),
+        )
+    };
+    if rc != 0 {
+        return Err(format!(
+            "showing {} at {}: {}",
+            src.display(),
+            at.display(),
+            last_error()
+        ));
+    }
+    Ok(())
 }
 
 /// The mount points of `/proc/self/mountinfo`, in its order (the fifth field, with the

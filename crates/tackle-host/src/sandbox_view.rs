@@ -174,11 +174,15 @@ pub enum Mount {
 pub enum Executable {
     /// Anything the view shows (denied programs are not in it).
     Anywhere,
-    /// Every mount is `noexec` but these: the allowed programs, the libraries they link, the
-    /// dynamic loader and the programs' own helper directories, each bound on its own. Neither
-    /// `execve` nor the dynamic loader (which maps a program with `PROT_EXEC`) can run anything
-    /// else, written or found.
+    /// The start-up step empties the program directories (`emptied`), shows each allowed
+    /// program in its place (`shown`: real file, place), binds the libraries they link, the
+    /// loader and their helper directories on themselves (`bound`), then makes every mount
+    /// `noexec` but those (`keep`). Neither `execve` nor the dynamic loader (which maps a
+    /// program with `PROT_EXEC`) can run anything else, written or found.
     Only {
+        emptied: Vec<PathBuf>,
+        shown: Vec<(PathBuf, PathBuf)>,
+        bound: Vec<PathBuf>,
         keep: Vec<PathBuf>,
         helper_dirs: Vec<PathBuf>,
     },
@@ -268,9 +272,24 @@ impl SandboxView {
     /// own binary, passed in rather than shown in the view; closed before the command runs).
     pub(crate) fn init_args(&self, own_fd: i32) -> Vec<OsString> {
         let mut a: Vec<OsString> = vec!["__sandbox-exec".into()];
-        if let Executable::Only { keep, helper_dirs } = &self.executable {
-            for p in keep.iter().chain(helper_dirs) {
-                a.push("--keep-exec".into());
+        if let Executable::Only {
+            emptied,
+            shown,
+            bound,
+            ..
+        } = &self.executable
+        {
+            for d in emptied {
+                a.push("--empty".into());
+                a.push(d.clone().into());
+            }
+            for (src, at) in shown {
+                a.push("--show".into());
+                a.push(src.clone().into());
+                a.push(at.clone().into());
+            }
+            for p in bound {
+                a.push("--bind-self".into());
                 a.push(p.clone().into());
             }
         }
@@ -474,26 +493,21 @@ pub(crate) fn plan(inputs: &Inputs<'_>, machine: &dyn Machine) -> SandboxView {
     for m in &masked_programs {
         mounts.push(Mount::Masked { at: m.path.clone() });
     }
-    let mut visible_programs = None;
     let executable = match &rules.allowed {
         None => Executable::Anywhere,
-        Some(allowed) => {
-            let view = allow_list_view(
-                allowed,
-                &listing,
-                machine,
-                &masked_programs,
-                &shown,
-                &writable,
-                inputs.proxied_network,
-            );
-            mounts.extend(view.mounts);
-            visible_programs = Some(view.programs);
-            Executable::Only {
-                keep: view.keep,
-                helper_dirs: view.helper_dirs,
-            }
-        }
+        Some(allowed) => allow_list_view(
+            allowed,
+            &listing,
+            machine,
+            &masked_programs,
+            &shown,
+            &writable,
+            inputs.proxied_network,
+        ),
+    };
+    let visible_programs = match &executable {
+        Executable::Only { shown, .. } => Some(shown.iter().map(|(_, at)| at.clone()).collect()),
+        Executable::Anywhere => None,
     };
     // Nothing else is writable: `/tmp` and the sandbox's own root are made read-only (the
     // session's TMPDIR is where temporary files go), so a write elsewhere fails loudly.
@@ -536,42 +550,26 @@ fn is_the_shell(program: &str) -> bool {
     program.eq_ignore_ascii_case("bash")
 }
 
-/// The part of the view an allow list makes.
-struct AllowListView {
-    mounts: Vec<Mount>,
-    programs: Vec<PathBuf>,
-    keep: Vec<PathBuf>,
-    helper_dirs: Vec<PathBuf>,
-}
-
 /// Each program directory becomes empty but for the allowed programs (and the shell); those,
-/// their libraries, the loader and their helper directories are bound on their own, so they
-/// are the mounts that keep the right to execute when the start-up step makes every other
-/// mount `noexec`.
+/// their libraries, the loader and their helper directories are mounts of their own, which keep
+/// the right to execute when the start-up step makes every other mount `noexec`. The start-up
+/// step makes these mounts itself (plain system calls, where bubblewrap would read the mount
+/// table again for each one).
 fn allow_list_view(
     allowed: &[String],
     listing: &Listing,
     machine: &dyn Machine,
     masked: &[MaskedProgram],
-    shown: &dyn Fn(&Path) -> bool,
+    shown_at: &dyn Fn(&Path) -> bool,
     writable: &[PathBuf],
     network: bool,
-) -> AllowListView {
-    let mut v = AllowListView {
-        mounts: Vec::new(),
-        programs: Vec::new(),
-        keep: Vec::new(),
-        helper_dirs: Vec::new(),
-    };
-    let program_dirs: Vec<&PathBuf> = listing
+) -> Executable {
+    let emptied: Vec<PathBuf> = listing
         .program_dirs
         .iter()
-        .filter(|d| shown(d) && !writable.iter().any(|w| d.starts_with(w)))
+        .filter(|d| shown_at(d) && !writable.iter().any(|w| d.starts_with(w)))
+        .cloned()
         .collect();
-    for d in &program_dirs {
-        v.mounts.push(Mount::Tmpfs { at: (*d).clone() });
-    }
-    let mut libraries: Vec<PathBuf> = Vec::new();
     let entries = programs::allowed_entries(listing, allowed);
     machine.prefetch_libraries(
         &entries
@@ -579,69 +577,49 @@ fn allow_list_view(
             .map(|(_, _, r)| r.clone())
             .collect::<Vec<_>>(),
     );
+    let mut shown: Vec<(PathBuf, PathBuf)> = Vec::new();
+    let mut libraries: Vec<PathBuf> = Vec::new();
+    let mut helper_dirs: Vec<PathBuf> = Vec::new();
     for (dir, name, real) in entries {
-        if !program_dirs.contains(&&dir) || masked.iter().any(|m| m.path == real) {
+        if !emptied.contains(&dir) || masked.iter().any(|m| m.path == real) {
             continue;
         }
-        let at = dir.join(&name);
-        v.mounts.push(Mount::ReadOnly {
-            src: real.clone(),
-            at: at.clone(),
-            optional: false,
-        });
         libraries.extend(machine.libraries(&real));
         if let Some(n) = name.to_str() {
             for helpers in programs::helper_dirs(n, &real) {
-                if !v.helper_dirs.contains(&helpers) {
-                    v.helper_dirs.push(helpers);
+                if !helper_dirs.contains(&helpers) {
+                    helper_dirs.push(helpers);
                 }
             }
         }
-        v.keep.push(at.clone());
-        v.programs.push(at);
+        shown.push((real, dir.join(&name)));
     }
-    for d in &program_dirs {
-        v.mounts.push(Mount::RemountReadOnly { at: (*d).clone() });
+    // The helpers that link more than their program does are the network transports
+    // (git-remote-https and its curl stack); without a network they have nothing to do.
+    if network {
+        for d in &helper_dirs {
+            libraries.extend(machine.helper_libraries(d));
+        }
     }
     libraries.sort();
     libraries.dedup();
-    for lib in libraries {
-        if masked.iter().any(|m| m.path == lib) {
-            continue;
-        }
-        v.mounts.push(Mount::ReadOnly {
-            src: lib.clone(),
-            at: lib.clone(),
-            optional: false,
-        });
-        v.keep.push(lib);
+    libraries.retain(|lib| !masked.iter().any(|m| &m.path == lib));
+    let bound: Vec<PathBuf> = libraries
+        .into_iter()
+        .chain(helper_dirs.iter().cloned())
+        .collect();
+    let keep: Vec<PathBuf> = shown
+        .iter()
+        .map(|(_, at)| at.clone())
+        .chain(bound.iter().cloned())
+        .collect();
+    Executable::Only {
+        emptied,
+        shown,
+        bound,
+        keep,
+        helper_dirs,
     }
-    for d in &v.helper_dirs {
-        // The helpers that link more than their program does are the network transports
-        // (git-remote-https and its curl stack); without a network they have nothing to do, and
-        // each library is one more mount to make for every command.
-        let helper_libraries = if network {
-            machine.helper_libraries(d)
-        } else {
-            Vec::new()
-        };
-        for lib in helper_libraries {
-            if !v.keep.contains(&lib) {
-                v.mounts.push(Mount::ReadOnly {
-                    src: lib.clone(),
-                    at: lib.clone(),
-                    optional: false,
-                });
-                v.keep.push(lib);
-            }
-        }
-        v.mounts.push(Mount::ReadOnly {
-            src: d.clone(),
-            at: d.clone(),
-            optional: false,
-        });
-    }
-    v
 }
 
 /// The libraries the programs in a helper directory link (each distinct file once).
