@@ -173,26 +173,28 @@ fn show_only_allowed(plan: &Plan) -> Result<(), String> {
     }
     drop(sources);
     for d in &plan.empty {
-        let c = cstring(d)?;
         let flags =
             libc::MS_REMOUNT | libc::MS_BIND | libc::MS_RDONLY | libc::MS_NOSUID | libc::MS_NODEV;
-        // SAFETY: as above; a bind remount takes no source, type or data.
-        let rc = unsafe {
-            libc::mount(
-                std::ptr::null(),
-                c.as_ptr(),
-                std::ptr::null(),
-                flags,
-                std::ptr::null(),
-            )
-        };
-        if rc != 0 {
-            return Err(format!(
-                "making {} read-only: {}",
-                d.display(),
-                last_error()
-            ));
-        }
+        remount(d, flags).map_err(|e| format!("making {} read-only: {e}", d.display()))?;
+    }
+    Ok(())
+}
+
+/// A bind remount of the mount at `at` with exactly `flags`.
+fn remount(at: &Path, flags: libc::c_ulong) -> Result<(), String> {
+    let c = cstring(at)?;
+    // SAFETY: a plain system call; null source, type and data are what a bind remount takes.
+    let rc = unsafe {
+        libc::mount(
+            std::ptr::null(),
+            c.as_ptr(),
+            std::ptr::null(),
+            flags,
+            std::ptr::null(),
+        )
+    };
+    if rc != 0 {
+        return Err(last_error().to_string());
     }
     Ok(())
 }
@@ -279,19 +281,7 @@ fn remount_noexec(at: &Path) -> Result<(), String> {
             flags |= ms_flag;
         }
     }
-    // SAFETY: a plain system call; null source, type and data are what a bind remount takes.
-    let rc = unsafe {
-        libc::mount(
-            std::ptr::null(),
-            c.as_ptr(),
-            std::ptr::null(),
-            flags,
-            std::ptr::null(),
-        )
-    };
-    if rc != 0 {
-        return Err(format!("making {} noexec: {}", at.display(), last_error()));
-    }
+    remount(at, flags).map_err(|e| format!("making {} noexec: {e}", at.display()))?;
     Ok(())
 }
 
