@@ -213,13 +213,14 @@ fn nested_bin_roots() -> Vec<PathBuf> {
     .map(PathBuf::from)
     .collect();
     if let Some(home) = std::env::var_os("HOME").map(PathBuf::from) {
+        // Where toolchain managers keep whole installations; not `~/.cargo` or `~/.local`,
+        // whose `bin` is on PATH and whose other trees are sources and libraries by the
+        // thousand (every crate's `src/bin`).
         for sub in [
             ".pyenv/versions",
             ".rustup/toolchains",
             ".nvm/versions",
-            ".local",
-            ".cargo",
-            ".volta",
+            ".volta/tools",
             ".bun",
             ".deno",
             "go",
