@@ -4,11 +4,13 @@ use crate::anthropic::{self, AnthropicProvider};
 use crate::error::LlmError;
 use crate::openai::{self, OpenAiProvider};
 use crate::retry::RetryPolicy;
+use crate::timeouts::Timeouts;
 use crate::Provider;
 use std::sync::Arc;
 use tackle_protocol::config::{BackendConfig, BackendType};
 
-/// The provider for one configured backend, with the default retry policy.
+/// The provider for one configured backend, with the default retry policy and the
+/// backend's `timeouts` (defaults for unset keys).
 pub fn provider_from_config(backend: &BackendConfig) -> Result<Arc<dyn Provider>, LlmError> {
     provider_from_config_with(backend, RetryPolicy::default())
 }
@@ -30,11 +32,14 @@ pub fn provider_from_config_with(
         .as_deref()
         .map(str::trim)
         .filter(|b| !b.is_empty());
+    let timeouts = Timeouts::from_config(&backend.name, backend.timeouts.as_ref())?;
     match backend.kind {
         BackendType::Openai => {
             let base = base.unwrap_or(openai::DEFAULT_API_BASE);
             Ok(Arc::new(
-                OpenAiProvider::new(&backend.name, base, key)?.with_retry(retry),
+                OpenAiProvider::new(&backend.name, base, key)?
+                    .with_retry(retry)
+                    .with_timeouts(timeouts),
             ))
         }
         BackendType::Anthropic => {
@@ -44,7 +49,9 @@ pub fn provider_from_config_with(
             })?;
             let base = base.unwrap_or(anthropic::DEFAULT_API_BASE);
             Ok(Arc::new(
-                AnthropicProvider::new(&backend.name, base, key)?.with_retry(retry),
+                AnthropicProvider::new(&backend.name, base, key)?
+                    .with_retry(retry)
+                    .with_timeouts(timeouts),
             ))
         }
     }

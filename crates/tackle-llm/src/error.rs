@@ -35,6 +35,35 @@ pub enum LlmError {
         message: String,
     },
 
+    /// The connection was made, then broke (closed or reset) before the response headers.
+    #[error("backend `{backend}`: the model server at {url} closed the connection before answering: {message}")]
+    Disconnected {
+        backend: String,
+        url: String,
+        message: String,
+    },
+
+    /// The server accepted the connection but sent nothing (or only the response headers)
+    /// within the first-byte timeout.
+    #[error("backend `{backend}`: the model server at {url} accepted the connection but {} for {secs} s (first-byte timeout; raise `timeouts.first_byte_secs` of backend `{backend}` if the model is only slow to start)", first_byte_what(.headers))]
+    FirstByteTimeout {
+        backend: String,
+        url: String,
+        secs: u64,
+        /// The response headers had arrived; the body had not started.
+        headers: bool,
+    },
+
+    /// A streamed answer stopped arriving: no data within the idle timeout.
+    #[error("backend `{backend}`: the stream from {url} stalled: no data for {secs} s after {events} event{} (idle timeout; `timeouts.idle_secs` of backend `{backend}`)", plural(.events))]
+    StreamStalled {
+        backend: String,
+        url: String,
+        secs: u64,
+        /// Server-sent events received before the stall.
+        events: u64,
+    },
+
     /// Any other HTTP status, with the (truncated) body.
     #[error("backend `{backend}` answered HTTP {status} from {url}: {body}")]
     Status {
@@ -69,11 +98,21 @@ impl LlmError {
     /// Whether sending the same request again may succeed.
     pub fn is_retryable(&self) -> bool {
         match self {
-            LlmError::Connect { .. } => true,
+            LlmError::Connect { .. } | LlmError::Disconnected { .. } => true,
+            // Retried at most once (see `is_stall`): a server that hung once may hang again.
+            LlmError::FirstByteTimeout { .. } | LlmError::StreamStalled { .. } => true,
             LlmError::Status { status, .. } => is_retryable_status(*status),
             LlmError::Api { retryable, .. } => *retryable,
             _ => false,
         }
+    }
+
+    /// A server that was reached but went silent (first-byte or idle timeout).
+    pub fn is_stall(&self) -> bool {
+        matches!(
+            self,
+            LlmError::FirstByteTimeout { .. } | LlmError::StreamStalled { .. }
+        )
     }
 
     /// The wait the server asked for, if any.
@@ -95,4 +134,20 @@ impl LlmError {
 /// 408, 429, 5xx and Anthropic's 529 "overloaded".
 pub(crate) fn is_retryable_status(status: u16) -> bool {
     status == 408 || status == 429 || (500..600).contains(&status)
+}
+
+fn first_byte_what(headers: &bool) -> &'static str {
+    if *headers {
+        "sent no data after the response headers"
+    } else {
+        "sent nothing"
+    }
+}
+
+fn plural(n: &u64) -> &'static str {
+    if *n == 1 {
+        ""
+    } else {
+        "s"
+    }
 }

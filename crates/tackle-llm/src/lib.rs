@@ -9,6 +9,12 @@
 //! exponential backoff and jitter on 408/429/5xx/529 and connection errors, honouring
 //! `Retry-After`, but never once content has been delivered.
 //!
+//! Every provider waits under one [`Timeouts`] policy (`backends[].timeouts`): connect,
+//! first byte (the server was reached but says nothing) and idle (a stream stops midway).
+//! A stall is reported as [`LlmError::FirstByteTimeout`] or [`LlmError::StreamStalled`] and
+//! retried at most once; while nothing has arrived, the request's [`ProgressHook`] hears a
+//! [`Progress::Waiting`] notice every 15 s.
+//!
 //! This crate is not the agent loop (no tool execution, no history) and reads no
 //! configuration or environment on its own: the binary passes a [`BackendConfig`] or an
 //! [`EnvSnapshot`].
@@ -26,6 +32,7 @@
 //!     api_key: None,
 //!     models: vec![],
 //!     stream: None,
+//!     timeouts: None,
 //! };
 //! let provider = provider_from_config(&backend)?;
 //! let req = ChatRequest::new("qwen2.5:7b", vec![Message::user("Say hi")]);
@@ -42,6 +49,7 @@ mod error;
 mod http;
 pub mod openai;
 mod retry;
+mod timeouts;
 mod types;
 
 pub use anthropic::AnthropicProvider;
@@ -51,6 +59,7 @@ pub use discover::{discover, discover_with, DiscoveredBackend, EnvSnapshot, Loca
 pub use error::LlmError;
 pub use openai::OpenAiProvider;
 pub use retry::{parse_retry_after, RetryPolicy};
+pub use timeouts::{Progress, ProgressHook, Timeouts, MAX_TIMEOUT_SECS, WAITING_NOTICE_EVERY};
 pub use types::{
     AssembledToolCall, ChatRequest, Completion, EventStream, StopReason, StreamEvent, ToolDef,
     Usage,

@@ -4,6 +4,7 @@
 use crate::error::LlmError;
 use crate::http::{Transport, WireDecoder};
 use crate::retry::RetryPolicy;
+use crate::timeouts::Timeouts;
 use crate::types::{ChatRequest, EventStream, StopReason, StreamEvent, Usage};
 use crate::Provider;
 use async_trait::async_trait;
@@ -34,6 +35,13 @@ impl OpenAiProvider {
         self.transport.retry = retry;
         self
     }
+
+    /// Connect, first-byte and idle timeouts (default [`Timeouts::default`]); each is
+    /// clamped to a day.
+    pub fn with_timeouts(mut self, timeouts: Timeouts) -> Self {
+        self.transport.timeouts = timeouts.clamped();
+        self
+    }
 }
 
 #[async_trait]
@@ -54,7 +62,12 @@ impl Provider for OpenAiProvider {
             rb
         };
         self.transport
-            .open(make, &req.model, || OpenAiDecoder::new(&backend))
+            .open(
+                make,
+                &req.model,
+                || OpenAiDecoder::new(&backend),
+                req.progress.as_ref(),
+            )
             .await
     }
 }

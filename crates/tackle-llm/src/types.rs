@@ -1,6 +1,7 @@
 //! The request and event types every provider speaks, independent of wire format.
 
 use crate::error::LlmError;
+use crate::timeouts::ProgressHook;
 use futures_util::stream::BoxStream;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -36,6 +37,9 @@ pub struct ChatRequest {
     pub temperature: Option<f32>,
     /// Ask the server to stream. Servers that ignore it and answer with plain JSON still work.
     pub stream: bool,
+    /// Where "waiting for the model…" and "retrying…" notices go while this request has no
+    /// answer yet; `None` logs them as warnings.
+    pub progress: Option<ProgressHook>,
 }
 
 impl ChatRequest {
@@ -48,7 +52,14 @@ impl ChatRequest {
             max_tokens: None,
             temperature: None,
             stream: true,
+            progress: None,
         }
+    }
+
+    /// The same request, with its progress notices going to `hook`.
+    pub fn with_progress(mut self, hook: ProgressHook) -> Self {
+        self.progress = Some(hook);
+        self
     }
 }
 

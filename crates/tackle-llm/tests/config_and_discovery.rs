@@ -17,6 +17,7 @@ fn backend(kind: BackendType, api_base: Option<&str>, api_key: Option<&str>) -> 
         api_key: api_key.map(str::to_string),
         models: vec![],
         stream: None,
+        timeouts: None,
     }
 }
 
