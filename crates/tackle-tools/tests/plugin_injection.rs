@@ -71,9 +71,11 @@ fn write_plugin(dir: &Path) {
              "command": ["./record.sh", "--", "{{value}}", "x={{value}}", "{{other}}"]},
             {"name": "rec_plain", "description": "d", "parameters": params,
              "command": ["./record.sh", "{{value}}"]},
-            // A template that hands the value to a shell line: the host must keep it data.
+            // A template that hands the value to a shell line, declared as sh so that the value
+            // is quoted by sh's rules: it must stay data.
             {"name": "rec_shelled", "description": "d", "parameters": params,
-             "command": ["sh", "-c", "printf '%s\\n' {{value}} > said.txt"]}
+             "command": ["sh", "-c", "printf '%s\\n' {{value}} > said.txt"],
+             "code": {"2": "sh"}}
         ]
     });
     std::fs::write(plugin.join("plugin.json"), manifest.to_string()).unwrap();

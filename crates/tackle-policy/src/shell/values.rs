@@ -7,6 +7,15 @@
 //! filled, and with each value replaced by an inert word. The value passes only if both run the
 //! same programs with the same number of words each, and each value appears whole inside one
 //! word of what runs (a value a shell would split, quote-break or redirect does not).
+//!
+//! Then a third walk asks the analyser whether a program reads the value as code (issue #38):
+//! each argv element holding a value that could be syntax in some language (anything but
+//! letters, digits and `_./:@%+=,-`) is walked as computed at run time. Every code screen the
+//! analyser has (`python -c`, `perl -e`, `awk` programs, `sed` scripts, `pwsh -Command`,
+//! `sh -c` lines, option values that are commands, through every wrapper) finds such an
+//! element opaque; if the walk finds more it cannot see through than the literal one, the
+//! value would land in code and is refused. The plugin's manifest is checked for the same when
+//! it loads; this check holds whatever that check missed.
 
 use super::walk::{Cmd, Walker};
 use super::words::Word;
@@ -22,11 +31,29 @@ const EXPANDS: &[char] = &['$', '`', '\\', '*', '?', '[', '~'];
 /// The commands `argv` runs (each as its words) and how many parts the analyser could not
 /// see through.
 fn walk(argv: &[String]) -> Result<(Vec<Vec<String>>, usize), String> {
+    walk_marked(argv, |_| false).map(|(cmds, opaque)| (cmds, opaque.len()))
+}
+
+/// [`walk`], with the elements `computed` picks walked as computed at run time.
+/// Returns what each part the analyser could not see through is.
+fn walk_marked(
+    argv: &[String],
+    computed: impl Fn(&str) -> bool,
+) -> Result<(Vec<Vec<String>>, Vec<String>), String> {
     let mut walker = Walker::new();
     walker.fed = true;
     if !argv.is_empty() {
         walker.command(Cmd {
-            words: argv.iter().map(|a| Word::literal(a.clone())).collect(),
+            words: argv
+                .iter()
+                .map(|a| {
+                    if computed(a) {
+                        Word::unknown(a.clone())
+                    } else {
+                        Word::literal(a.clone())
+                    }
+                })
+                .collect(),
             open_tail: false,
             maybe: false,
         });
@@ -34,7 +61,7 @@ fn walk(argv: &[String]) -> Result<(Vec<Vec<String>>, usize), String> {
     if let Some(e) = walker.out.error {
         return Err(e.to_string());
     }
-    let opaque = walker.out.opaque.len();
+    let opaque = walker.out.opaque.clone();
     let cmds = walker
         .out
         .cmds
@@ -110,6 +137,35 @@ pub fn values_stay_data(argv: &[String], values: &[String]) -> Result<(), String
             return refuse("a shell or interpreter the template hands it to would read it as code");
         }
     }
+    // Values that could be syntax somewhere: does a program read the element holding one as
+    // code (or as a command, a program, an option that runs one)?
+    let syntax: Vec<usize> = values
+        .iter()
+        .enumerate()
+        .filter(|(_, v)| {
+            v.chars()
+                .any(|c| !(c.is_alphanumeric() || "_./:@%+=,-".contains(c)))
+        })
+        .map(|(n, _)| n)
+        .collect();
+    if !syntax.is_empty() {
+        let markers: Vec<String> = syntax.iter().map(|n| inert(*n)).collect();
+        let holds = |element: &str| markers.iter().any(|m| element.contains(m.as_str()));
+        match walk_marked(&inert_argv, holds) {
+            // More that cannot be seen through, or a part that cannot be seen through (code
+            // the analyser never screens, such as `pwsh -Command`) holding the value.
+            Ok((_, computed_opaque))
+                if computed_opaque.len() > expected_opaque
+                    || computed_opaque
+                        .iter()
+                        .any(|o| markers.iter().any(|m| o.contains(m.as_str()))) =>
+            {
+                return refuse("a program the template hands it to would read it as code, a command or the program to run");
+            }
+            Ok(_) => {}
+            Err(e) => return refuse(&format!("what it runs cannot be read ({e})")),
+        }
+    }
     Ok(())
 }
 
@@ -176,10 +232,10 @@ mod tests {
     #[test]
     fn inside_single_quotes_a_value_that_ends_the_quotes_or_expands_is_refused() {
         let quoted = ["bash", "-c", "echo '{}'"];
-        for v in ["; rm -rf /tmp/x", "a > victim", "hello world"] {
-            assert!(ok(&quoted, v), "{v} stays inside the quotes");
-        }
-        // Expansions are not judged, even where the quotes would keep them inert.
+        assert!(ok(&quoted, "hello"), "a plain word");
+        // A value is not spliced into a shell line even where quotes the template wrote
+        // would hold it (issue #38): only quoting Tackle applies (a declared `sh` string) is
+        // trusted, and that happens before this check.
         for v in [
             "x' ; touch y ; '",
             "'$(touch x)'",
@@ -187,8 +243,60 @@ mod tests {
             "$(touch x)",
             "$HOME",
             "~",
+            "; rm -rf /tmp/x",
+            "a > victim",
+            "hello world",
         ] {
             assert!(!ok(&quoted, v), "{v}");
+        }
+    }
+
+    #[test]
+    fn a_value_in_any_interpreters_code_is_refused() {
+        for v in [
+            "'); open('pwned', 'w'); print('",
+            "\"); require('fs').writeFileSync('pwned', ''); (\"",
+            "'; open(F, '>pwned'); '",
+            "x\nopen('pwned','w')",
+            "a b",
+        ] {
+            for template in [
+                &["python3", "-c", "print('{}')"][..],
+                &["/usr/bin/python3.12", "-c", "x = '{}'"],
+                &["perl", "-e", "print '{}'"],
+                &["node", "-e", "console.log('{}')"],
+                &["ruby", "-e", "puts '{}'"],
+                &["awk", "BEGIN { print \"{}\" }"],
+                &["sed", "s/a/{}/", "f"],
+                &["sed", "-e", "s/a/{}/", "f"],
+                &["pwsh", "-Command", "Write-Host '{}'"],
+                &["bash", "-c", "echo '{}'"],
+                &["env", "sh", "-c", "ls '{}'"],
+                &["env", "FOO=1", "python3", "-c", "print('{}')"],
+                &["xargs", "sh", "-c", "echo '{}'"],
+                &["find", ".", "-exec", "sh", "-c", "echo '{}'", ";"],
+                &["timeout", "5", "perl", "-e", "print '{}'"],
+                &["git", "-c", "core.pager={}", "log"],
+                &["tar", "--to-command={}", "-xf", "a.tar"],
+            ] {
+                assert!(!ok(template, v), "{template:?} {v:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn a_value_given_to_code_as_its_argument_stays_data() {
+        for v in ["'); open('pwned', 'w'); print('", "a b", "$(id)", "-rf"] {
+            for template in [
+                &["python3", "-c", "import sys; print(sys.argv[1])", "{}"][..],
+                &["perl", "-le", "print shift", "{}"],
+                &["awk", "-v", "x={}", "BEGIN { print x }"],
+                &["git", "log", "--format=%h", "--grep={}"],
+                &["./record.sh", "--", "{}"],
+                &["grep", "-rn", "--", "{}", "notes/"],
+            ] {
+                assert!(ok(template, v), "{template:?} {v:?}");
+            }
         }
     }
 

@@ -1,7 +1,7 @@
 //! `plugin.json` (TOOLS.md §A): parsed, then checked as a whole, every problem reported with
 //! the manifest's file and the JSON path of the value at fault.
 
-use super::template::{parse_element, Template};
+use super::template::{parse_element, Language, Template};
 use serde::Deserialize;
 use serde_json::Value;
 use std::fmt;
@@ -96,6 +96,10 @@ struct RawTool {
     timeout_secs: Option<u64>,
     #[serde(default)]
     env: Vec<String>,
+    /// Command elements that are code in a language whose string literals each value is
+    /// quoted as: `{"2": "sh"}` (see `code.rs`).
+    #[serde(default)]
+    code: std::collections::BTreeMap<String, String>,
     #[serde(default)]
     risk: Option<Risk>,
     #[serde(default)]
@@ -377,13 +381,43 @@ fn check_tool(
         )
     };
     let mut parsed = Vec::new();
+    let mut unparsed = false;
     for (k, element) in argv.iter().enumerate().skip(1) {
         match parse_element(element) {
             Ok(segments) => parsed.push(segments),
-            Err(e) => problems.add(format!("{at}.command[{k}]"), e.to_string()),
+            Err(e) => {
+                unparsed = true;
+                problems.add(format!("{at}.command[{k}]"), e.to_string());
+            }
         }
     }
-    let template = Template::new(parsed);
+    let mut template = Template::new(parsed);
+    for (key, language) in &tool.code {
+        let index = key
+            .parse::<usize>()
+            .ok()
+            .filter(|k| *k >= 1 && *k < argv.len());
+        let Some(index) = index else {
+            problems.add(
+                format!("{at}.code.{key}"),
+                format!(
+                    "{key:?} is not the index of an argument of `command` (1 to {})",
+                    argv.len().saturating_sub(1)
+                ),
+            );
+            continue;
+        };
+        let Some(language) = Language::parse(language) else {
+            problems.add(
+                format!("{at}.code.{key}"),
+                format!("{language:?} is not a language values can be quoted for: only \"sh\" and \"python\""),
+            );
+            continue;
+        };
+        if let Some(element) = template.elements.get_mut(index - 1) {
+            element.language = Some(language);
+        }
+    }
     for (k, element) in template.elements.iter().enumerate() {
         for p in element.segments.iter().filter_map(|s| match s {
             super::template::Segment::Param(p) => Some(p),
@@ -394,6 +428,18 @@ fn check_tool(
                     format!("{at}.command[{}]", k + 1),
                     format!("`{{{{{p}}}}}` names no parameter declared in `parameters.properties`"),
                 );
+            }
+        }
+    }
+    // Where each value lands: never the program, an option, or code (issue #38).
+    if let (None, Some(first), false) = (&ctx.binary, argv.first(), unparsed) {
+        if !first.contains("{{") {
+            for (k, why) in super::code::check(first, &template.elements) {
+                // One problem per element: an undeclared placeholder is reported already.
+                let path = format!("{at}.command[{k}]");
+                if !problems.list.iter().any(|p| p.path == path) {
+                    problems.add(path, why);
+                }
             }
         }
     }

@@ -3,8 +3,16 @@
 //!
 //! A template such as `["git", "log", "-n", "{{count}}"]` is filled in one pass, each
 //! placeholder by one declared parameter's value as (part of) exactly one argv element; values
-//! are never re-scanned and never pass through a shell. The command runs through the call's
-//! host (`Exec`, sandboxed, checked by the shell grant on its real words), at Medium risk and
+//! are never re-scanned and never pass through a shell. A value is data wherever it lands
+//! (issue #38): an element whose first character comes from a value never starts with `-`
+//! unless a literal `--` came before, and a manifest that puts a placeholder where a program
+//! reads code, names a program, sets an interpreter's environment or passes options to a
+//! wrapper is refused at load (`code.rs`), unless the element is code whose language the
+//! manifest declares (`"code": {"2": "sh"}`, sh and python only) and the placeholder stands
+//! where a quoted string literal is one word; each value is then quoted by that language.
+//!
+//! The command runs through the call's host (`Exec`, sandboxed, checked by the shell grant on
+//! its real words, and by `values_stay_data` on where each value lands), at Medium risk and
 //! `unless_auto_approved` or higher: a manifest may raise both, never lower them.
 //!
 //! With `execution: binary` each call instead starts the plugin's executable (its SHA-256
@@ -30,6 +38,7 @@
 //! assert!(ext.tools().is_empty());
 //! ```
 
+mod code;
 mod jsonrpc;
 mod manifest;
 mod template;
@@ -40,7 +49,8 @@ pub use manifest::{
     RISK_FLOOR,
 };
 pub use template::{
-    parse_element, FillError, Segment, Template, TemplateError, MAX_ELEMENT_BYTES, MAX_TOTAL_BYTES,
+    parse_element, FillError, Language, Segment, Template, TemplateError, MAX_ELEMENT_BYTES,
+    MAX_TOTAL_BYTES,
 };
 pub use tool::{PluginInfo, PluginTool};
 

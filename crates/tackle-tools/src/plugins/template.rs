@@ -23,16 +23,71 @@ pub enum Segment {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Element {
     pub segments: Vec<Segment>,
-    /// A literal `--` came earlier in the template: a whole-element value after it may start
-    /// with `-` (it cannot be read as an option).
+    /// A literal `--` came earlier in the template: a value that starts the element may start
+    /// with `-` after it (it cannot be read as an option).
     pub after_dashes: bool,
+    /// The manifest declared this element code in a language (`"code": {"2": "sh"}`): each
+    /// value is put in as one string literal of that language, never as bare text.
+    pub language: Option<Language>,
+}
+
+/// A language whose string literals a value can be quoted as.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Language {
+    /// POSIX shell: `'…'`, each `'` as `'\''`.
+    Sh,
+    /// Python 3: `'…'` with every character but letters, digits, space and plain
+    /// punctuation written as an escape (`\x27`, `\u00e9`), so no value can end the literal.
+    Python,
+}
+
+impl Language {
+    pub fn parse(name: &str) -> Option<Self> {
+        match name {
+            "sh" => Some(Self::Sh),
+            "python" => Some(Self::Python),
+            _ => None,
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Sh => "sh",
+            Self::Python => "python",
+        }
+    }
+
+    /// `value` as one string literal of this language.
+    pub fn quote(self, value: &str) -> String {
+        match self {
+            Self::Sh => format!("'{}'", value.replace('\'', "'\\''")),
+            Self::Python => {
+                let mut out = String::with_capacity(value.len() + 2);
+                out.push('\'');
+                for c in value.chars() {
+                    if c.is_ascii_alphanumeric() || " _-.,:/+=@%".contains(c) {
+                        out.push(c);
+                    } else if (c as u32) < 0x100 {
+                        out.push_str(&format!("\\x{:02x}", c as u32));
+                    } else if (c as u32) < 0x10000 {
+                        out.push_str(&format!("\\u{:04x}", c as u32));
+                    } else {
+                        out.push_str(&format!("\\U{:08x}", c as u32));
+                    }
+                }
+                out.push('\'');
+                out
+            }
+        }
+    }
 }
 
 impl Element {
-    /// The element is nothing but one placeholder.
-    fn whole_param(&self) -> Option<&str> {
-        match self.segments.as_slice() {
-            [Segment::Param(p)] => Some(p),
+    /// The placeholder the element starts with, if it starts with one: the element's first
+    /// character then comes from a value (or from what follows an empty one).
+    fn leading_param(&self) -> Option<&str> {
+        match self.segments.first() {
+            Some(Segment::Param(p)) => Some(p),
             _ => None,
         }
     }
@@ -61,6 +116,11 @@ pub enum FillError {
     Nul { param: String },
     #[error("`{param}` starts with `-` and would be read as an option; the plugin's command takes it only after a literal `--`")]
     LeadingDash { param: String },
+    #[error("`{param}` starts with `-`; a value quoted into {language} code may not (the code could pass it on as an option)")]
+    QuotedDash {
+        param: String,
+        language: &'static str,
+    },
     #[error("argument {index} would be {len} bytes long; one argument may be at most {max} bytes")]
     TooLong {
         index: usize,
@@ -119,6 +179,7 @@ impl Template {
                 let element = Element {
                     after_dashes: seen_dashes,
                     segments,
+                    language: None,
                 };
                 if matches!(element.segments.as_slice(), [Segment::Literal(l)] if l == "--") {
                     seen_dashes = true;
@@ -157,12 +218,25 @@ impl Template {
                             if value.contains('\0') {
                                 return Err(FillError::Nul { param: p.clone() });
                             }
-                            text.push_str(&value);
+                            match element.language {
+                                Some(language) => {
+                                    if value.starts_with('-') {
+                                        return Err(FillError::QuotedDash {
+                                            param: p.clone(),
+                                            language: language.name(),
+                                        });
+                                    }
+                                    text.push_str(&language.quote(&value));
+                                }
+                                None => text.push_str(&value),
+                            }
                         }
                     },
                 }
             }
-            if let Some(p) = element.whole_param() {
+            // An element whose first character comes from a value (`{{v}}`, `{{v}}..HEAD`,
+            // `{{a}}{{b}}` with `a` empty) is never let become an option.
+            if let Some(p) = element.leading_param() {
                 if text.starts_with('-') && !element.after_dashes {
                     return Err(FillError::LeadingDash {
                         param: p.to_string(),

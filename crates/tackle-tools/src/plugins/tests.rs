@@ -5,7 +5,7 @@ use crate::mock_host::{exec_ok, MockHost};
 use serde_json::{json, Value};
 use std::path::Path;
 use tackle_protocol::plugins::{FoundManifest, ManifestScan};
-use tackle_protocol::{ApprovalMode, Capability, ErrorKind, ExecCommand, Risk};
+use tackle_protocol::{ApprovalMode, Capability, ErrorKind, ExecCommand, Risk, ToolError};
 
 /// Manifests in memory: `(plugin dir name, manifest)`, all under `/plugins`.
 struct Fake(Vec<(&'static str, String)>);
@@ -390,7 +390,7 @@ async fn a_call_execs_argv_in_the_workspace_with_its_own_read_grant() {
 async fn a_leading_dash_value_without_double_dash_is_invalid_and_nothing_runs() {
     let r = load(&settings(vec![(
         "demo",
-        manifest(vec![tool("t", json!(["git", "{{path}}"]))]),
+        manifest(vec![tool("t", json!(["git", "log", "{{path}}"]))]),
     )]));
     let host = Arc::new(MockHost::new());
     let err = r.plugins[0].tools[0]
@@ -489,4 +489,455 @@ fn allow_and_block_lists_keep_plugins_out_and_block_wins() {
         errors(&r)
     );
     assert_eq!(r.excluded.len(), 1);
+}
+
+// --- Issue #38: plugin values that become options or code -------------------------------
+
+/// The JSON paths of the problems a single tool with this command (and `code` declarations)
+/// gets at load.
+fn load_problems(command: Value, code: Option<Value>) -> Vec<String> {
+    let mut t = tool("t", command);
+    if let Some(code) = code {
+        t["code"] = code;
+    }
+    let r = load(&settings(vec![("demo", manifest(vec![t]))]));
+    r.errors.iter().map(|e| e.path.clone()).collect()
+}
+
+#[test]
+fn a_value_starting_an_element_never_becomes_an_option() {
+    use super::template::{parse_element, Template};
+    let t =
+        |parts: &[&str]| Template::new(parts.iter().map(|p| parse_element(p).unwrap()).collect());
+    let fill = |tpl: &Template, v: Value| tpl.fill(v.as_object().unwrap());
+    let dash = |r: Result<Vec<String>, FillError>| matches!(r, Err(FillError::LeadingDash { .. }));
+    // `{{since}}..HEAD` with `--output=FILE` would make git write FILE.
+    assert!(dash(fill(
+        &t(&["log", "{{path}}..HEAD"]),
+        json!({"path": "--output=x"})
+    )));
+    assert!(dash(fill(&t(&["{{path}}"]), json!({"path": "-rf"}))));
+    assert!(dash(fill(
+        &t(&["{{path}}=x"]),
+        json!({"path": "--upload-pack"})
+    )));
+    // An empty first value leaves the next one first.
+    assert!(dash(fill(
+        &t(&["{{path}}{{count}}"]),
+        json!({"path": "", "count": -1})
+    )));
+    assert!(dash(fill(&t(&["{{path}}-x"]), json!({"path": ""}))));
+    // A literal first character keeps the value inside the option's text.
+    assert_eq!(
+        fill(
+            &t(&["-o{{path}}", "--format={{count}}"]),
+            json!({"path": "-x", "count": -2})
+        )
+        .unwrap(),
+        ["-o-x", "--format=-2"]
+    );
+    // After a literal `--` nothing is an option.
+    assert_eq!(
+        fill(&t(&["--", "{{path}}..HEAD"]), json!({"path": "--output=x"})).unwrap(),
+        ["--", "--output=x..HEAD"]
+    );
+    assert_eq!(
+        fill(&t(&["log", "{{path}}..HEAD"]), json!({"path": "v1.0"})).unwrap(),
+        ["log", "v1.0..HEAD"]
+    );
+}
+
+#[test]
+fn a_placeholder_in_code_or_naming_a_program_is_refused_at_load_with_its_path() {
+    let cases: Vec<(Value, usize)> = vec![
+        (json!(["python3", "-c", "print('{{path}}')"]), 2),
+        (json!(["/usr/bin/python3.12", "-c", "x = {{count}}"]), 2),
+        (json!(["python3", "-c{{path}}"]), 1),
+        (json!(["python3", "{{path}}"]), 1),
+        (json!(["python3", "-m", "{{path}}"]), 2),
+        (json!(["sh", "-c", "echo {{path}}"]), 2),
+        (json!(["bash", "-c", "echo {{path}}"]), 2),
+        (json!(["bash", "-lc", "echo {{path}}"]), 2),
+        (json!(["bash", "-o", "pipefail", "-c", "ls {{path}}"]), 4),
+        (json!(["zsh", "-c", "ls '{{path}}'"]), 2),
+        (json!(["perl", "-e", "print '{{path}}'"]), 2),
+        (json!(["perl", "-ne", "print if /{{path}}/", "f"]), 2),
+        (json!(["perl", "-M{{path}}", "-e", "1"]), 1),
+        (json!(["node", "-e", "console.log('{{path}}')"]), 2),
+        (json!(["node", "--eval={{path}}"]), 1),
+        (json!(["ruby", "-e", "puts '{{path}}'"]), 2),
+        (json!(["awk", "{print \"{{path}}\"}", "f"]), 1),
+        (json!(["gawk", "-e", "BEGIN{print {{count}}}"]), 2),
+        (json!(["sed", "s/a/{{path}}/", "f"]), 1),
+        (json!(["sed", "-e", "s/a/{{path}}/", "f"]), 2),
+        (json!(["sed", "-n", "-e{{path}}", "f"]), 2),
+        (json!(["jq", "{{path}}", "f.json"]), 1),
+        (json!(["osascript", "-e", "display dialog \"{{path}}\""]), 2),
+        (json!(["pwsh", "-Command", "Write-Host {{path}}"]), 2),
+        (
+            json!(["pwsh", "-NoProfile", "-Command", "Write-Host", "{{path}}"]),
+            4,
+        ),
+        (json!(["vim", "-c", "{{path}}", "f"]), 2),
+        (json!(["vim", "+{{path}}", "f"]), 1),
+        (json!(["python3", "-{{path}}", "./script.py"]), 1),
+        (json!(["gdb", "-batch", "-ex", "print {{count}}"]), 3),
+        (json!(["php", "-r", "echo '{{path}}';"]), 2),
+        (json!(["lua", "-e", "print('{{path}}')"]), 2),
+        (json!(["Rscript", "-e", "cat('{{path}}')"]), 2),
+        (json!(["expect", "-c", "send \"{{path}}\""]), 2),
+        (json!(["sed", "-i", "s/a/{{path}}/", "f"]), 2),
+        (json!(["awk", "-F,", "{print \"{{path}}\"}", "f"]), 2),
+        // Through wrappers.
+        (json!(["stdbuf", "-oL", "sh", "-c", "echo {{path}}"]), 4),
+        (json!(["busybox", "sh", "-c", "echo {{path}}"]), 3),
+        (
+            json!(["docker", "run", "img", "sh", "-c", "echo {{path}}"]),
+            5,
+        ),
+        (json!(["env", "-S", "sh -c {{path}}"]), 2),
+        (json!(["env", "sh", "-c", "ls {{path}}"]), 3),
+        (
+            json!(["env", "-i", "FOO=1", "python3", "-c", "print({{path}})"]),
+            5,
+        ),
+        (json!(["xargs", "sh", "-c", "echo {{path}}"]), 3),
+        (
+            json!(["find", ".", "-exec", "sh", "-c", "echo {{path}}", ";"]),
+            5,
+        ),
+        (json!(["timeout", "5", "python3", "-c", "x = {{path}}"]), 4),
+        (json!(["nice", "-n", "5", "bash", "-c", "{{path}}"]), 5),
+        (json!(["sudo", "-u", "x", "perl", "-e", "{{path}}"]), 5),
+        (
+            json!(["timeout", "-s", "KILL", "5", "node", "-e", "{{path}}"]),
+            6,
+        ),
+        // Interpreter environment set from a value.
+        (json!(["env", "BASH_ENV={{path}}", "bash", "./run.sh"]), 1),
+        (json!(["env", "PYTHONSTARTUP={{path}}", "python3"]), 1),
+        (json!(["env", "{{path}}", "x"]), 1),
+        // The program, directly or through a wrapper.
+        (json!(["env", "{{path}}"]), 1),
+        (json!(["sudo", "{{path}}"]), 1),
+        (json!(["xargs", "{{path}}"]), 1),
+        (json!(["find", ".", "-exec", "{{path}}", ";"]), 3),
+        // Option values that are commands, and shell lines.
+        (json!(["git", "-c", "core.pager={{path}}", "log"]), 2),
+        (json!(["git", "{{path}}"]), 1),
+        (
+            json!(["git", "fetch", "--upload-pack={{path}}", "origin"]),
+            2,
+        ),
+        (json!(["tar", "--to-command={{path}}", "-xf", "a.tar"]), 1),
+        (json!(["rsync", "-e", "{{path}}", "a", "b"]), 2),
+        (json!(["make", "CC={{path}}"]), 1),
+        (json!(["ssh", "host", "ls {{path}}"]), 2),
+        (json!(["watch", "ls", "{{path}}"]), 2),
+        // A shell line that runs its own arguments.
+        (json!(["sh", "-c", "eval \"$1\"", "sh", "{{path}}"]), 4),
+        (json!(["bash", "-c", "\"$@\"", "bash", "{{path}}"]), 4),
+        (
+            json!(["sh", "-c", "python3 -c \"$1\"", "sh", "{{path}}"]),
+            4,
+        ),
+        (json!(["sh", "-c", "echo \"$1\" | sh", "sh", "{{path}}"]), 4),
+    ];
+    for (command, index) in cases {
+        let got = load_problems(command.clone(), None);
+        let want = format!("$.tools[0].command[{index}]");
+        assert!(got.contains(&want), "{command}: want {want}, got {got:?}");
+    }
+}
+
+#[test]
+fn values_passed_as_plain_arguments_still_load() {
+    for command in [
+        json!(["git", "log", "{{path}}..HEAD"]),
+        json!(["git", "log", "--format={{path}}", "-n", "{{count}}"]),
+        json!(["git", "-C", "sub", "log", "--", "{{path}}"]),
+        json!(["grep", "-rn", "-e{{path}}", "notes/"]),
+        json!(["grep", "-rn", "--", "{{path}}", "notes/"]),
+        json!(["sh", "-c", "printf '%s\\n' \"$1\"", "sh", "{{path}}"]),
+        json!([
+            "sh",
+            "-c",
+            "awk '{print $1}' \"$1\" | sort",
+            "sh",
+            "{{path}}"
+        ]),
+        json!(["bash", "./run.sh", "{{path}}"]),
+        json!(["python3", "./script.py", "--name", "{{path}}"]),
+        json!([
+            "python3",
+            "-c",
+            "import sys; print(sys.argv[1])",
+            "{{path}}"
+        ]),
+        json!(["perl", "-e", "print @ARGV", "{{path}}"]),
+        json!(["node", "-e", "console.log(process.argv[1])", "{{path}}"]),
+        json!(["awk", "-v", "x={{path}}", "{print x}", "f"]),
+        json!(["awk", "-vx={{path}}", "{print x}", "f"]),
+        json!(["python3", "-W{{path}}", "./script.py"]),
+        json!(["awk", "-f", "prog.awk", "{{path}}"]),
+        json!(["sed", "-e", "s/a/b/", "{{path}}"]),
+        json!(["jq", "--arg", "x", "{{path}}", ".a == $x", "f.json"]),
+        json!(["env", "LC_ALL=C", "sort", "{{path}}"]),
+        json!(["timeout", "5", "git", "log", "{{path}}"]),
+        json!(["find", ".", "-name", "{{path}}", "-exec", "ls", "{}", ";"]),
+        json!(["./run.sh", "--", "{{path}}", "-n={{count}}"]),
+    ] {
+        let got = load_problems(command.clone(), None);
+        assert!(got.is_empty(), "{command}: {got:?}");
+    }
+}
+
+#[test]
+fn a_declared_language_quotes_each_value_and_must_match_the_program() {
+    // Loads: the placeholder stands where a quoted value is one word / one literal.
+    for (command, code) in [
+        (
+            json!(["sh", "-c", "printf '%s\\n' {{path}} > said.txt"]),
+            json!({"2": "sh"}),
+        ),
+        (
+            json!(["bash", "-c", "ls -l -- {{path}} 2>&1 | head -n 3"]),
+            json!({"2": "sh"}),
+        ),
+        (
+            json!(["python3", "-c", "import sys; sys.stdout.write({{path}})"]),
+            json!({"2": "python"}),
+        ),
+        (
+            json!(["python3", "-c", "print('a', {{path}}, \"#\")  # note"]),
+            json!({"2": "python"}),
+        ),
+    ] {
+        let got = load_problems(command.clone(), Some(code));
+        assert!(got.is_empty(), "{command}: {got:?}");
+    }
+    // Refused, at the element's path.
+    for (command, code, path) in [
+        // Inside quotes the quoting would end them.
+        (
+            json!(["sh", "-c", "echo '{{path}}'"]),
+            json!({"2": "sh"}),
+            "command[2]",
+        ),
+        (
+            json!(["sh", "-c", "echo \"{{path}}\""]),
+            json!({"2": "sh"}),
+            "command[2]",
+        ),
+        // The quoted word would still be code or the program inside the line.
+        (
+            json!(["sh", "-c", "eval {{path}}"]),
+            json!({"2": "sh"}),
+            "command[2]",
+        ),
+        (
+            json!(["sh", "-c", "{{path}} x"]),
+            json!({"2": "sh"}),
+            "command[2]",
+        ),
+        (
+            json!(["sh", "-c", "python3 -c {{path}}"]),
+            json!({"2": "sh"}),
+            "command[2]",
+        ),
+        (
+            json!(["sh", "-c", "X={{path}} ls"]),
+            json!({"2": "sh"}),
+            "command[2]",
+        ),
+        (
+            json!(["sh", "-c", "echo $({{path}})"]),
+            json!({"2": "sh"}),
+            "command[2]",
+        ),
+        (
+            json!(["sh", "-c", "cat > {{path}}"]),
+            json!({"2": "sh"}),
+            "command[2]",
+        ),
+        // The wrong language for the program.
+        (
+            json!(["sh", "-c", "echo {{path}}"]),
+            json!({"2": "python"}),
+            "command[2]",
+        ),
+        (
+            json!(["python3", "-c", "print({{path}})"]),
+            json!({"2": "sh"}),
+            "command[2]",
+        ),
+        (
+            json!(["perl", "-e", "print {{path}}"]),
+            json!({"2": "sh"}),
+            "command[2]",
+        ),
+        // Python: inside a string, after a name (a string prefix), in an f-string.
+        (
+            json!(["python3", "-c", "print('{{path}}')"]),
+            json!({"2": "python"}),
+            "command[2]",
+        ),
+        (
+            json!(["python3", "-c", "print(f{{path}})"]),
+            json!({"2": "python"}),
+            "command[2]",
+        ),
+        (
+            json!(["python3", "-c", "print(f'{x}', {{path}})"]),
+            json!({"2": "python"}),
+            "command[2]",
+        ),
+        (
+            json!(["python3", "-c", "x = 1 # {{path}}"]),
+            json!({"2": "python"}),
+            "command[2]",
+        ),
+        // Not code at all, a language nobody quotes, an index that is not there.
+        (
+            json!(["git", "log", "{{path}}"]),
+            json!({"2": "sh"}),
+            "command[2]",
+        ),
+        (
+            json!(["perl", "-e", "print {{path}}"]),
+            json!({"2": "perl"}),
+            "code.2",
+        ),
+        (
+            json!(["sh", "-c", "echo {{path}}"]),
+            json!({"7": "sh"}),
+            "code.7",
+        ),
+    ] {
+        let got = load_problems(command.clone(), Some(code.clone()));
+        let want = format!("$.tools[0].{path}");
+        assert!(
+            got.contains(&want),
+            "{command} {code}: want {want}, got {got:?}"
+        );
+    }
+}
+
+fn declared_tool(command: Value, code: Value) -> Arc<PluginTool> {
+    let mut t = tool("t", command);
+    t["code"] = code;
+    let r = load(&settings(vec![("demo", manifest(vec![t]))]));
+    assert!(r.errors.is_empty(), "{:?}", r.errors);
+    r.plugins[0].tools[0].clone()
+}
+
+fn argv_for(t: &PluginTool, args: Value) -> Result<(String, Vec<String>), ToolError> {
+    t.command(&args)
+}
+
+const ATTACKS: &[&str] = &[
+    "x'; touch pwned; '",
+    "'); open('pwned', 'w'); print('",
+    "\"); import os; os.system('touch pwned'); (\"",
+    "$(touch pwned)",
+    "`touch pwned`",
+    "a\nimport os\nos.system('touch pwned')",
+    "\\'; touch pwned #",
+    "é ✓ \u{1F600} \\x27 \\\\",
+    "''' + __import__('os').system('touch pwned') + '''",
+];
+
+#[test]
+fn a_quoted_value_reaches_sh_and_python_as_exactly_its_text() {
+    let dir = tempfile::tempdir().unwrap();
+    let sh = declared_tool(
+        json!(["sh", "-c", "printf '%s|' {{path}} end"]),
+        json!({"2": "sh"}),
+    );
+    let py = declared_tool(
+        json!([
+            "python3",
+            "-c",
+            "import sys; sys.stdout.write({{path}} + '|')"
+        ]),
+        json!({"2": "python"}),
+    );
+    let python_runs = std::process::Command::new("python3")
+        .arg("-c")
+        .arg("pass")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    for attack in ATTACKS {
+        for (t, runs) in [(&sh, true), (&py, python_runs)] {
+            let (program, argv) = argv_for(t, json!({ "path": attack })).unwrap();
+            if !runs {
+                continue;
+            }
+            let out = std::process::Command::new(&program)
+                .args(&argv)
+                .current_dir(dir.path())
+                .output()
+                .unwrap();
+            let said = String::from_utf8_lossy(&out.stdout);
+            let want = if program == "sh" {
+                format!("{attack}|end|")
+            } else {
+                format!("{attack}|")
+            };
+            assert_eq!(
+                said,
+                want,
+                "{program} {argv:?}: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            assert!(
+                !dir.path().join("pwned").exists(),
+                "{program} {attack:?} ran code"
+            );
+        }
+    }
+    // A quoted value may not start with `-` (the code could pass it on as an option).
+    let err = argv_for(&sh, json!({"path": "--output=x"}))
+        .err()
+        .map(|e| e.kind);
+    assert_eq!(err, Some(ErrorKind::InvalidArguments));
+}
+
+#[test]
+fn checking_a_template_never_panics_on_odd_text() {
+    for text in [
+        "",
+        "-",
+        "--",
+        "=",
+        "-=",
+        "--=",
+        "+",
+        "é",
+        "-é{{path}}",
+        "{{path}}é",
+        "'",
+        "\"",
+        "'''",
+        "\"\"\"",
+        "#",
+        "\\",
+        "\n",
+        "-c",
+        "a\u{0}b",
+        ">&",
+        "2>",
+        "<",
+        "'{{path}}",
+        "\"{{path}}",
+    ] {
+        for program in [
+            "sh", "python3", "env", "find", "git", "pwsh", "xargs", "perl", "awk",
+        ] {
+            for code in [None, Some(json!({"1": "sh"})), Some(json!({"1": "python"}))] {
+                let _ = load_problems(json!([program, "-c", text, text, "{{path}}"]), code.clone());
+                let _ = load_problems(json!([program, text, "{{path}}", text]), code);
+            }
+        }
+    }
 }

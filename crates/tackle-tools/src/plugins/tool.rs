@@ -35,7 +35,7 @@ pub struct PluginTool {
 
 impl PluginTool {
     /// The program and its arguments for these call arguments.
-    fn command(&self, args: &Value) -> Result<(String, Vec<String>), ToolError> {
+    pub(crate) fn command(&self, args: &Value) -> Result<(String, Vec<String>), ToolError> {
         match &self.def.mode {
             Mode::Binary { path, .. } => Ok((path.display().to_string(), Vec::new())),
             Mode::Argv { program, template } => {
@@ -119,10 +119,9 @@ impl Tool for PluginTool {
                 Mode::Binary { sha256, .. } => sha256.clone(),
                 Mode::Argv { .. } => None,
             },
-            data_values: if binary {
-                Vec::new()
-            } else {
-                data_values(&args)
+            data_values: match &self.def.mode {
+                Mode::Binary { .. } => Vec::new(),
+                Mode::Argv { template, .. } => data_values(&args, template),
             },
         };
         let out = cx.host().exec(req).await?;
@@ -134,13 +133,24 @@ impl Tool for PluginTool {
     }
 }
 
-/// Every argument value as the template would place it.
-fn data_values(args: &Value) -> Vec<String> {
+/// Every argument value as the template would place it, but for a value that goes only into
+/// code of a declared language: that one is quoted as a string literal of the language (and
+/// checked where it stands when the manifest loaded), so its text is not found whole.
+fn data_values(args: &Value, template: &super::template::Template) -> Vec<String> {
+    let quoted_only = |name: &str| {
+        let holds = |e: &&super::template::Element| {
+            e.segments
+                .iter()
+                .any(|s| matches!(s, super::template::Segment::Param(p) if p == name))
+        };
+        let mut elements = template.elements.iter().filter(holds).peekable();
+        elements.peek().is_some() && elements.all(|e| e.language.is_some())
+    };
     match args {
         Value::Object(map) => map
-            .values()
-            .filter(|v| !v.is_null())
-            .map(super::template::render)
+            .iter()
+            .filter(|(k, v)| !v.is_null() && !quoted_only(k))
+            .map(|(_, v)| super::template::render(v))
             .collect(),
         _ => Vec::new(),
     }
