@@ -64,7 +64,12 @@ fn env_var(name: &str) -> Option<String> {
 /// Load the configuration the global flags point at, printing its warnings once.
 pub fn load_config(global: &Global) -> Result<Loaded> {
     let vars: Vec<(String, String)> = std::env::vars().collect();
-    let loaded = config::load(global.config.as_deref(), &env_var, &vars)?;
+    let loaded = config::load(
+        global.config.as_deref(),
+        global.workspace.as_deref(),
+        &env_var,
+        &vars,
+    )?;
     for w in &loaded.warnings {
         tracing::warn!("{w}");
     }
@@ -89,7 +94,8 @@ impl App {
         let Loaded { config, source, .. } = loaded;
         let workspace =
             resolve_workspace(global.workspace.as_deref(), config.workspace.as_deref())?;
-        let home = env_var("HOME").map(PathBuf::from);
+        // `$HOME` when absolute, else the password database's: never the current directory.
+        let home = config::home::home();
         let state_dir = resolve_state_dir(config.state_dir.as_deref(), home.as_deref());
         let agent = match &selection.agent {
             Some(name) => Some(config.agent(Some(name)).cloned().ok_or_else(|| {
@@ -252,10 +258,7 @@ impl App {
 
     /// The state directory the config asks for (or the XDG default).
     pub fn state_dir_for(config: &Config) -> PathBuf {
-        resolve_state_dir(
-            config.state_dir.as_deref(),
-            env_var("HOME").as_deref().map(Path::new),
-        )
+        resolve_state_dir(config.state_dir.as_deref(), config::home::home().as_deref())
     }
 }
 
@@ -578,16 +581,64 @@ fn resolve_workspace(flag: Option<&Path>, configured: Option<&str>) -> Result<Pa
     Ok(dir)
 }
 
+/// `state_dir` as configured (`~/…` in the home), else `$XDG_STATE_HOME/tackle` (absolute
+/// only), else `<home>/.local/state/tackle`. Never relative to the current directory because
+/// the home is missing: a derived state directory inside the current directory (HOME pointing
+/// there) is replaced by the account's own, and with no home at all the store cannot open.
 fn resolve_state_dir(configured: Option<&str>, home: Option<&Path>) -> PathBuf {
-    let expand = |p: &str| match (p.strip_prefix("~/"), home) {
-        (Some(rest), Some(h)) => h.join(rest),
-        _ => PathBuf::from(p),
+    use config::home as h;
+    static WARNED: std::sync::Once = std::sync::Once::new();
+    let warn = |msg: String| WARNED.call_once(|| tracing::warn!("state_dir: {msg}"));
+    // No home anywhere: a path that cannot be created, so the store fails instead of landing
+    // in the current directory.
+    let nowhere = || PathBuf::from("/nonexistent/tackle-state-needs-a-home");
+    let check = match configured {
+        // `~/…` depends on HOME: checked like a derived directory below.
+        Some(dir) if dir.starts_with('~') => match h::expand_tilde(dir, home) {
+            Ok(path) => h::Derived {
+                path,
+                account_default: h::expand_tilde(dir, h::account_home().as_deref()).ok(),
+                kind: "state".into(),
+                to_name_it: "set state_dir to an absolute path to use it".into(),
+            },
+            Err(why) => {
+                warn(format!("`{dir}` is not used: {why}"));
+                return nowhere();
+            }
+        },
+        Some(dir) => return PathBuf::from(dir),
+        None => {
+            let derived = h::state_home_with(&|k| match k {
+                "HOME" => home.map(|p| p.display().to_string()),
+                _ => env_var(k),
+            })
+            .map(|base| base.join("tackle"));
+            let Some(path) = derived else {
+                warn(format!("{}; set XDG_STATE_HOME or state_dir", h::NO_HOME));
+                return nowhere();
+            };
+            h::Derived {
+                path,
+                account_default: h::account_home().map(|a| a.join(".local/state/tackle")),
+                kind: "state".into(),
+                to_name_it: "set state_dir in the config to use it".into(),
+            }
+        }
     };
-    if let Some(dir) = configured {
-        return expand(dir);
+    let (path, own) = (check.path.clone(), check.account_default.clone());
+    match (h::refuse_derived(&check, &h::workspace_or_cwd(None)), own) {
+        (None, _) => path,
+        (Some(why), Some(own)) => {
+            warn(format!(
+                "{} is not used, {why}; using {}",
+                path.display(),
+                own.display()
+            ));
+            own
+        }
+        (Some(why), None) => {
+            warn(format!("{} is not used, {why}", path.display()));
+            nowhere()
+        }
     }
-    if let Some(xdg) = env_var("XDG_STATE_HOME").filter(|v| !v.is_empty()) {
-        return PathBuf::from(xdg).join("tackle");
-    }
-    expand("~/.local/state/tackle")
 }

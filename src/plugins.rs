@@ -6,32 +6,33 @@ use std::sync::Arc;
 use tackle_protocol::config::PluginsConfig;
 use tackle_tools::plugins::{LoadReport, PluginDir, Plugins, PluginsSettings};
 
-/// Where plugins live when `plugins.dirs` names none: the user's own config directory.
-fn default_dir(home: Option<&Path>, xdg_config: Option<&str>) -> PluginDir {
-    match (xdg_config.filter(|v| !v.is_empty()), home) {
-        (Some(xdg), _) => {
-            let path = PathBuf::from(xdg).join("tackle/plugins");
-            PluginDir {
-                label: path.display().to_string(),
-                path,
-            }
-        }
-        (None, Some(h)) => PluginDir {
-            label: "~/.config/tackle/plugins".into(),
-            path: h.join(".config/tackle/plugins"),
-        },
-        (None, None) => PluginDir {
-            label: ".config/tackle/plugins".into(),
-            path: PathBuf::from(".config/tackle/plugins"),
-        },
-    }
+/// Where plugins live when `plugins.dirs` names none: the user's own config directory
+/// (`$XDG_CONFIG_HOME` or the home, absolute only; see [`crate::config::home`]).
+fn default_dir(env: crate::config::home::Env) -> (PluginDir, crate::config::home::Derived) {
+    let derived = crate::config::home::default_config_dir(
+        env,
+        "plugins",
+        "plugins",
+        "name it in `plugins.dirs` to load it",
+    );
+    let label = if crate::config::home::absolute_var(env, "XDG_CONFIG_HOME") {
+        derived.path.display().to_string()
+    } else {
+        "~/.config/tackle/plugins".into()
+    };
+    let dir = PluginDir {
+        label,
+        path: derived.path.clone(),
+    };
+    (dir, derived)
 }
 
 /// One `plugins.dirs` entry: `~/…` in the home, absolute as is, relative inside the workspace.
+/// A `~` entry with no home stays relative, which the disk refuses (with the reason).
 fn resolve(raw: &str, workspace: &Path, home: Option<&Path>) -> PathBuf {
-    match (raw.strip_prefix("~/"), home) {
-        (Some(rest), Some(h)) => h.join(rest),
-        _ => workspace.join(raw),
+    match crate::config::home::expand_tilde(raw, home) {
+        Ok(p) => workspace.join(p),
+        Err(_) => PathBuf::from(raw),
     }
 }
 
@@ -44,9 +45,15 @@ pub fn load(
     reserved: Vec<String>,
     mcp: &[String],
 ) -> Arc<Plugins> {
-    let xdg = std::env::var("XDG_CONFIG_HOME").ok();
+    let env = |k: &str| match k {
+        "HOME" => home.map(|h| h.display().to_string()),
+        _ => std::env::var(k).ok(),
+    };
+    let mut derived = Vec::new();
     let dirs = if config.dirs.is_empty() {
-        vec![default_dir(home, xdg.as_deref())]
+        let (dir, d) = default_dir(&env);
+        derived.push(d);
+        vec![dir]
     } else {
         config
             .dirs
@@ -57,7 +64,17 @@ pub fn load(
             })
             .collect()
     };
-    let mut settings = PluginsSettings::new(Arc::new(tackle_host::DiskPluginDirs));
+    derived.extend(config.dirs.iter().filter_map(|raw| {
+        crate::config::home::tilde_derived(
+            raw,
+            home,
+            "plugins",
+            "write it as an absolute path in `plugins.dirs` to load it",
+        )
+    }));
+    // Directories nobody named are refused when they resolve inside the workspace.
+    let guard = crate::config::home::guard(derived, workspace.to_path_buf());
+    let mut settings = PluginsSettings::new(tackle_host::DiskPluginDirs::guarded(guard));
     settings.dirs = dirs;
     settings.allow = config.allow.clone();
     settings.block = config.block.clone();
@@ -88,7 +105,11 @@ mod tests {
         assert_eq!(resolve("~/p", ws, home), PathBuf::from("/home/me/p"));
         assert_eq!(resolve("/opt/p", ws, home), PathBuf::from("/opt/p"));
         assert_eq!(resolve("p", ws, home), PathBuf::from("/ws/p"));
-        let d = default_dir(home, None);
+        assert_eq!(resolve("~", ws, home), PathBuf::from("/home/me"));
+        // No home: `~` stays relative (refused by the disk), never inside the workspace.
+        assert_eq!(resolve("~/p", ws, None), PathBuf::from("~/p"));
+        let env = |k: &str| (k == "HOME").then(|| "/home/me".to_string());
+        let (d, _) = default_dir(&env);
         assert_eq!(d.path, PathBuf::from("/home/me/.config/tackle/plugins"));
     }
 }

@@ -8,40 +8,46 @@ use tackle_protocol::Extension;
 use tackle_tools::skills::{self, SkillDir, SkillsSettings};
 
 /// Where skills live when `skills.dirs` names none: the user's own config directory, never
-/// the workspace (a cloned repository must not bring instructions in unasked).
-fn default_dir(home: Option<&Path>, xdg_config: Option<&str>) -> (String, PathBuf) {
-    match (xdg_config.filter(|v| !v.is_empty()), home) {
-        (Some(xdg), _) => {
-            let p = PathBuf::from(xdg).join("tackle/skills");
-            (p.display().to_string(), p)
-        }
-        (None, Some(h)) => (
-            "~/.config/tackle/skills".into(),
-            h.join(".config/tackle/skills"),
-        ),
-        (None, None) => (
-            ".config/tackle/skills".into(),
-            PathBuf::from(".config/tackle/skills"),
-        ),
-    }
+/// the workspace (a cloned repository must not bring instructions in unasked): `$XDG_CONFIG_HOME`
+/// or the home, absolute only (see [`crate::config::home`]).
+fn default_dir(env: crate::config::home::Env) -> (SkillDir, crate::config::home::Derived) {
+    let derived = crate::config::home::default_config_dir(
+        env,
+        "skills",
+        "skills",
+        "name it in `skills.dirs` to load it",
+    );
+    let label = if crate::config::home::absolute_var(env, "XDG_CONFIG_HOME") {
+        derived.path.display().to_string()
+    } else {
+        "~/.config/tackle/skills".into()
+    };
+    let dir = SkillDir {
+        label,
+        path: derived.path.clone(),
+    };
+    (dir, derived)
 }
 
 /// One `skills.dirs` entry: `~/…` in the home, absolute as is, relative inside the workspace.
+/// A `~` entry with no home stays relative, which the disk refuses (with the reason).
 fn resolve(raw: &str, workspace: &Path, home: Option<&Path>) -> PathBuf {
-    match (raw.strip_prefix("~/"), home) {
-        (Some(rest), Some(h)) => h.join(rest),
-        _ if raw == "~" => home
-            .map(Path::to_path_buf)
-            .unwrap_or_else(|| PathBuf::from(raw)),
-        _ => workspace.join(raw),
+    match crate::config::home::expand_tilde(raw, home) {
+        Ok(p) => workspace.join(p),
+        Err(_) => PathBuf::from(raw),
     }
 }
 
 pub fn settings(config: &SkillsConfig, workspace: &Path, home: Option<&Path>) -> SkillsSettings {
-    let xdg = std::env::var("XDG_CONFIG_HOME").ok();
+    let env = |k: &str| match k {
+        "HOME" => home.map(|h| h.display().to_string()),
+        _ => std::env::var(k).ok(),
+    };
+    let mut derived = Vec::new();
     let dirs = if config.dirs.is_empty() {
-        let (label, path) = default_dir(home, xdg.as_deref());
-        vec![SkillDir { label, path }]
+        let (dir, d) = default_dir(&env);
+        derived.push(d);
+        vec![dir]
     } else {
         config
             .dirs
@@ -52,7 +58,23 @@ pub fn settings(config: &SkillsConfig, workspace: &Path, home: Option<&Path>) ->
             })
             .collect()
     };
-    let mut settings = SkillsSettings::new(Arc::new(tackle_host::DiskSkillDirs));
+    derived.extend(config.dirs.iter().filter_map(|raw| {
+        crate::config::home::tilde_derived(
+            raw,
+            home,
+            "skills",
+            "write it as an absolute path in `skills.dirs` to load it",
+        )
+    }));
+    // Directories nobody named are refused when they resolve inside the workspace; say so
+    // now, not only when the catalogue is first read.
+    let guard = crate::config::home::guard(derived, workspace.to_path_buf());
+    for d in &dirs {
+        if let Some(why) = guard(&d.path).filter(|_| std::fs::symlink_metadata(&d.path).is_ok()) {
+            tracing::warn!("skills: {}: refused, {why}", d.path.display());
+        }
+    }
+    let mut settings = SkillsSettings::new(tackle_host::DiskSkillDirs::guarded(guard));
     settings.dirs = dirs;
     if let Some(url) = config
         .registry_url

@@ -19,7 +19,9 @@ pub enum PluginsCommand {
         json: bool,
     },
     /// Every problem of every manifest, with its file and JSON path; exit 1 when any
-    /// manifest was skipped.
+    /// manifest was skipped or has a problem, or a plugins directory was refused or unreadable
+    /// (0 only when every manifest found loaded; a tool refused for a taken name is a warning,
+    /// and plugins kept out by `plugins.allow`/`block` are no problem).
     Check {
         /// Print `{"plugins", "errors", "warnings", "excluded"}` JSON.
         #[arg(long)]
@@ -49,11 +51,23 @@ pub async fn run(global: &Global, cmd: PluginsCommand) -> Result<i32> {
         PluginsCommand::Check { json: false } => check(&report)?,
     }
     let checking = matches!(cmd, PluginsCommand::Check { .. });
-    Ok(if checking && !report.errors.is_empty() {
+    Ok(if checking && has_problems(&report) {
         exit::FAILED
     } else {
         exit::OK
     })
+}
+
+/// Anything `plugins check` fails on: a skipped manifest (its errors), or any warning but a
+/// tool refused for a name already taken (its plugin loaded; the tool is reported). Every other
+/// warning of a load is something skipped or refused: a manifest without `plugin.json`, a link,
+/// a file too large, a duplicate plugin, a non-UTF-8 name, a refused or unreadable directory.
+fn has_problems(report: &LoadReport) -> bool {
+    !report.errors.is_empty()
+        || report
+            .warnings
+            .iter()
+            .any(|w| !w.contains(" is refused: its name is taken by "))
 }
 
 fn list(report: &LoadReport) -> Result<()> {

@@ -4,6 +4,7 @@
 //! for configuration (ARCHITECTURE.md).
 
 mod env_override;
+pub mod home;
 mod interpolate;
 
 use std::path::{Path, PathBuf};
@@ -44,8 +45,9 @@ pub struct Loaded {
 }
 
 /// Where to look for the config file: `--config`, then `$TACKLE_CONFIG`, then
-/// `$XDG_CONFIG_HOME/tackle/config.yaml` (or `~/.config/tackle/config.yaml`).
-/// Returns `(path, explicit)`; an explicit path must exist.
+/// `$XDG_CONFIG_HOME/tackle/config.yaml` (or `~/.config/tackle/config.yaml`), where only an
+/// absolute `$XDG_CONFIG_HOME` or `$HOME` counts and the home falls back to the password
+/// database's (see [`home`]). Returns `(path, explicit)`; an explicit path must exist.
 pub fn locate(
     flag: Option<&Path>,
     env: &dyn Fn(&str) -> Option<String>,
@@ -56,20 +58,39 @@ pub fn locate(
     if let Some(p) = env("TACKLE_CONFIG").filter(|p| !p.is_empty()) {
         return Some((PathBuf::from(p), true));
     }
-    let base = env("XDG_CONFIG_HOME")
-        .filter(|p| !p.is_empty())
-        .map(PathBuf::from)
-        .or_else(|| env("HOME").map(|h| PathBuf::from(h).join(".config")))?;
+    let base = home::config_home_with(env)?;
     Some((base.join("tackle").join("config.yaml"), false))
 }
 
-/// Load the configuration following the search order.
+/// Load the configuration following the search order. `workspace` is `--workspace` (else the
+/// current directory is the workspace): a config file found by the search (not named) that
+/// resolves inside it is not read, with a warning — a repository does not configure Tackle.
 pub fn load(
     flag: Option<&Path>,
+    workspace: Option<&Path>,
     env: &dyn Fn(&str) -> Option<String>,
     env_vars: &[(String, String)],
 ) -> Result<Loaded, ConfigError> {
-    let located = locate(flag, env);
+    let mut refused = Vec::new();
+    let located = locate(flag, env).filter(|(path, explicit)| {
+        if *explicit {
+            return true;
+        }
+        let derived = home::Derived {
+            path: path.clone(),
+            account_default: home::account_home()
+                .map(|h| h.join(".config").join("tackle").join("config.yaml")),
+            kind: "configuration".into(),
+            to_name_it: "pass it with --config or $TACKLE_CONFIG to read it".into(),
+        };
+        match home::refuse_derived(&derived, &home::workspace_or_cwd(workspace)) {
+            Some(why) => {
+                refused.push(format!("{}: not read, {why}", path.display()));
+                false
+            }
+            None => true,
+        }
+    });
     let (text, source) = match located {
         Some((path, explicit)) => match std::fs::read_to_string(&path) {
             Ok(text) => (text, Some(path)),
@@ -84,10 +105,13 @@ pub fn load(
         .as_ref()
         .map(|p| p.display().to_string())
         .unwrap_or_else(|| "built-in defaults".to_string());
-    parse(&text, &origin, env, env_vars).map(|(config, warnings)| Loaded {
-        config,
-        source,
-        warnings,
+    parse(&text, &origin, env, env_vars).map(|(config, mut warnings)| {
+        refused.append(&mut warnings);
+        Loaded {
+            config,
+            source,
+            warnings: refused,
+        }
     })
 }
 

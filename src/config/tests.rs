@@ -296,7 +296,7 @@ fn an_invalid_env_override_is_blamed_on_its_variable() {
 fn a_config_file_that_cannot_be_read_names_the_file_and_the_cause_once() {
     let dir = std::env::temp_dir().join(format!("tackle-no-such-dir-{}", std::process::id()));
     let path = dir.join("config.yaml");
-    let e = load(Some(&path), &no_env, &[]).err();
+    let e = load(Some(&path), None, &no_env, &[]).err();
     let Some(e) = e else {
         panic!("a missing explicit file loaded");
     };

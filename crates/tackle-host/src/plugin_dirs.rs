@@ -4,8 +4,9 @@
 //! are skipped, and `plugin.json` is opened with no link in any component and a size cap.
 
 use crate::safe_open::open_no_links;
-use crate::skill_dirs::{read_capped, ReadError};
+use crate::skill_dirs::{read_capped, DirGuard, ReadError};
 use std::path::Path;
+use std::sync::Arc;
 use tackle_protocol::plugins::{FoundManifest, ManifestScan, PluginDirs, MANIFEST_FILE};
 
 /// The plugin directories on the local disk.
@@ -62,6 +63,39 @@ impl PluginDirs for DiskPluginDirs {
     }
 }
 
+impl DiskPluginDirs {
+    /// The plugin directories on disk, asking `guard` before each scan: a directory it refuses
+    /// (with the reason) is not read, and the refusal is a warning of the load (so `plugins
+    /// check` and `doctor` show it). A relative directory is always refused: it would be read
+    /// from wherever the process happens to run.
+    pub fn guarded(guard: DirGuard) -> Arc<dyn PluginDirs> {
+        Arc::new(Guarded { guard })
+    }
+}
+
+struct Guarded {
+    guard: DirGuard,
+}
+
+impl PluginDirs for Guarded {
+    fn scan(&self, dir: &Path, max_bytes: u64) -> ManifestScan {
+        match crate::skill_dirs::refusal(&self.guard, dir) {
+            // A refused directory that is not there is no news.
+            Some(_) if std::fs::symlink_metadata(dir).is_err() => ManifestScan::default(),
+            Some(why) => ManifestScan {
+                found: Vec::new(),
+                warnings: vec![format!("{}: refused, {why}", dir.display())],
+            },
+            None => DiskPluginDirs.scan(dir, max_bytes),
+        }
+    }
+
+    fn is_executable_file(&self, path: &Path) -> bool {
+        crate::skill_dirs::refusal(&self.guard, path).is_none()
+            && DiskPluginDirs.is_executable_file(path)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -87,6 +121,32 @@ mod tests {
             r.warnings.iter().any(|w| w.contains("no plugin.json")),
             "{r:?}"
         );
+    }
+
+    #[test]
+    fn a_guarded_scan_refuses_what_the_guard_refuses_and_every_relative_dir() {
+        let d = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(d.path().join("a")).unwrap();
+        std::fs::write(d.path().join("a/plugin.json"), "{}").unwrap();
+        let refused = d.path().to_path_buf();
+        let guard: DirGuard = Arc::new(move |p: &Path| {
+            p.starts_with(&refused)
+                .then(|| "inside the workspace".to_string())
+        });
+        let r = DiskPluginDirs::guarded(guard).scan(d.path(), 1024);
+        assert!(r.found.is_empty(), "{r:?}");
+        assert!(
+            r.warnings
+                .iter()
+                .any(|w| w.contains("refused, inside the workspace")),
+            "{r:?}"
+        );
+        let open: DirGuard = Arc::new(|_: &Path| None);
+        let r = DiskPluginDirs::guarded(open.clone()).scan(d.path(), 1024);
+        assert_eq!(r.found.len(), 1, "{r:?}");
+        // A relative dir is refused; one that is not there is simply empty.
+        let r = DiskPluginDirs::guarded(open).scan(Path::new("no/such/tackle/plugins"), 1024);
+        assert_eq!(r, ManifestScan::default());
     }
 
     #[test]

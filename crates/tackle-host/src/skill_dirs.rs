@@ -14,9 +14,26 @@ use std::io::{self, Read, Write};
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Component, Path};
+use std::sync::Arc;
 use tackle_protocol::skills::{
     FoundSkill, InstallReport, ScanReport, SkillDirError, SkillDirs, SkillInstall,
 };
+
+/// Asked before a skills or plugins directory (or a file under one) is read or written:
+/// `Some(why)` refuses it. The binary builds it (a directory nobody named that resolves inside
+/// the workspace is refused); the host applies it at the moment of each access.
+pub type DirGuard = Arc<dyn Fn(&Path) -> Option<String> + Send + Sync>;
+
+/// Why `path` may not be touched: a relative path (it would be read from the current directory,
+/// whatever that is), else whatever `guard` says.
+pub(crate) fn refusal(guard: &DirGuard, path: &Path) -> Option<String> {
+    if !path.is_absolute() {
+        return Some(guard(path).unwrap_or_else(|| {
+            "not an absolute path, so it would be read from the current directory".to_string()
+        }));
+    }
+    guard(path)
+}
 
 /// The skill directories on the local disk.
 #[derive(Debug, Clone, Copy, Default)]
@@ -52,6 +69,47 @@ pub(crate) fn read_capped(path: &Path, max: u64) -> Result<Vec<u8>, ReadError> {
         return Err(ReadError::TooLarge);
     }
     Ok(bytes)
+}
+
+impl DiskSkillDirs {
+    /// The skill directories on disk, asking `guard` before each scan, read and install: a
+    /// refused directory is not read (its refusal is a scan warning) and nothing is installed
+    /// into it. A relative directory is always refused.
+    pub fn guarded(guard: DirGuard) -> Arc<dyn SkillDirs> {
+        Arc::new(Guarded { guard })
+    }
+}
+
+struct Guarded {
+    guard: DirGuard,
+}
+
+impl SkillDirs for Guarded {
+    fn scan(&self, dir: &Path, max_bytes: u64) -> ScanReport {
+        match refusal(&self.guard, dir) {
+            // A refused directory that is not there is no news.
+            Some(_) if std::fs::symlink_metadata(dir).is_err() => ScanReport::default(),
+            Some(why) => ScanReport {
+                found: Vec::new(),
+                warnings: vec![format!("{}: refused, {why}", dir.display())],
+            },
+            None => DiskSkillDirs.scan(dir, max_bytes),
+        }
+    }
+
+    fn read(&self, path: &Path, max_bytes: u64) -> Result<Vec<u8>, SkillDirError> {
+        match refusal(&self.guard, path) {
+            Some(why) => Err(io_err(path, format!("refused, {why}"))),
+            None => DiskSkillDirs.read(path, max_bytes),
+        }
+    }
+
+    fn install(&self, req: &SkillInstall) -> Result<InstallReport, SkillDirError> {
+        match refusal(&self.guard, &req.dir) {
+            Some(why) => Err(io_err(&req.dir, format!("refused, {why}"))),
+            None => DiskSkillDirs.install(req),
+        }
+    }
 }
 
 fn io_err(path: &Path, e: impl std::fmt::Display) -> SkillDirError {
@@ -306,6 +364,40 @@ mod tests {
         assert_eq!(entries, ["a", "b"]);
         assert!(r.warnings.iter().any(|w| w.contains("links")), "{r:?}");
         assert!(r.warnings.iter().any(|w| w.contains("larger")), "{r:?}");
+    }
+
+    #[test]
+    fn a_guarded_dir_is_neither_read_nor_installed_into() {
+        let d = tempfile::tempdir().unwrap();
+        std::fs::write(d.path().join("b.md"), "B").unwrap();
+        let refused = d.path().to_path_buf();
+        let guard: DirGuard = Arc::new(move |p: &Path| {
+            p.starts_with(&refused)
+                .then(|| "inside the workspace".to_string())
+        });
+        let disk = DiskSkillDirs::guarded(guard);
+        let r = disk.scan(d.path(), 50);
+        assert!(r.found.is_empty(), "{r:?}");
+        assert!(
+            r.warnings
+                .iter()
+                .any(|w| w.contains("refused, inside the workspace")),
+            "{r:?}"
+        );
+        assert!(disk.read(&d.path().join("b.md"), 50).is_err());
+        let err = disk
+            .install(&req(&d.path().join("sub"), &[("SKILL.md", "x")]))
+            .unwrap_err();
+        assert!(err.to_string().contains("refused"), "{err}");
+        assert!(!d.path().join("sub").exists());
+        let open = DiskSkillDirs::guarded(Arc::new(|_: &Path| None));
+        assert_eq!(open.scan(d.path(), 50).found.len(), 1);
+        // A relative dir is refused; one that is not there is simply empty.
+        assert_eq!(
+            open.scan(Path::new("no/such/skills"), 50),
+            ScanReport::default()
+        );
+        assert!(open.read(Path::new("b.md"), 50).is_err());
     }
 
     #[test]
