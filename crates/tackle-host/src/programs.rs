@@ -235,8 +235,10 @@ fn nested_bin_roots() -> Vec<PathBuf> {
 /// Every `bin` or `sbin` directory a few levels below [`nested_bin_roots`] (links not
 /// followed; a bounded number of directories visited, so a huge tree cannot stall a call).
 fn nested_bin_dirs() -> Vec<PathBuf> {
-    const MAX_DEPTH: usize = 4;
-    const MAX_VISITED: usize = 20_000;
+    // Two levels find `/opt/X/bin`, `/usr/lib/jvm/X/bin`, `~/.pyenv/versions/X/bin`; deeper
+    // ones cost a directory read each for every first command of a process.
+    const MAX_DEPTH: usize = 2;
+    const MAX_VISITED: usize = 2_000;
     let mut found = Vec::new();
     let mut visited = 0;
     let mut stack: Vec<(PathBuf, usize)> = nested_bin_roots().into_iter().map(|r| (r, 0)).collect();
