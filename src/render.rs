@@ -85,6 +85,33 @@ pub async fn render(mut events: UnboundedReceiver<AgentEvent>, json: bool, quiet
                     first_line(&text)
                 ));
             }
+            AgentEvent::ModelWaiting {
+                backend,
+                elapsed_secs,
+                ..
+            } => {
+                if !quiet {
+                    term::err_line(&format!(
+                        "waiting for the model (backend `{backend}`)… {elapsed_secs} s"
+                    ));
+                }
+            }
+            AgentEvent::ModelRetrying {
+                backend,
+                attempt,
+                max_attempts,
+                wait_ms,
+                reason,
+            } => {
+                if !quiet {
+                    let wait = wait_ms as f64 / 1000.0;
+                    term::err_line(&format!(
+                        "model backend `{backend}`: {}; retrying in {wait:.1} s (try {} of {max_attempts})",
+                        first_line(&reason),
+                        attempt.saturating_add(1)
+                    ));
+                }
+            }
             AgentEvent::Iteration { .. } | AgentEvent::Usage { .. } => {}
         }
     }

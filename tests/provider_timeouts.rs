@@ -122,6 +122,37 @@ fn a_server_that_accepts_and_never_answers_ends_the_run_with_a_stall_error() {
 }
 
 #[test]
+fn with_json_the_retry_is_an_event_of_the_stream() {
+    let (port, _requests) = serve(Script {
+        delay: Duration::ZERO,
+        reply: String::new(),
+        hold: Duration::from_secs(3600),
+    });
+    let sb = Sandbox::new();
+    let cfg = config(
+        &sb,
+        port,
+        "{connect_secs: 1, first_byte_secs: 1, idle_secs: 1}",
+    );
+    let r = run(sb.tackle(&cfg, &["run", "-m", "hello", "--json"]));
+    assert!(r.elapsed < BOUND, "took {:?}\n{r}", r.elapsed);
+    let retry = r
+        .stdout
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .find(|v| v["event"] == "model_retrying")
+        .unwrap_or_else(|| panic!("no model_retrying event\n{r}"));
+    assert_eq!(retry["backend"], "hung", "{retry}");
+    assert_eq!(retry["attempt"], 1, "{retry}");
+    assert!(
+        retry["reason"]
+            .as_str()
+            .is_some_and(|s| s.contains("first-byte timeout")),
+        "{retry}"
+    );
+}
+
+#[test]
 fn a_stream_that_stalls_midway_ends_the_run_with_a_stall_error() {
     let (port, requests) = serve(Script {
         delay: Duration::ZERO,

@@ -366,7 +366,15 @@ impl AgentLoop {
         events: &EventSink,
         cancel: &CancellationToken,
     ) -> Result<Option<Completion>, LoopError> {
-        let request = self.request(session, with_tools);
+        // The provider's waiting and retrying notices reach the front end as events.
+        let sink = events.clone();
+        let request =
+            self.request(session, with_tools)
+                .with_progress(tackle_llm::ProgressHook::new(move |p| {
+                    if let Some(event) = AgentEvent::from_progress(p) {
+                        emit(&sink, event)
+                    }
+                }));
         let stream = tokio::select! {
             () = cancel.cancelled() => return Ok(None),
             s = self.provider.stream(request) => s?,

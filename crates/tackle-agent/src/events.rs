@@ -28,6 +28,22 @@ pub enum AgentEvent {
         preview: String,
         duration_ms: u64,
     },
+    /// Nothing of the model's answer has arrived yet (said every 15 s while waiting).
+    ModelWaiting {
+        backend: String,
+        elapsed_secs: u64,
+        /// The try under way, from 1.
+        attempt: u32,
+    },
+    /// A try at the model failed in a way worth retrying; the next starts after `wait_ms`.
+    ModelRetrying {
+        backend: String,
+        /// The try that failed, from 1.
+        attempt: u32,
+        max_attempts: u32,
+        wait_ms: u64,
+        reason: String,
+    },
     /// Token usage of one model turn.
     Usage {
         input_tokens: u64,
@@ -64,6 +80,38 @@ pub enum DoneReason {
     /// The turn could not go on (the provider failed, the session store failed); the text
     /// says why.
     Error,
+}
+
+impl AgentEvent {
+    /// The event a provider's progress notice becomes (none for a kind this version does not
+    /// know).
+    pub fn from_progress(p: &tackle_llm::Progress) -> Option<Self> {
+        Some(match p {
+            tackle_llm::Progress::Waiting {
+                backend,
+                elapsed,
+                attempt,
+            } => AgentEvent::ModelWaiting {
+                backend: backend.clone(),
+                elapsed_secs: elapsed.as_secs(),
+                attempt: *attempt,
+            },
+            tackle_llm::Progress::Retrying {
+                backend,
+                attempt,
+                max_attempts,
+                wait,
+                reason,
+            } => AgentEvent::ModelRetrying {
+                backend: backend.clone(),
+                attempt: *attempt,
+                max_attempts: *max_attempts,
+                wait_ms: u64::try_from(wait.as_millis()).unwrap_or(u64::MAX),
+                reason: reason.clone(),
+            },
+            _ => return None,
+        })
+    }
 }
 
 /// Where the loop sends events. Sending never blocks the loop; a closed receiver is ignored.
