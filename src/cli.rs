@@ -1,4 +1,4 @@
-//! The command line (SPEC.md §1).
+//! The command line (README, "Using it").
 
 use clap::{Args, Parser, Subcommand};
 use std::path::PathBuf;

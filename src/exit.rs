@@ -1,4 +1,4 @@
-//! Exit codes (SPEC.md §1), the errors that carry them, and writing to stdout.
+//! Exit codes (README, "Using it"), the errors that carry them, and writing to stdout.
 
 use std::io::Write;
 use std::sync::atomic::{AtomicBool, Ordering};

@@ -109,7 +109,7 @@ impl Runtime {
 }
 
 /// The agent's backend and model; with no backend configured, discovery from the environment
-/// and local servers (SPEC.md; exit 2 saying what to set when nothing is found).
+/// and local servers (README, "Using it"; exit 2 saying what to set when nothing is found).
 pub(crate) async fn select_provider(
     config: &Config,
     agent: Option<&AgentConfig>,

@@ -1,4 +1,4 @@
-//! `tackle tools …` through the real binary: exit codes and JSON shape of SPEC.md §1.
+//! `tackle tools …` through the real binary: exit codes and JSON shape of the README's "Using it".
 
 mod common;
 

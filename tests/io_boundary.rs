@@ -1,4 +1,4 @@
-//! The capability boundary, checked on the source: only the crates ARCHITECTURE.md allows may
+//! The capability boundary, checked on the source: only the crates docs/architecture.md allows may
 //! name the APIs that touch files, processes and sockets. Tools ask the host; they never do I/O.
 
 use std::path::{Path, PathBuf};

@@ -1,4 +1,4 @@
-//! The security contract (SPEC.md §4) through the real binary: every denial is kind `denied`
+//! The security contract (README, "Shell grants" and "The sandbox") through the real binary: every denial is kind `denied`
 //! with exit 3 and a why; approval that cannot be asked is exit 4 at once; the sandbox holds.
 
 mod common;

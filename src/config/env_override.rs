@@ -1,4 +1,4 @@
-//! `TACKLE_SECTION_KEY=value` overrides (SPEC.md §2), e.g. `TACKLE_TOOLS_CODING_TOOLS=true`.
+//! `TACKLE_SECTION_KEY=value` overrides (config.example.yaml), e.g. `TACKLE_TOOLS_CODING_TOOLS=true`.
 //!
 //! The variable name is matched against the known sections (longest first, since section
 //! names contain underscores); the rest is the key inside that section. Values are parsed as

@@ -1,7 +1,7 @@
-//! Loading configuration: the search order of SPEC.md §1, `${VAR}` interpolation, `TACKLE_*`
+//! Loading configuration: the search order of the README's global flags, `${VAR}` interpolation, `TACKLE_*`
 //! overrides, and errors that name the key's path. The typed structs live in
 //! `tackle_protocol::config`; this is the only place that reads a config file or the environment
-//! for configuration (ARCHITECTURE.md).
+//! for configuration (docs/architecture.md).
 
 mod env_override;
 pub mod home;

@@ -1,4 +1,4 @@
-//! THE one path a tool call takes (SPEC.md §3): lookup → validate → resolve policy →
+//! THE one path a tool call takes (docs/architecture.md, "The call pipeline"): lookup → validate → resolve policy →
 //! capability pre-check → approval → execute (timeout, cancellation, panic isolation) →
 //! sanitize → audit. Every front end calls [`Dispatcher::dispatch`].
 

@@ -1,4 +1,4 @@
-//! The one event stream every front end renders (ARCHITECTURE.md): chat, `run`, `run --json`,
+//! The one event stream every front end renders (docs/architecture.md): chat, `run`, `run --json`,
 //! and later the TUI and HTTP API all consume [`AgentEvent`]s; none re-implements the loop.
 
 use serde::Serialize;

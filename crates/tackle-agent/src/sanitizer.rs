@@ -1,4 +1,4 @@
-//! Cleans every tool result before it reaches the model (SPEC.md §3.6): base64 `data:` URIs
+//! Cleans every tool result before it reaches the model (docs/architecture.md, "The call pipeline"): base64 `data:` URIs
 //! and long hex runs removed, secrets redacted, and the whole cut at a char boundary with a
 //! note of how much was cut.
 

@@ -86,7 +86,7 @@ impl Transport {
 
     /// The client for this backend. The operator wrote `api_base`, so it is trusted as
     /// written, but still resolved once and pinned (no DNS rebinding between requests),
-    /// timed out, and never redirected away from (SPEC.md §4).
+    /// timed out, and never redirected away from (docs/architecture.md, "Grants").
     async fn client(&self) -> Result<reqwest::Client, LlmError> {
         if let Some(client) = self.lock_pinned().clone() {
             return Ok(client);

@@ -10,7 +10,7 @@ use std::path::PathBuf;
 use tackle_protocol::text::truncate_at_char_boundary;
 use tackle_protocol::ToolOutput;
 
-/// Results longer than this are capped and spilled (SPEC.md §3.6's 50 KB).
+/// Results longer than this are capped and spilled (the sanitizer's 50 KB, docs/architecture.md).
 pub const DEFAULT_RESULT_LIMIT: usize = 51_200;
 
 /// A tool as an MCP server lists it.

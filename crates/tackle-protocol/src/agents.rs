@@ -1,5 +1,5 @@
 //! What tools that need the agent (spawn, compact, message) may ask of it, without
-//! depending on `tackle-agent` (ARCHITECTURE.md).
+//! depending on `tackle-agent` (docs/architecture.md).
 
 use crate::error::ToolError;
 use crate::tool::ToolContext;

@@ -1,8 +1,8 @@
-//! Typed configuration: every key of `config.example.yaml` (SPEC.md §2).
+//! Typed configuration: every key of `config.example.yaml`.
 //!
 //! These are plain data. Loading (file search order, `${VAR}` interpolation, `TACKLE_*`
 //! overrides, path-named errors) happens once in the binary, which hands these structs down;
-//! no library crate reads configuration on its own (ARCHITECTURE.md).
+//! no library crate reads configuration on its own (docs/architecture.md).
 //!
 //! Every struct denies unknown fields so a typo is an error naming its path.
 
@@ -789,7 +789,7 @@ pub struct DaemonConfig {
 
 /// `services:` credentials of the `services` extension's tools. A tool whose section is
 /// missing stays listed and fails with `services.NAME is not configured`. Each section's
-/// `api_base` (r8r: `url`) is a destination the operator wrote (SPEC.md §4).
+/// `api_base` (r8r: `url`) is a destination the operator wrote (docs/architecture.md, "Grants").
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ServicesConfig {

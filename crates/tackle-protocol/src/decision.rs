@@ -12,7 +12,7 @@ pub enum Verdict {
     Ask,
 }
 
-/// `Decision { verdict, rule, why }` (ARCHITECTURE.md): every check returns one.
+/// `Decision { verdict, rule, why }` (docs/architecture.md): every check returns one.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Decision {
     pub verdict: Verdict,

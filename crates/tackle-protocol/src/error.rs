@@ -1,4 +1,4 @@
-//! The one error type a tool call can end in. Its kinds are exactly SPEC.md §1's JSON `kind`s.
+//! The one error type a tool call can end in. Its kinds are exactly the JSON `kind`s of `tools call --json` (README, "Using it").
 
 use crate::decision::Decision;
 use serde::{Deserialize, Serialize};
@@ -28,7 +28,7 @@ impl ErrorKind {
         }
     }
 
-    /// SPEC.md §1 exit codes: 3 denied, 4 approval not askable, 1 everything else.
+    /// The exit codes (README, "Using it"): 3 denied, 4 approval not askable, 1 everything else.
     pub fn exit_code(self) -> i32 {
         match self {
             ErrorKind::Denied => 3,

@@ -1,11 +1,11 @@
-//! Grant data: what a tool call may touch (SPEC.md §4). Pure data, parsed from config;
+//! Grant data: what a tool call may touch (docs/architecture.md, "Grants"). Pure data, parsed from config;
 //! the algebra (merge, attenuation) and the checks live in `tackle-policy`.
 
 use crate::spec::ApprovalMode;
 use serde::{Deserialize, Serialize};
 
 /// The three grant kinds. `None` means "this layer does not set this kind", which matters
-/// for overlays: an agent that sets `shell` replaces the shell kind only (SPEC.md §3.3).
+/// for overlays: an agent that sets `shell` replaces the shell kind only (docs/architecture.md, "The call pipeline").
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Grants {
@@ -31,7 +31,7 @@ pub struct ShellGrant {
     pub opaque: OpaqueMode,
 }
 
-/// The fate of a shell line the analyser cannot see through (SPEC.md §4).
+/// The fate of a shell line the analyser cannot see through (docs/architecture.md, "Grants").
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum OpaqueMode {

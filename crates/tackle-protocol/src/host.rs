@@ -1,6 +1,6 @@
 //! The capability boundary. A tool *asks* its [`ToolHost`] for files, processes and sockets;
 //! the host checks the grants in force for this call and does the I/O. Tools never do it
-//! themselves (ARCHITECTURE.md; a lint test enforces it).
+//! themselves (docs/architecture.md; a lint test enforces it).
 
 use crate::decision::Decision;
 use crate::error::{ErrorKind, ToolError};
@@ -244,7 +244,7 @@ pub struct HttpRequest {
     pub follow_redirects: bool,
     /// The destination was written by the operator in config (a search backend's `url`), not
     /// supplied by the model: trusted as written, still pinned, capped and timed out, and every
-    /// redirect away from it is checked like a model-supplied URL (SPEC.md §4).
+    /// redirect away from it is checked like a model-supplied URL (docs/architecture.md, "Grants").
     pub operator_configured: bool,
 }
 

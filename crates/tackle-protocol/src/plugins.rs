@@ -8,7 +8,7 @@
 
 use std::path::{Path, PathBuf};
 
-/// The file every plugin directory holds (TOOLS.md §A).
+/// The file every plugin directory holds (README, "Plugins").
 pub const MANIFEST_FILE: &str = "plugin.json";
 
 /// The largest manifest that is read.

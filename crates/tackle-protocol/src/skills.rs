@@ -7,7 +7,7 @@
 
 use std::path::{Path, PathBuf};
 
-/// The largest skill file that is read (TOOLS.md §B).
+/// The largest skill file that is read (README, "Skills").
 pub const MAX_SKILL_FILE_BYTES: u64 = 64 * 1024;
 
 /// One candidate skill file found in a skills directory.

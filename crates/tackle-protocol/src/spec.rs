@@ -4,7 +4,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::fmt;
 
-/// How much harm a tool can do (SPEC.md §5, the seeds' risk levels).
+/// How much harm a tool can do (docs/architecture.md, "Tools").
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Risk {
@@ -26,7 +26,7 @@ impl fmt::Display for Risk {
     }
 }
 
-/// When a call needs a person's yes (SPEC.md §3.4).
+/// When a call needs a person's yes (docs/architecture.md, "The call pipeline").
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum ApprovalMode {
@@ -112,7 +112,7 @@ pub struct ToolSpec {
     /// JSON Schema of the arguments object.
     pub parameters: Value,
     pub risk: Risk,
-    /// The tool's default approval; config may change it (SPEC.md §3.3).
+    /// The tool's default approval; config may change it (docs/architecture.md, "The call pipeline").
     pub approval: ApprovalMode,
     /// The extension that owns the tool (`system`, `fs`, an MCP server name, …).
     pub owner: String,

@@ -46,7 +46,7 @@ pub trait Tool: Send + Sync {
     async fn call(&self, args: Value, cx: &ToolContext) -> Result<ToolOutput, ToolError>;
 }
 
-/// A named group of tools; disabling it hides its tools (SPEC.md §5).
+/// A named group of tools; disabling it hides its tools (docs/architecture.md, "Tools").
 ///
 /// `tools()` is called again whenever the registry refreshes, so an extension whose tool set
 /// changes at run time (an MCP server's `tools/list_changed`) returns its current tools.

@@ -1,4 +1,4 @@
-//! Tools that exist only in builds with a cargo feature (SPEC.md §5, TOOLS.md §devices).
+//! Tools that exist only in builds with a cargo feature (docs/architecture.md, "Tools"; README, "Devices").
 //!
 //! A tool whose feature is off is listed nowhere: it is not registered, not offered to a model,
 //! not served over MCP. Naming it still gets an answer that says how to get it, instead of a

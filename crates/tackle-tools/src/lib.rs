@@ -1,7 +1,7 @@
-//! Tackle's built-in tools, one module per extension (SPEC.md §5).
+//! Tackle's built-in tools, one module per extension (docs/architecture.md, "Tools").
 //!
 //! Each module exposes an [`Extension`](tackle_protocol::Extension) whose `tools()` lists its
-//! tools. Tools never do I/O themselves: they ask `cx.host()` (ARCHITECTURE.md).
+//! tools. Tools never do I/O themselves: they ask `cx.host()` (docs/architecture.md).
 //!
 //! Not here: the registry and dispatcher (`tackle-agent`), MCP tools (`tackle-mcp`).
 

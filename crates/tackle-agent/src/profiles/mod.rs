@@ -1,4 +1,4 @@
-//! Tool profiles: how much of each tool's definition the model is shown (SPEC.md §2,
+//! Tool profiles: how much of each tool's definition the model is shown (config.example.yaml,
 //! `tool_profiles:`).
 //!
 //! A [`ToolProfile`] maps a tool name to a [`ProfileMode`]: exact name first, then the longest

@@ -10,7 +10,7 @@ use tackle_protocol::{
     ToolOutput, ToolSpec,
 };
 
-/// How long a spawned child may run before the call gives up on it (TOOLS.md §core).
+/// How long a spawned child may run before the call gives up on it (the README's "Agent trees").
 const CHILD_TIMEOUT: Duration = Duration::from_secs(300);
 
 fn parse<T: for<'de> Deserialize<'de>>(tool: &str, args: Value) -> Result<T, ToolError> {

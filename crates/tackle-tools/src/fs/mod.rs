@@ -26,7 +26,7 @@ use std::sync::Arc;
 use tackle_protocol::{Extension, Tool, ToolContext, ToolError};
 
 /// The `fs` extension. `grep` and `find` are registered only when `coding_tools` is on
-/// (config `tools.coding_tools`, SPEC.md §5).
+/// (config `tools.coding_tools`, docs/architecture.md, "Tools").
 pub fn extension(coding_tools: bool) -> Arc<dyn Extension> {
     Arc::new(FsExtension { coding_tools })
 }

@@ -4,7 +4,7 @@
 //! The audio leaves the machine, so the call asks for approval unless auto-approved. The file is
 //! read through the host (fs grants); the request goes through the host to the configured
 //! `api_base`, which is an operator-written destination when `transcribe.api_base` is set
-//! (SPEC.md §4). The API key travels only in the `Authorization` header: it is scrubbed from
+//! (docs/architecture.md, "Grants"). The API key travels only in the `Authorization` header: it is scrubbed from
 //! anything the server sends back, and never part of a result, an error or the audit log.
 
 use super::file;

@@ -1,4 +1,4 @@
-//! `execution: binary` (TOOLS.md §A): one process per call; stdin gets one JSON-RPC request,
+//! `execution: binary` (README, "Plugins"): one process per call; stdin gets one JSON-RPC request,
 //! the last non-empty stdout line holds the response.
 
 use serde_json::{json, Value};

@@ -1,4 +1,4 @@
-//! `plugin.json` (TOOLS.md §A): parsed, then checked as a whole, every problem reported with
+//! `plugin.json` (README, "Plugins"): parsed, then checked as a whole, every problem reported with
 //! the manifest's file and the JSON path of the value at fault.
 
 use super::template::{parse_element, Language, Template};
@@ -545,7 +545,7 @@ fn check_parameters(at: &str, schema: &Value, problems: &mut Problems<'_>) -> Op
     Some(props)
 }
 
-/// A legacy string command loads only if it is plain words (TOOLS.md §A).
+/// A legacy string command loads only if it is plain words (README, "Plugins").
 fn legacy_words(at: &str, line: &str, problems: &mut Problems<'_>) -> Vec<String> {
     const SHELL: &[char] = &[
         '\'', '"', '\\', '$', '`', ';', '&', '|', '<', '>', '(', ')', '*', '?', '[', ']', '!', '#',

@@ -1,5 +1,5 @@
 //! The `plugins` extension: tools declared by manifests, `<plugins.dirs>/<plugin>/plugin.json`
-//! (TOOLS.md §A), each running one program with an argv template.
+//! (README, "Plugins"), each running one program with an argv template.
 //!
 //! A template such as `["git", "log", "-n", "{{count}}"]` is filled in one pass, each
 //! placeholder by one declared parameter's value as (part of) exactly one argv element; values

@@ -15,7 +15,7 @@ pub(crate) const MAX_RESPONSE: u64 = 2 * 1024 * 1024;
 #[derive(Debug, Clone)]
 pub(crate) struct Api {
     base: String,
-    /// The base came from config: trusted as written (SPEC.md §4), so it is not planned as a
+    /// The base came from config: trusted as written (docs/architecture.md, "Grants"), so it is not planned as a
     /// capability the grant must allow.
     operator: bool,
     pub(crate) timeout: Duration,

@@ -1,4 +1,4 @@
-//! The skill file (TOOLS.md §B): YAML front matter between `---` lines, then a Markdown body.
+//! The skill file (README, "Skills"): YAML front matter between `---` lines, then a Markdown body.
 
 use serde::Deserialize;
 use serde_json::Value;

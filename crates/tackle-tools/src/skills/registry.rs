@@ -1,4 +1,4 @@
-//! A ClawHub-compatible registry (TOOLS.md §C): `GET /api/v1/search` and
+//! A ClawHub-compatible registry (README, "Skills"): `GET /api/v1/search` and
 //! `GET /api/v1/download/{slug}`, through the host's HTTP client.
 
 use serde::Deserialize;
