@@ -24,9 +24,8 @@
 
 mod common;
 
-use common::Sandbox;
+use common::{drain, Sandbox};
 use std::collections::BTreeMap;
-use std::io::Read;
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
@@ -282,17 +281,6 @@ fn policy(g: &Grant, bare: Option<&Path>) -> String {
         ));
     }
     y
-}
-
-/// Drains a child's pipe on a thread so the child never blocks on a full pipe.
-fn drain(pipe: Option<impl Read + Send + 'static>) -> std::thread::JoinHandle<String> {
-    std::thread::spawn(move || {
-        let mut buf = Vec::new();
-        if let Some(mut p) = pipe {
-            let _ = p.read_to_end(&mut buf);
-        }
-        String::from_utf8_lossy(&buf).into_owned()
-    })
 }
 
 /// Waits for the child up to the deadline; `None` when it had to be killed (with its process

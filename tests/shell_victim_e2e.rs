@@ -8,8 +8,7 @@
 
 mod common;
 
-use common::Sandbox;
-use std::io::Read;
+use common::{drain, Sandbox};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -101,17 +100,6 @@ fn policy(grant: &str) -> String {
         list(rules(grant, "allow", "deny")),
         list(rules(grant, "deny", "allow")),
     )
-}
-
-/// Drains a child's pipe on a thread so the child never blocks on a full pipe.
-fn drain(pipe: Option<impl Read + Send + 'static>) -> std::thread::JoinHandle<String> {
-    std::thread::spawn(move || {
-        let mut buf = Vec::new();
-        if let Some(mut p) = pipe {
-            let _ = p.read_to_end(&mut buf);
-        }
-        String::from_utf8_lossy(&buf).into_owned()
-    })
 }
 
 /// Waits for the child up to the deadline; `None` when it had to be killed.

@@ -66,6 +66,17 @@ impl Sandbox {
     }
 }
 
+/// Drains a child's pipe on a thread so the child never blocks on a full pipe.
+pub fn drain(pipe: Option<impl Read + Send + 'static>) -> std::thread::JoinHandle<String> {
+    std::thread::spawn(move || {
+        let mut buf = Vec::new();
+        if let Some(mut p) = pipe {
+            let _ = p.read_to_end(&mut buf);
+        }
+        String::from_utf8_lossy(&buf).into_owned()
+    })
+}
+
 pub struct Run {
     pub code: i32,
     pub stdout: String,
