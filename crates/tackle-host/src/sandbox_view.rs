@@ -200,7 +200,7 @@ pub struct SandboxView {
     /// Files hidden because only root may read them and Tackle runs as root.
     pub root_only_hidden: usize,
     /// Blocked system calls and argument checks (names), see `seccomp`.
-    pub seccomp: Vec<String>,
+    pub seccomp: &'static [String],
     pub network: &'static str,
     pub user: &'static str,
     pub cwd: PathBuf,

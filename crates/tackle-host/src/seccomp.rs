@@ -96,8 +96,14 @@ pub fn apply_here() -> Result<(), String> {
     Ok(())
 }
 
-/// What the filter refuses, one line each, for `--explain`.
-pub(crate) fn summary() -> Vec<String> {
+/// What the filter refuses, one line each, for `--explain` (made once: every command's view
+/// holds it).
+pub(crate) fn summary() -> &'static [String] {
+    static SUMMARY: std::sync::OnceLock<Vec<String>> = std::sync::OnceLock::new();
+    SUMMARY.get_or_init(describe)
+}
+
+fn describe() -> Vec<String> {
     let mut out: Vec<String> = BLOCKED
         .iter()
         .map(|(nr, why)| format!("syscall {nr}: {why}"))
