@@ -10,6 +10,15 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
+/// The binary under test: the one cargo built for this test run, or the one named by
+/// `TACKLE_TEST_BIN` (e.g. `target/release/tackle`), so the attack corpora can be run
+/// against the release build users get.
+pub fn tackle_bin() -> PathBuf {
+    std::env::var_os("TACKLE_TEST_BIN")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_BIN_EXE_tackle")))
+}
+
 pub fn repo_root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
@@ -50,7 +59,7 @@ impl Sandbox {
 
     /// `tackle --config … --workspace … ARGS` with a scrubbed environment.
     pub fn tackle(&self, config: &Path, args: &[&str]) -> Command {
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_tackle"));
+        let mut cmd = Command::new(tackle_bin());
         cmd.env_clear()
             .env("PATH", std::env::var("PATH").unwrap_or_default())
             .env("HOME", self.home())
