@@ -55,6 +55,8 @@ pub struct Selection {
     /// The front end only lists or reports and runs no command, so the sandbox is not probed
     /// ahead of time (`tools list`, `tools describe`, `plugins`).
     pub lists_only: bool,
+    /// `--backend` / `--model` (`run`, `chat`): override the agent's backend and model.
+    pub llm: crate::runtime::LlmChoice,
 }
 
 fn env_var(name: &str) -> Option<String> {
@@ -91,18 +93,26 @@ impl App {
         agents: Option<Arc<dyn AgentServices>>,
         store: Store,
     ) -> Result<Self> {
-        let Loaded { config, source, .. } = loaded;
+        let Loaded {
+            config,
+            source,
+            secrets,
+            ..
+        } = loaded;
+        // MCP servers start below and log as they go: their lines are redacted from now on.
+        crate::log_redact::install(redactor(&secrets, Vec::new()));
         let workspace =
             resolve_workspace(global.workspace.as_deref(), config.workspace.as_deref())?;
         // `$HOME` when absolute, else the password database's: never the current directory.
         let home = config::home::home();
         let state_dir = resolve_state_dir(config.state_dir.as_deref(), home.as_deref());
         let agent = match &selection.agent {
-            Some(name) => Some(config.agent(Some(name)).cloned().ok_or_else(|| {
-                usage(format!(
-                    "no agent named `{name}` under `agents:` in the config"
-                ))
-            })?),
+            Some(name) => Some(
+                config
+                    .agent(Some(name))
+                    .cloned()
+                    .ok_or_else(|| crate::exit::unknown_agent(&config, name))?,
+            ),
             None => config.agent(None).cloned(),
         };
         let tool_profile = crate::profiles::for_agent(&config, agent.as_ref())?;
@@ -161,8 +171,10 @@ impl App {
             .watch_plugins
             .then(|| crate::plugin_watch::watch(plugins.clone()))
             .flatten();
-        if agents.is_none() {
-            // A front end without an agent (`tools`, `mcp serve`) lists only what it can run.
+        if agents.is_none() && !selection.lists_only {
+            // A front end without an agent (`tools call`, `mcp serve`) offers only what it can
+            // run; a listing (`tools list`, `tools describe`) shows what the model is offered,
+            // marking the agent tools (see [`is_agent_tool`]).
             extensions = extensions.into_iter().map(without_agent_tools).collect();
         }
         if let Some(manager) = &mcp {
@@ -185,8 +197,9 @@ impl App {
             source.as_deref(),
             services.operator_urls(),
         );
-        let sanitizer = Sanitizer::new(config.tools.output_limit_bytes)
-            .with_redactor(redactor(&config, services.secrets()));
+        let redact = redactor(&secrets, extra_secrets(&config, &services));
+        crate::log_redact::install(redact.clone());
+        let sanitizer = Sanitizer::new(config.tools.output_limit_bytes).with_redactor(redact);
         let security = config.security.clone();
         let mut dispatcher = Dispatcher::new(
             registry,
@@ -214,7 +227,12 @@ impl App {
             dispatcher: Arc::new(dispatcher),
             mcp,
             mcp_configured,
-            mcp_bearer_token: config.mcp.bearer_token.clone().filter(|t| !t.is_empty()),
+            mcp_bearer_token: config
+                .mcp
+                .bearer_token
+                .as_deref()
+                .filter(|t| !t.is_empty())
+                .map(str::to_string),
             store,
             tool_profile,
             serve_tools,
@@ -282,8 +300,9 @@ fn extensions(
                 .services
                 .github
                 .token
-                .clone()
+                .as_deref()
                 .filter(|t| !t.is_empty())
+                .map(str::to_string)
                 .or_else(|| env_var("GITHUB_TOKEN").filter(|t| !t.is_empty())),
             github_api_base: config.services.github.api_base.clone(),
         }),
@@ -298,8 +317,11 @@ fn extensions(
             screenshot: config.screenshot.clone(),
         }),
     ];
+    // Tools whose configuration is missing are not offered (see `unconfigured`).
+    let missing = crate::unconfigured::missing(config);
     let mut enabled: Vec<Arc<dyn Extension>> = all
         .into_iter()
+        .map(|ext| crate::unconfigured::without(ext, &missing))
         .filter(|ext| agent.is_none_or(|a| a.extensions.is_enabled(ext.name())))
         .collect();
     // Owns no tools: it only answers for the feature-gated tools this build lacks.
@@ -337,6 +359,11 @@ const AGENT_TOOLS: &[&str] = &[
     "delegate",
     "message",
 ];
+
+/// Whether `tool` works only inside an agent's conversation (`tackle run`, `tackle chat`).
+pub fn is_agent_tool(tool: &str) -> bool {
+    AGENT_TOOLS.contains(&tool)
+}
 
 /// `ext` without its agent tools; calling one by name says where it works instead.
 fn without_agent_tools(ext: Arc<dyn Extension>) -> Arc<dyn Extension> {
@@ -518,45 +545,33 @@ fn host_provider(
     Arc::new(tackle_host::NativeHostProvider::new(host_config))
 }
 
-/// Secrets from the loaded config (API keys, tokens) are redacted by exact match too, with
-/// `extra` ones found outside it (a service-account key's private key).
-fn redactor(config: &Config, extra: Vec<String>) -> tackle_agent::sanitizer::Redact {
-    let mut secrets: Vec<String> = config
-        .backends
-        .iter()
-        .filter_map(|b| b.api_key.clone())
-        .collect();
-    secrets.extend(
-        config
-            .web_search
-            .backends
-            .iter()
-            .filter_map(|b| b.api_key.clone()),
-    );
-    secrets.extend(
-        config
-            .mcp_servers
-            .values()
-            .flat_map(|m| m.headers.values().cloned().chain(m.env.values().cloned())),
-    );
-    secrets.extend(
-        config
-            .mcp_servers
-            .values()
-            .filter_map(|m| m.oauth.as_ref()?.client_secret.clone()),
-    );
-    secrets.extend(config.mcp.bearer_token.clone());
-    // A webhook's headers and URL (some carry their token in the path), a provider's token.
-    secrets.extend(
-        config
-            .channels
-            .values()
-            .flat_map(tackle_protocol::config::ChannelConfig::secrets),
-    );
-    secrets.extend(config.services.secrets());
-    secrets.extend(extra);
-    secrets.retain(|s| !s.trim().is_empty());
-    let redactor = Arc::new(tackle_policy::secrets::SecretRedactor::new(secrets));
+/// Credentials Tackle holds or hands on outside the config file: a service-account key's
+/// private key, `$GITHUB_TOKEN` (the `project` tool's fallback), and variables passed through to
+/// commands under a credential's name (`security.env_passthrough`), which `printenv` shows.
+fn extra_secrets(
+    config: &Config,
+    services: &tackle_tools::services::ServicesSettings,
+) -> Vec<String> {
+    let mut out = services.secrets();
+    out.extend(env_var("GITHUB_TOKEN"));
+    out.extend(tackle_protocol::env::inherited_credentials(
+        std::env::vars_os(),
+        &config.security.env_passthrough,
+    ));
+    out
+}
+
+/// The config's credentials (found by type, with the values interpolated into them: see
+/// `config::secrets`) are redacted by exact match too, with `extra` ones found outside it (a
+/// service-account key's private key).
+fn redactor(
+    secrets: &[tackle_protocol::config::Secret],
+    extra: Vec<String>,
+) -> tackle_agent::sanitizer::Redact {
+    let mut all: Vec<String> = secrets.iter().map(|s| s.expose().to_string()).collect();
+    all.extend(extra);
+    all.retain(|s| !s.trim().is_empty());
+    let redactor = Arc::new(tackle_policy::secrets::SecretRedactor::new(all));
     Arc::new(move |text: &str| redactor.redact(text))
 }
 

@@ -1,6 +1,7 @@
-//! The terminal approver: an inline `y/n/a` prompt on stderr, answered on stdin. Ctrl-C at the
-//! prompt denies the call and cancels the turn; while the prompt waits, other output is held
-//! (see `term`).
+//! The terminal approver: an inline `y/n/a` prompt on stderr, answered on stdin (`a`, for the
+//! rest of the session, only where there is a session: `run` and `chat`). Ctrl-C at the prompt
+//! denies the call and cancels the turn; while the prompt waits, other output is held (see
+//! `term`).
 
 use crate::term;
 use async_trait::async_trait;
@@ -22,25 +23,67 @@ const SHOWN_LINES: usize = 20;
 const SHOWN_LINE_CHARS: usize = 200;
 /// An answer longer than this is taken as it is (and asked again), not read on forever.
 const MAX_ANSWER_BYTES: usize = 4096;
-const QUESTION: &str = "Allow? [y] once  [n] deny  [a] always for this session: ";
+/// The question where "always" means something: a session with more calls to come.
+const QUESTION: &str = "Allow? [y] once  [n] deny  [a] always for this session, then Enter: ";
+/// The question of a one-shot call (`tools call`): there is no session for an "always".
+const QUESTION_ONCE: &str = "Allow? [y] yes  [n] no, then Enter: ";
 /// Shown when Ctrl-C ends the wait (whichever of the prompt and the turn saw it first).
 const STOPPED: &str = "\nnot approved: Ctrl-C stops the turn\n";
 
-/// `--yes` approves; a terminal on stdin asks; anything else cannot ask (exit 4, never a hang).
+/// For one call (`tools call`): `--yes` approves; a terminal on stdin asks y/n; anything else
+/// cannot ask (exit 4, never a hang).
 pub fn approver_for_cli(yes: bool) -> Arc<dyn Approver> {
+    approver(yes, false)
+}
+
+/// For a session's calls (`run`, `chat`): as [`approver_for_cli`], and the prompt also offers
+/// `a`, allowing the tool for the rest of the session.
+pub fn approver_for_session(yes: bool) -> Arc<dyn Approver> {
+    approver(yes, true)
+}
+
+fn approver(yes: bool, session: bool) -> Arc<dyn Approver> {
     if yes {
         Arc::new(AutoApprover)
     } else if std::io::stdin().is_terminal() {
-        Arc::new(TtyApprover::default())
+        Arc::new(TtyApprover {
+            lock: tokio::sync::Mutex::default(),
+            session,
+        })
     } else {
         Arc::new(NonInteractiveApprover)
     }
 }
 
+/// A scheduled fire (`tackle daemon`): no one is there to ask, and the refusal is read by the
+/// model first, so it says no one can approve (never "pass --yes", which the model cannot) and
+/// which setting would let such calls run.
+pub struct UnattendedApprover;
+
+#[async_trait]
+impl Approver for UnattendedApprover {
+    fn name(&self) -> &str {
+        "unattended"
+    }
+
+    async fn ask(&self, req: &ApprovalRequest) -> Result<ApprovalAnswer, ApprovalUnavailable> {
+        let remedy = if req.remedy.is_empty() {
+            String::new()
+        } else {
+            format!("; the operator can let such calls run: {}", req.remedy)
+        };
+        Err(ApprovalUnavailable(format!(
+            "{}; this is a scheduled run and no one is there to approve it: do the task without this call, or report that it needs approval{remedy}",
+            req.why
+        )))
+    }
+}
+
 /// Asks one question at a time even when several calls run concurrently.
-#[derive(Default)]
 pub struct TtyApprover {
     lock: tokio::sync::Mutex<()>,
+    /// `a` (always for this session) is offered.
+    session: bool,
 }
 
 #[async_trait]
@@ -56,7 +99,14 @@ impl Approver for TtyApprover {
         if turn.as_ref().is_some_and(CancellationToken::is_cancelled) {
             return Ok(ApprovalAnswer::Deny);
         }
-        let prompt = term::prompt(&format!("{}{QUESTION}", render(req)));
+        // The `→` lines of this call and of those started before it come first, every time.
+        crate::render::caught_up().await;
+        let question = if self.session {
+            QUESTION
+        } else {
+            QUESTION_ONCE
+        };
+        let prompt = term::prompt(&format!("{}{question}", render(req)));
         loop {
             let line = tokio::select! {
                 biased;
@@ -89,8 +139,9 @@ impl Approver for TtyApprover {
             match line.trim().to_ascii_lowercase().as_str() {
                 "y" | "yes" => return Ok(ApprovalAnswer::Once),
                 "n" | "no" => return Ok(ApprovalAnswer::Deny),
-                "a" | "always" => return Ok(ApprovalAnswer::ForSession),
-                _ => prompt.write(&format!("Please answer y, n or a.\n{QUESTION}")),
+                "a" | "always" if self.session => return Ok(ApprovalAnswer::ForSession),
+                _ if self.session => prompt.write(&format!("Please answer y, n or a.\n{question}")),
+                _ => prompt.write(&format!("Please answer y or n.\n{question}")),
             }
         }
     }
@@ -157,9 +208,9 @@ pub fn render(req: &ApprovalRequest) -> String {
     for line in change_lines(&req.tool, &req.arguments) {
         s.push_str(&format!("  {line}\n"));
     }
-    let grants = serde_json::to_string(&req.grants).unwrap_or_default();
-    if !grants.is_empty() && grants != "{}" {
-        s.push_str(&format!("  grants in force: {}\n", shown(&grants)));
+    s.push_str("  if allowed, it runs with:\n");
+    for line in crate::grant_words::describe(&req.grants) {
+        s.push_str(&format!("    {}\n", shown(&line)));
     }
     s
 }

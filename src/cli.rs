@@ -7,7 +7,8 @@ use std::path::PathBuf;
 #[command(
     name = "tackle",
     version,
-    about = "A secure, local-first runtime for AI agents"
+    about = "A secure, local-first runtime for AI agents",
+    after_help = crate::exit::help_text()
 )]
 pub struct Cli {
     #[command(flatten)]
@@ -24,7 +25,7 @@ pub struct Global {
     /// Workspace directory for fs and shell tools (default: the current directory).
     #[arg(long, global = true, value_name = "DIR")]
     pub workspace: Option<PathBuf>,
-    /// More logging (-v info, -vv debug).
+    /// More logging (-v info, -vv debug, -vvv with the libraries' own debug lines).
     #[arg(short, long, global = true, action = clap::ArgAction::Count)]
     pub verbose: u8,
     /// Only errors on stderr: no tool-call lines, session line or warnings (the answer and
@@ -67,6 +68,39 @@ pub enum Command {
     Schedule(crate::commands::schedule::ScheduleCommand),
     /// Fire schedules until SIGINT or SIGTERM (one stderr line per fire), then exit 0.
     Daemon,
+    /// Write a minimal starter config to the config path (`tackle config path`); never
+    /// over an existing file unless --force.
+    Init(InitArgs),
+    /// The configuration: the one in effect (secrets redacted), or where it is read from.
+    #[command(subcommand)]
+    Config(ConfigCommand),
+    /// Print a shell completion script, e.g. `tackle completions bash > ~/.local/share/bash-completion/completions/tackle`.
+    Completions {
+        /// bash, zsh, fish, elvish or powershell.
+        shell: clap_complete::Shell,
+    },
+    /// Print the manual page (roff): `tackle man | man -l -`, or save it as tackle.1.
+    Man,
+}
+
+#[derive(Debug, Args)]
+pub struct InitArgs {
+    /// Replace an existing config file.
+    #[arg(long)]
+    pub force: bool,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ConfigCommand {
+    /// The configuration in effect, after `${VAR}` and `TACKLE_*`, secrets redacted (YAML).
+    Show {
+        /// Print it as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// The config file Tackle reads: --config, else $TACKLE_CONFIG, else
+    /// $XDG_CONFIG_HOME/tackle/config.yaml (~/.config/tackle/config.yaml).
+    Path,
 }
 
 #[derive(Debug, Args)]
@@ -98,11 +132,14 @@ pub struct AuditArgs {
 
 #[derive(Debug, Subcommand)]
 pub enum SessionsCommand {
-    /// Every session, most recently active first: id, times, messages, first user message.
+    /// Sessions, most recently active first: id, times, messages, first user message.
     List {
-        /// Print a JSON array.
+        /// Print a JSON array (of every session unless --limit is given).
         #[arg(long)]
         json: bool,
+        /// At most the N most recently active sessions (default 20; 0 lists all).
+        #[arg(long, value_name = "N")]
+        limit: Option<usize>,
         /// Show child agents' sessions under the session that started them.
         #[arg(long)]
         tree: bool,
@@ -119,6 +156,14 @@ pub enum SessionsCommand {
     Rm {
         /// The session's id, as `tackle sessions list` shows it.
         id: String,
+    },
+    /// Delete every session not active for this long (`30d`, `12h`, `2w`); the audit log
+    /// keeps its records.
+    Prune {
+        /// Remove the sessions whose last activity is older than this (`90s`, `30m`, `2h`,
+        /// `7d`, `1w`, or several: `1d12h`).
+        #[arg(long, value_name = "DURATION", required = true)]
+        older_than: String,
     },
 }
 
@@ -178,9 +223,14 @@ pub enum ToolsCommand {
 
 #[derive(Debug, Args)]
 pub struct RunArgs {
-    /// The task.
-    #[arg(short, long)]
-    pub message: String,
+    /// The task (or give it as the positional TASK); `-` reads it from stdin.
+    #[arg(short, long, value_name = "TEXT", conflicts_with = "task")]
+    pub message: Option<String>,
+    /// The task, as `tackle run "summarise README.md"`; `-` reads it from stdin.
+    #[arg(value_name = "TASK")]
+    pub task: Option<String>,
+    #[command(flatten)]
+    pub llm: LlmArgs,
     /// The agent to run (default: the first agent in the config).
     #[arg(long, value_name = "NAME")]
     pub agent: Option<String>,
@@ -203,15 +253,40 @@ pub struct RunArgs {
 
 #[derive(Debug, Args)]
 pub struct ChatArgs {
-    /// Resume this session.
+    /// Resume this session (an unknown id is an error unless --new is given).
     #[arg(long, value_name = "ID")]
     pub session: Option<String>,
+    /// With --session: start that session when it does not exist yet.
+    #[arg(long, requires = "session")]
+    pub new: bool,
+    #[command(flatten)]
+    pub llm: LlmArgs,
     /// The agent to chat with (default: the first agent in the config).
     #[arg(long, value_name = "NAME")]
     pub agent: Option<String>,
     /// `coder`: also register the coding tools (`grep`, `find`).
     #[arg(long, value_parser = ["coder"])]
     pub template: Option<String>,
+}
+
+/// `--backend` / `--model` (`run`, `chat`).
+#[derive(Debug, Args, Clone, Default)]
+pub struct LlmArgs {
+    /// Use this backend from `backends:` instead of the agent's.
+    #[arg(long, value_name = "NAME")]
+    pub backend: Option<String>,
+    /// Use this model instead of the agent's (any model the backend serves).
+    #[arg(long, value_name = "NAME")]
+    pub model: Option<String>,
+}
+
+impl LlmArgs {
+    pub fn choice(&self) -> crate::runtime::LlmChoice {
+        crate::runtime::LlmChoice {
+            backend: self.backend.clone(),
+            model: self.model.clone(),
+        }
+    }
 }
 
 #[derive(Debug, Subcommand)]
@@ -228,8 +303,12 @@ pub enum McpCommand {
         #[arg(long, value_parser = ["coder"])]
         template: Option<String>,
     },
-    /// Configured MCP servers, their state and their tools.
-    List,
+    /// Configured MCP servers, their state and their tools; exit 1 when every one failed.
+    List {
+        /// Print a JSON array of {name, state, error, tools}.
+        #[arg(long)]
+        json: bool,
+    },
     /// Log in to a Streamable HTTP server that needs OAuth: prints the authorization URL,
     /// waits for the browser's redirect on 127.0.0.1 and keeps the token in the state dir.
     Login {

@@ -13,11 +13,16 @@ mod app;
 mod approval;
 mod background;
 mod cli;
+mod cli_words;
 mod commands;
 mod config;
 mod elicit;
+mod errors;
 mod exit;
 mod fs_watch;
+mod grant_words;
+mod log_format;
+mod log_redact;
 mod mcp_service;
 mod net_bridge;
 mod plugin_watch;
@@ -27,11 +32,13 @@ mod render;
 mod runtime;
 mod sampling;
 mod schedules;
+mod serve_addr;
 mod services;
 mod skills;
 mod spill;
 mod term;
 mod turn;
+mod unconfigured;
 
 use clap::Parser;
 use std::process::ExitCode;
@@ -64,7 +71,7 @@ fn main() -> ExitCode {
         Ok(Ok(code)) => code,
         Ok(Err(e)) => {
             if e.downcast_ref::<exit::StdoutClosed>().is_none() {
-                eprintln!("error: {e:#}");
+                eprintln!("error: {}", log_redact::redact(&errors::render(&e)));
             }
             exit::for_error(&e)
         }
@@ -88,6 +95,10 @@ async fn run(cli: cli::Cli) -> anyhow::Result<i32> {
         cli::Command::Plugins(cmd) => commands::plugins::run(&cli.global, cmd).await,
         cli::Command::Schedule(cmd) => commands::schedule::run(&cli.global, cmd).await,
         cli::Command::Daemon => commands::daemon::run(&cli.global).await,
+        cli::Command::Init(args) => commands::init::run(&cli.global, args),
+        cli::Command::Config(cmd) => commands::config::run(&cli.global, cmd),
+        cli::Command::Completions { shell } => commands::completions::run(shell),
+        cli::Command::Man => commands::man::run(),
     }
 }
 
@@ -116,19 +127,23 @@ fn runtime_for(command: &cli::Command) -> tokio::runtime::Builder {
 }
 
 fn init_tracing(verbose: u8, quiet: bool) {
+    // The libraries' own info and debug lines print their structs with `{:?}` (an MCP
+    // server's `peer_info`, …): they stay at warnings until -vvv asks for everything.
+    const LIBRARIES: &str = "rmcp=warn,hyper=warn,hyper_util=warn,reqwest=warn,h2=warn,rustls=warn,tower=warn,tower_http=warn,axum=warn";
     let level = match (quiet, verbose) {
-        (true, _) => "error",
-        (false, 0) => "warn",
-        (false, 1) => "info",
-        (false, _) => "debug",
+        (true, _) => "error".to_string(),
+        (false, 0) => "warn".to_string(),
+        (false, 1) => format!("info,{LIBRARIES}"),
+        (false, 2) => format!("debug,{LIBRARIES}"),
+        (false, _) => "debug".to_string(),
     };
     let filter = tracing_subscriber::EnvFilter::try_from_env("TACKLE_LOG")
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(level));
+    let ansi = std::io::IsTerminal::is_terminal(&std::io::stderr());
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
-        .with_target(false)
-        .without_time()
+        .with_writer(log_redact::Stderr)
+        .with_ansi(ansi)
+        .event_format(log_format::PlainEvents::new(ansi))
         .try_init();
 }

@@ -8,6 +8,7 @@ use std::collections::{BTreeSet, HashMap};
 use std::hash::{BuildHasher, Hasher};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
+use tackle_agent::approvers::NonInteractiveApprover;
 use tackle_agent::profiles::ToolSelection;
 use tackle_agent::{CallRequest, Dispatcher, SessionApprovals};
 use tackle_mcp::ToolService;
@@ -172,17 +173,16 @@ impl ToolService for DispatcherService {
         cancel: CancellationToken,
         progress: Option<Arc<dyn ProgressSink>>,
     ) -> Result<ToolOutput, ToolError> {
-        if !self.offered.allows(&call.name) {
-            // Worded as for a tool that does not exist: this server does not have it.
-            return Err(ToolError::not_found(format!(
-                "unknown tool `{}`",
-                call.name
-            )));
-        }
-        if let Some(target) = described_tool(&call).filter(|t| !self.offered.allows(t)) {
+        // A refusal here is this server's decision and is recorded like the dispatcher's own:
+        // worded as for a tool that does not exist (this server does not have it).
+        let refusal = if !self.offered.allows(&call.name) {
+            Some(format!("unknown tool `{}`", call.name))
+        } else {
             // `describe_tool` reads the whole registry; it must not show what is not offered.
-            return Err(ToolError::not_found(format!("no tool named `{target}`")));
-        }
+            described_tool(&call)
+                .filter(|t| !self.offered.allows(t))
+                .map(|target| format!("no tool named `{target}`"))
+        };
         // Each MCP session is a session of its own: approvals and TMPDIR do not leak across.
         let req = CallRequest::new(call, approver)
             .session(format!("{}-{session}", self.session_id))
@@ -190,6 +190,20 @@ impl ToolService for DispatcherService {
             .channel("mcp")
             .cancel(cancel)
             .progress(progress);
+        if let Some(why) = refusal {
+            return Err(self
+                .dispatcher
+                .refuse(&req, ToolError::not_found(why))
+                .await);
+        }
         self.dispatcher.dispatch(req).await
+    }
+
+    async fn refused(&self, call: ToolCall, session: &str, error: ToolError) -> ToolError {
+        // Nobody is asked anything about a call that never was one.
+        let req = CallRequest::new(call, Arc::new(NonInteractiveApprover))
+            .session(format!("{}-{session}", self.session_id))
+            .channel("mcp");
+        self.dispatcher.refuse(&req, error).await
     }
 }

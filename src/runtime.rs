@@ -25,14 +25,17 @@ impl Runtime {
     pub async fn build(global: &Global, selection: &Selection) -> Result<Self> {
         let loaded = load_config(global)?;
         let agent = match &selection.agent {
-            Some(name) => Some(loaded.config.agent(Some(name)).cloned().ok_or_else(|| {
-                usage(format!(
-                    "no agent named `{name}` under `agents:` in the config"
-                ))
-            })?),
+            Some(name) => Some(
+                loaded
+                    .config
+                    .agent(Some(name))
+                    .cloned()
+                    .ok_or_else(|| crate::exit::unknown_agent(&loaded.config, name))?,
+            ),
             None => loaded.config.agent(None).cloned(),
         };
-        let (provider, model, stream) = select_provider(&loaded.config, agent.as_ref()).await?;
+        let (provider, model, stream) =
+            select_provider_with(&loaded.config, agent.as_ref(), &selection.llm).await?;
         let state_dir_probe = App::state_dir_for(&loaded.config);
         let store = crate::app::open_store(&state_dir_probe)?;
         let compactor = Arc::new(Compactor::new(
@@ -98,6 +101,14 @@ impl Runtime {
         })
     }
 
+    /// Whether the store holds a session with this id.
+    pub async fn session_exists(&self, id: &str) -> Result<bool> {
+        Ok(self
+            .store
+            .session_exists(&tackle_store::SessionId(id.to_string()))
+            .await?)
+    }
+
     /// Resume `--session ID` or start a new stored session.
     pub async fn session(&self, id: Option<&str>) -> Result<Session> {
         let session = match id {
@@ -108,14 +119,42 @@ impl Runtime {
     }
 }
 
+/// `--backend NAME` / `--model NAME`: what the command line says over the agent's config.
+#[derive(Debug, Clone, Default)]
+pub struct LlmChoice {
+    pub backend: Option<String>,
+    pub model: Option<String>,
+}
+
 /// The agent's backend and model; with no backend configured, discovery from the environment
 /// and local servers (README, "Using it"; exit 2 saying what to set when nothing is found).
 pub(crate) async fn select_provider(
     config: &Config,
     agent: Option<&AgentConfig>,
 ) -> Result<(Arc<dyn Provider>, String, bool)> {
-    let backend: Option<&BackendConfig> = match agent.and_then(|a| a.backend.as_deref()) {
-        Some(name) => config.backends.iter().find(|b| b.name == name),
+    select_provider_with(config, agent, &LlmChoice::default()).await
+}
+
+/// As [`select_provider`], with the command line's choice first. A model named on the command
+/// line or by the agent is used as is, also on a discovered backend: the model discovery
+/// suggests is only the default.
+pub(crate) async fn select_provider_with(
+    config: &Config,
+    agent: Option<&AgentConfig>,
+    choice: &LlmChoice,
+) -> Result<(Arc<dyn Provider>, String, bool)> {
+    let wanted = choice
+        .backend
+        .as_deref()
+        .or_else(|| agent.and_then(|a| a.backend.as_deref()));
+    let backend: Option<&BackendConfig> = match wanted {
+        Some(name) => Some(
+            config
+                .backends
+                .iter()
+                .find(|b| b.name == name)
+                .ok_or_else(|| unknown_backend(config, name))?,
+        ),
         None => config.backends.first(),
     };
     let (backend, default_model) = match backend {
@@ -127,12 +166,30 @@ pub(crate) async fn select_provider(
             (found.backend, Some(found.model))
         }
     };
-    let model = agent
-        .and_then(|a| a.model.clone())
+    let model = choice
+        .model
+        .clone()
+        .or_else(|| agent.and_then(|a| a.model.clone()))
         .or(default_model)
-        .ok_or_else(|| usage(format!("backend `{}` lists no models and the agent sets no `model`; add `models: [{{name: …}}]` to the backend or `model:` to the agent", backend.name)))?;
+        .ok_or_else(|| usage(format!("backend `{}` lists no models and the agent sets no `model`; add `models: [{{name: …}}]` to the backend or `model:` to the agent, or pass --model", backend.name)))?;
     let provider = provider_from_config(&backend).map_err(llm_usage)?;
     Ok((provider, model, backend.stream.unwrap_or(true)))
+}
+
+fn unknown_backend(config: &Config, name: &str) -> anyhow::Error {
+    let names: Vec<&str> = config.backends.iter().map(|b| b.name.as_str()).collect();
+    if names.is_empty() {
+        return crate::exit::not_found(format!(
+            "no backend named `{name}`: the config has no `backends:` (without one, the backend is found from the environment; drop --backend)"
+        ));
+    }
+    let near = tackle_protocol::suggest::nearest(name, names.iter().copied(), 0.7);
+    let hint = if near.is_empty() {
+        format!("; configured: {}", names.join(", "))
+    } else {
+        format!("; did you mean {}?", near.join(", "))
+    };
+    crate::exit::not_found(format!("no backend named `{name}` under `backends:`{hint}"))
 }
 
 fn llm_usage(e: LlmError) -> anyhow::Error {

@@ -11,11 +11,11 @@ use notify::{RecommendedWatcher, RecursiveMode, Watcher};
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
-use tackle_agent::approvers::NonInteractiveApprover;
-use tackle_agent::{DoneReason, FireRunner, Session};
+use tackle_agent::tree::scope;
+use tackle_agent::{AgentLoop, DoneReason, FireRunner, Session, TreePlace};
 use tackle_protocol::config::Config;
 use tackle_store::{Schedule, Store, Target};
-use tackle_tools::schedule::{ScheduleSettings, Zone};
+use tackle_tools::schedule::{owner_agents, ScheduleSettings, Zone};
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
@@ -30,6 +30,12 @@ pub fn settings(config: &Config, store: &Store) -> Result<ScheduleSettings> {
         zone: zone(config)?,
         min_interval: Duration::from_secs(config.schedules.min_interval_secs),
         agents: config.agents.iter().map(|a| a.name.clone()).collect(),
+        schedule_for: config
+            .agents
+            .iter()
+            .filter(|a| !a.schedule_for.is_empty())
+            .map(|a| (a.name.clone(), a.schedule_for.clone()))
+            .collect(),
     })
 }
 
@@ -79,10 +85,98 @@ impl TurnRunner {
     }
 }
 
+/// The agents other than the one it fires as that planted `s` (its owner path), each with
+/// the grants overlay every call of the fire is narrowed to, as a child's calls are narrowed
+/// to its parent's. Empty: the agent planted it itself (or the operator did).
+fn planters(
+    config: &Config,
+    s: &Schedule,
+) -> Result<Vec<(String, Option<tackle_protocol::Grants>)>, String> {
+    let mut out: Vec<(String, Option<tackle_protocol::Grants>)> = Vec::new();
+    for name in owner_agents(&s.owner) {
+        if name == s.agent || out.iter().any(|(n, _)| n == name) {
+            continue;
+        }
+        let grants = match config.agent(Some(name)) {
+            Some(a) if a.name == name => Some(a.grants.clone()),
+            _ if name == "default" && config.agents.is_empty() => None,
+            // Fail closed: whose grants would bound it is unknown.
+            _ => {
+                return Err(format!(
+                    "planted by `{name}`, which is no longer an agent in the config; not run"
+                ))
+            }
+        };
+        out.push((name.to_string(), grants));
+    }
+    Ok(out)
+}
+
+impl TurnRunner {
+    /// The loop a fire planted by other agents runs in: the agent's own runtime, with a
+    /// dispatcher whose every call is narrowed to each planter's grants (tree ceilings) and
+    /// whose tools are those every planter's extensions enable too, without spawning tools
+    /// (a child it started would not carry the ceilings).
+    fn narrowed(
+        &self,
+        rt: &Runtime,
+        config: &Config,
+        s: &Schedule,
+        ceilings: Vec<(String, Option<tackle_protocol::Grants>)>,
+    ) -> AgentLoop {
+        let root = &rt.app.dispatcher;
+        let enabled = |ext: &str| {
+            ceilings.iter().all(|(name, _)| {
+                config
+                    .agent(Some(name))
+                    .is_none_or(|a| a.extensions.is_enabled(ext))
+            })
+        };
+        let tools = root
+            .registry()
+            .specs()
+            .into_iter()
+            .filter(|spec| root.allows_tool(&spec.name) && enabled(&spec.owner))
+            .map(|spec| spec.name)
+            .collect();
+        let mut path: Vec<String> = ceilings.iter().map(|(n, _)| n.clone()).collect();
+        path.push(s.agent.clone());
+        let place = TreePlace {
+            path,
+            ceilings,
+            tools: Some(scope::without_spawning(tools)),
+        };
+        let lc = rt.agent_loop.config().clone();
+        // The tree node claims from the loop's own pool, so compactions and the loop's
+        // requests share one max_iterations budget.
+        let services = rt.tree.root_node(Arc::clone(lc.budget.pool()));
+        let dispatcher = Arc::new(root.child(
+            root.config().clone(),
+            place,
+            services as Arc<dyn tackle_protocol::AgentServices>,
+        ));
+        AgentLoop::new(Arc::clone(rt.agent_loop.provider()), dispatcher, lc)
+            .with_compactor(Arc::clone(&rt.compactor))
+            .with_inbox(Arc::clone(rt.tree.inbox()))
+    }
+}
+
 #[async_trait]
 impl FireRunner for TurnRunner {
     async fn run(&self, s: &Schedule, cancel: CancellationToken) -> Result<String, String> {
         let rt = self.runtime(&s.agent).await.map_err(|e| format!("{e:#}"))?;
+        // Only work planted by another agent needs the config again (its planters' grants).
+        let mut narrowed = None;
+        if owner_agents(&s.owner).iter().any(|a| *a != s.agent) {
+            let config = crate::app::load_config(&self.global)
+                .map_err(|e| format!("{e:#}"))?
+                .config;
+            let ceilings = planters(&config, s)?;
+            if !ceilings.is_empty() {
+                narrowed = Some(self.narrowed(&rt, &config, s, ceilings));
+            }
+        }
+        let agent_loop = narrowed.as_ref().unwrap_or(&rt.agent_loop);
         let mut session = match (s.target, s.session_id.as_deref()) {
             (Target::Pinned, Some(id)) => Session::resume(rt.store.clone(), id, &s.agent).await,
             _ => Session::create(rt.store.clone(), &s.agent).await,
@@ -90,12 +184,11 @@ impl FireRunner for TurnRunner {
         .map_err(|e| format!("session: {e}"))?;
         let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
         let drain = tokio::spawn(async move { while rx.recv().await.is_some() {} });
-        let outcome = rt
-            .agent_loop
+        let outcome = agent_loop
             .run_turn(
                 &mut session,
                 &s.message,
-                Arc::new(NonInteractiveApprover),
+                Arc::new(crate::approval::UnattendedApprover),
                 &tx,
                 &cancel,
             )
@@ -107,6 +200,9 @@ impl FireRunner for TurnRunner {
         match o.reason {
             DoneReason::Cancelled => Err(format!("cancelled (session {id})")),
             DoneReason::LoopGuard => Err(format!("stopped by the loop guard (session {id})")),
+            DoneReason::MaxIterations => Err(format!(
+                "iteration budget exhausted: max_iterations reached (session {id})"
+            )),
             _ if o.needs_approval > 0 => Err(format!(
                 "needs_approval: {} call(s) had no approver (session {id})",
                 o.needs_approval

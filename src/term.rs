@@ -23,13 +23,27 @@ struct State {
     held: Vec<(Stream, String)>,
     /// The turn now running (its Ctrl-C token).
     turn: Option<CancellationToken>,
+    /// A status line (a long call's elapsed time) is on stderr's current line.
+    status: bool,
 }
 
 static STATE: Mutex<State> = Mutex::new(State {
     prompting: false,
     held: Vec::new(),
     turn: None,
+    status: false,
 });
+
+/// Back to the start of the line and erase it (only ever written to a terminal).
+const ERASE_LINE: &str = "\r\x1b[K";
+
+/// Erase the status line, if one is shown, before something else is written.
+fn clear_status(st: &mut State) {
+    if st.status {
+        st.status = false;
+        write_now(Stream::Err, ERASE_LINE);
+    }
+}
 
 fn state() -> MutexGuard<'static, State> {
     // A panic elsewhere while holding the lock leaves nothing half-written that matters here.
@@ -64,7 +78,21 @@ fn write(stream: Stream, text: &str) {
             _ => st.held.push((stream, text.to_string())),
         }
     } else {
+        clear_status(&mut st);
         write_now(stream, text);
+    }
+}
+
+/// Show `text` as the status line on stderr (replacing the one shown), or erase it (`None`).
+/// Call it only when stderr is a terminal; nothing is drawn while a prompt waits.
+pub fn status(text: Option<&str>) {
+    let mut st = state();
+    match text {
+        Some(text) if !st.prompting => {
+            st.status = true;
+            write_now(Stream::Err, &format!("{ERASE_LINE}{text}"));
+        }
+        _ => clear_status(&mut st),
     }
 }
 
@@ -87,6 +115,7 @@ pub fn err_line(line: &str) {
 /// the returned prompt is dropped.
 pub fn prompt(text: &str) -> Prompt {
     let mut st = state();
+    clear_status(&mut st);
     st.prompting = true;
     write_now(Stream::Err, text);
     Prompt { _private: () }
@@ -135,6 +164,53 @@ impl Drop for Turn {
     fn drop(&mut self) {
         state().turn = None;
     }
+}
+
+/// A style for text on stderr: applied only when stderr is a terminal and `NO_COLOR` is unset
+/// (<https://no-color.org>), so pipes, logs and tests get plain text.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Paint {
+    Bold,
+    Dim,
+    Ok,
+    Error,
+}
+
+impl Paint {
+    fn style(self) -> anstyle::Style {
+        use anstyle::{AnsiColor, Style};
+        match self {
+            Self::Bold => Style::new().bold(),
+            Self::Dim => Style::new().dimmed(),
+            Self::Ok => Style::new().fg_color(Some(AnsiColor::Green.into())),
+            Self::Error => Style::new().fg_color(Some(AnsiColor::Red.into())).bold(),
+        }
+    }
+
+    /// `text` styled for stderr, or as it is when stderr gets no colours.
+    pub fn on_stderr(self, text: &str) -> String {
+        if colours_on_stderr() {
+            let style = self.style();
+            format!("{style}{text}{style:#}")
+        } else {
+            text.to_string()
+        }
+    }
+}
+
+fn colours_on_stderr() -> bool {
+    use std::io::IsTerminal;
+    static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *ON.get_or_init(|| {
+        let no_color = std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty());
+        !no_color && std::io::stderr().is_terminal()
+    })
+}
+
+/// Whether stderr is a terminal (elapsed-time lines are drawn only there).
+pub fn stderr_is_terminal() -> bool {
+    use std::io::IsTerminal;
+    std::io::stderr().is_terminal()
 }
 
 #[cfg(test)]

@@ -264,7 +264,7 @@ fn start_chat(sb: &Sandbox, port: u16, tag: &str) -> Option<(Tmux, std::path::Pa
         "env -i PATH={} HOME={} {} --config {} --workspace {} chat; sleep 30",
         shell_quote(&std::env::var("PATH").unwrap_or_default()),
         shell_quote(&sb.home().to_string_lossy()),
-        shell_quote(env!("CARGO_BIN_EXE_tackle")),
+        shell_quote(&common::tackle_bin().to_string_lossy()),
         shell_quote(&cfg.to_string_lossy()),
         shell_quote(&sb.workspace().to_string_lossy()),
     );

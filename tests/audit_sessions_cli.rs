@@ -79,21 +79,64 @@ fn audit_shows_every_call_and_filters_by_tool_session_time_and_count() {
     assert_eq!(bad.code, 2, "{bad}");
     assert!(bad.stderr.contains("last tuesday"), "{bad}");
 
-    // Text: one line per call with its time, session, tool, verdict, rule, duration, arguments.
+    // Text: a header, then one line per call under it.
     let text = run(sb.tackle(&config, &["audit"]));
     assert_eq!(text.code, 0, "{text}");
     let lines: Vec<&str> = text.stdout.lines().collect();
-    assert_eq!(lines.len(), 3, "{text}");
-    let denied_line = lines[1];
-    for part in ["shell", "deny/denied", "rm -rf build", "ms"] {
-        assert!(denied_line.contains(part), "{part} missing: {denied_line}");
-    }
-    assert!(
-        lines[0].contains(&first) && lines[0].contains("2+2"),
+    assert_eq!(lines.len(), 4, "{text}");
+    let header: Vec<&str> = lines[0].split_whitespace().collect();
+    assert_eq!(
+        header,
+        [
+            "TIME", "AGENT", "SESSION", "CALLER", "TOOL", "DECISION", "APPROVER", "OUTCOME",
+            "DURATION", "RULE", "ARGS"
+        ],
         "{text}"
     );
-    let year = lines[0].get(..4).unwrap_or("");
+    let column = |line: &str, name: &str| -> String {
+        // Columns are aligned: a cell starts where its header does.
+        let at = lines[0].find(name).unwrap_or(0);
+        line.get(at..)
+            .and_then(|rest| rest.split("  ").next())
+            .unwrap_or_default()
+            .trim()
+            .to_string()
+    };
+    let denied_line = lines[2];
+    assert_eq!(column(denied_line, "TOOL"), "shell", "{text}");
+    assert_eq!(column(denied_line, "DECISION"), "deny", "{text}");
+    assert_eq!(column(denied_line, "OUTCOME"), "denied", "{text}");
+    assert_eq!(column(denied_line, "CALLER"), "cli", "{text}");
+    assert_eq!(column(denied_line, "AGENT"), "default", "{text}");
+    assert!(column(denied_line, "RULE").contains("rm"), "{text}");
+    assert!(denied_line.contains("rm -rf build"), "{text}");
+    assert_eq!(column(lines[1], "SESSION"), first, "{text}");
+    assert_eq!(column(lines[1], "APPROVER"), "policy", "{text}");
+    assert!(column(lines[1], "DURATION").ends_with('s'), "{text}");
+    assert!(lines[1].contains("2+2"), "{text}");
+    let year = lines[1].get(..4).unwrap_or("");
     assert!(year.chars().all(|c| c.is_ascii_digit()), "{text}");
+}
+
+#[test]
+fn an_unknown_tool_or_invalid_arguments_are_recorded_as_denied_not_allowed() {
+    let sb = Sandbox::new();
+    let config = sb.config("");
+    let unknown = run(sb.tackle(
+        &config,
+        &["tools", "call", "no_such_tool", r#"{"x": "nowhere"}"#],
+    ));
+    assert_ne!(unknown.code, 0, "{unknown}");
+    let invalid = run(sb.tackle(
+        &config,
+        &["tools", "call", "calculate", r#"{"expression": 5}"#],
+    ));
+    assert_ne!(invalid.code, 0, "{invalid}");
+    let all = audit_json(&sb, &config, &[]);
+    assert_eq!(field(&all, "tool"), ["no_such_tool", "calculate"]);
+    assert_eq!(field(&all, "verdict"), ["deny", "deny"]);
+    assert_eq!(field(&all, "outcome"), ["not_found", "invalid_arguments"]);
+    assert_eq!(field(&all, "caller"), ["cli", "cli"]);
 }
 
 const RULES: &str = concat!(
@@ -151,8 +194,9 @@ fn sessions_made_by_run_are_listed_shown_and_removed() {
         .find(|l| l.starts_with(id.as_str()))
         .unwrap_or_else(|| panic!("{id} not listed\n{text}"));
     assert!(
-        line.contains("4 messages") && line.contains("please compute six times seven"),
-        "{line}"
+        line.split_whitespace().any(|w| w == "4")
+            && line.contains("please compute six times seven"),
+        "4 messages: {line}"
     );
 
     let show = run(sb.tackle(&config, &["sessions", "show", &id]));
@@ -201,7 +245,7 @@ fn sessions_made_by_run_are_listed_shown_and_removed() {
         vec!["sessions", "show", "no-such-session"],
     ] {
         let r = run(sb.tackle(&config, &args));
-        assert_eq!(r.code, 1, "{r}");
+        assert_eq!(r.code, 6, "not found (README, exit codes)\n{r}");
         let missing = args.last().copied().unwrap_or_default();
         assert!(r.stderr.contains(&format!("no session `{missing}`")), "{r}");
     }

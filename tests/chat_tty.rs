@@ -1,7 +1,9 @@
 //! `tackle chat` in a real terminal (tmux): a tool call asks y/n/a inline, and `a` stops further
 //! prompts for that tool in the session; a concurrent call's output never lands in the waiting
 //! prompt's line; Ctrl-C at a prompt denies the call and cancels the turn; file writes show
-//! what they will write.
+//! what they will write; the prompt says in words what a yes allows, lists every call the
+//! model asked for before asking about the first, and `tools call` offers no "always"; a long
+//! call shows its elapsed time; the chat's commands and colours.
 
 mod common;
 
@@ -26,7 +28,7 @@ fn always_for_this_session_stops_further_prompts_for_that_tool() {
         "env -i PATH={} HOME={} {} --config {} --workspace {} chat; sleep 30",
         shell_quote(&std::env::var("PATH").unwrap_or_default()),
         shell_quote(&sb.home().to_string_lossy()),
-        shell_quote(env!("CARGO_BIN_EXE_tackle")),
+        shell_quote(&common::tackle_bin().to_string_lossy()),
         shell_quote(&config.to_string_lossy()),
         shell_quote(&sb.workspace().to_string_lossy()),
     );
@@ -62,7 +64,7 @@ fn start_chat(sb: &Sandbox, llm: &FakeLlm, extra_yaml: &str, tag: &str) -> Optio
         "env -i PATH={} HOME={} {} --config {} --workspace {} chat; sleep 30",
         shell_quote(&std::env::var("PATH").unwrap_or_default()),
         shell_quote(&sb.home().to_string_lossy()),
-        shell_quote(env!("CARGO_BIN_EXE_tackle")),
+        shell_quote(&common::tackle_bin().to_string_lossy()),
         shell_quote(&config.to_string_lossy()),
         shell_quote(&sb.workspace().to_string_lossy()),
     );
@@ -77,7 +79,7 @@ fn start_chat(sb: &Sandbox, llm: &FakeLlm, extra_yaml: &str, tag: &str) -> Optio
 
 /// Shell calls run without asking, so they run alongside a call that waits for its answer.
 const SHELL_UNASKED: &str = "security:\n  tool_policies:\n    shell:\n      approval: never\n";
-const QUESTION: &str = "Allow? [y] once  [n] deny  [a] always for this session:";
+const QUESTION: &str = "Allow? [y] once  [n] deny  [a] always for this session, then Enter:";
 
 /// The screen's lines without trailing blanks, the empty lines below the last one dropped.
 fn lines(screen: &str) -> Vec<&str> {
@@ -236,4 +238,151 @@ fn an_edit_file_prompt_shows_the_old_and_new_text() {
         "size = 3\ncolour = blue\n"
     );
     tmux.send("/quit");
+}
+
+/// `tackle ARGS` for `llm` in a tmux session, with extra environment `env` (`NAME=value …`).
+fn start_tackle(
+    sb: &Sandbox,
+    config: &std::path::Path,
+    env: &str,
+    args: &str,
+    tag: &str,
+) -> Option<Tmux> {
+    let command = format!(
+        "env -i PATH={} HOME={} {env} {} --config {} --workspace {} {args}; sleep 30",
+        shell_quote(&std::env::var("PATH").unwrap_or_default()),
+        shell_quote(&sb.home().to_string_lossy()),
+        shell_quote(&common::tackle_bin().to_string_lossy()),
+        shell_quote(&config.to_string_lossy()),
+        shell_quote(&sb.workspace().to_string_lossy()),
+    );
+    Tmux::start_sized(
+        &format!("tackle-{tag}-{}", std::process::id()),
+        &command,
+        160,
+    )
+}
+
+#[test]
+fn the_prompt_says_in_words_what_a_yes_allows_and_lists_the_calls_first() {
+    let Some(llm) = FakeLlm::start(concat!(
+        "rules:\n",
+        "  - name: two\n    when: {turn: 1}\n    respond:\n      tool_calls:\n",
+        "        - {name: shell, arguments: {command: \"echo alpha\"}}\n",
+        "        - {name: shell, arguments: {command: \"echo beta\"}}\n",
+        "  - name: done\n    when: {turn: 2}\n    respond: {content: \"both ran\"}\n",
+    )) else {
+        return;
+    };
+    let sb = Sandbox::new();
+    let Some(tmux) = start_chat(&sb, &llm, "", "grants") else {
+        return;
+    };
+    tmux.send("run both");
+    let screen = tmux.wait_for(QUESTION, 1);
+    let first_prompt = screen.find("Allow?").unwrap_or(0);
+    for call in ["→ shell  echo alpha", "→ shell  echo beta"] {
+        let at = screen.find(call);
+        assert!(
+            at.is_some_and(|at| at < first_prompt),
+            "every call's line comes before the first prompt:\n{screen}"
+        );
+    }
+    assert!(screen.contains("if allowed, it runs with:"), "{screen}");
+    assert!(
+        screen.contains("commands: any (inside the sandbox)"),
+        "{screen}"
+    );
+    assert!(screen.contains("files: the workspace only"), "{screen}");
+    assert!(
+        !screen.contains("grants in force"),
+        "no JSON blob:\n{screen}"
+    );
+    tmux.send("y");
+    tmux.wait_for(QUESTION, 2);
+    tmux.send("y");
+    tmux.wait_for("both ran", 1);
+    tmux.send("/quit");
+}
+
+#[test]
+fn a_one_shot_tools_call_does_not_offer_always() {
+    let sb = Sandbox::new();
+    let config = sb.config("");
+    let Some(tmux) = start_tackle(
+        &sb,
+        &config,
+        "",
+        "tools call shell '{\"command\": \"echo one-shot-ran\"}'",
+        "oneshot",
+    ) else {
+        return;
+    };
+    let screen = tmux.wait_for("Allow? [y] yes  [n] no, then Enter:", 1);
+    assert!(!screen.contains("[a]"), "{screen}");
+    tmux.send("a");
+    tmux.wait_for("Please answer y or n.", 1);
+    tmux.send("y");
+    tmux.wait_for("one-shot-ran", 1);
+}
+
+#[test]
+fn a_long_call_shows_its_elapsed_time_on_a_terminal() {
+    let Some(llm) = FakeLlm::start(concat!(
+        "rules:\n",
+        "  - name: slow\n    when: {turn: 1}\n    respond:\n      tool_calls:\n",
+        "        - {name: shell, arguments: {command: \"sleep 4; echo slept\"}}\n",
+        "  - name: done\n    when: {turn: 2}\n    respond: {content: \"woke up\"}\n",
+    )) else {
+        return;
+    };
+    let sb = Sandbox::new();
+    let Some(tmux) = start_chat(&sb, &llm, SHELL_UNASKED, "elapsed") else {
+        return;
+    };
+    tmux.send("take a nap");
+    tmux.wait_for("shell running 2s", 1);
+    let screen = tmux.wait_for("woke up", 1);
+    assert!(
+        !screen.contains("shell running"),
+        "the status line is erased when the call ends:\n{screen}"
+    );
+    assert!(screen.contains("✓ shell"), "{screen}");
+    tmux.send("/quit");
+}
+
+/// The pane with its escape sequences (colours) kept.
+fn screen_with_escapes(tmux_name: &str) -> String {
+    std::process::Command::new("tmux")
+        .args(["capture-pane", "-p", "-e", "-S", "-200", "-t", tmux_name])
+        .output()
+        .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
+        .unwrap_or_default()
+}
+
+#[test]
+fn chat_colours_its_terminal_unless_no_color_is_set() {
+    let Some(llm) = FakeLlm::start("rules: []\n") else {
+        return;
+    };
+    let sb = Sandbox::new();
+    let config = sb.config(&llm.backend_yaml("openai", true));
+    for (env, coloured) in [("", true), ("NO_COLOR=1", false)] {
+        let tag = if coloured { "colour" } else { "nocolour" };
+        let Some(tmux) = start_tackle(&sb, &config, env, "chat", tag) else {
+            return;
+        };
+        tmux.wait_for("you>", 1);
+        tmux.send("/help");
+        let screen = tmux.wait_for("/permissions", 1);
+        assert!(screen.contains("/clear"), "{screen}");
+        assert_eq!(
+            screen.matches("tackle chat").count(),
+            1,
+            "/help lists the commands instead of repeating the banner:\n{screen}"
+        );
+        let raw = screen_with_escapes(&format!("tackle-{tag}-{}", std::process::id()));
+        assert_eq!(raw.contains("\u{1b}["), coloured, "{env}: {raw:?}");
+        tmux.send("/quit");
+    }
 }

@@ -53,7 +53,7 @@ fn unknown_tools_are_not_found_with_suggestions() {
     let sb = Sandbox::new();
     let cfg = sb.config("");
     let r = run(sb.tackle(&cfg, &["tools", "call", "calculat", "{}", "--json"]));
-    assert_eq!(r.code, 1, "{r}");
+    assert_eq!(r.code, 6, "not found (README, exit codes)\n{r}");
     let v = json_of(&r.stdout);
     assert_eq!(v["error"]["kind"], "not_found");
     assert!(
@@ -69,12 +69,27 @@ fn unknown_tools_are_not_found_with_suggestions() {
 fn arguments_that_are_not_json_are_a_usage_error() {
     let sb = Sandbox::new();
     let cfg = sb.config("");
+    let r = run(sb.tackle(&cfg, &["tools", "call", "calculate", "{expression:"]));
+    assert_eq!(r.code, 2, "{r}");
+    assert!(r.stderr.contains("not valid JSON"), "{r}");
+}
+
+/// `--json` promises `ok` and `error` on stdout whatever happened (README, "Using it"): also
+/// when the arguments never reached the tool.
+#[test]
+fn arguments_that_are_not_json_still_print_the_json_error_object() {
+    let sb = Sandbox::new();
+    let cfg = sb.config("");
     let r = run(sb.tackle(
         &cfg,
         &["tools", "call", "calculate", "{expression:", "--json"],
     ));
     assert_eq!(r.code, 2, "{r}");
-    assert!(r.stderr.contains("not valid JSON"), "{r}");
+    let v = json_of(&r.stdout);
+    assert_eq!(v["ok"], false, "{r}");
+    assert_eq!(v["error"]["kind"], "invalid_arguments", "{r}");
+    let message = v["error"]["message"].as_str().unwrap_or_default();
+    assert!(message.contains("not valid JSON"), "{r}");
 }
 
 #[test]
@@ -198,6 +213,7 @@ fn a_tool_whose_feature_is_off_names_the_feature() {
         );
         let described = run(sb.tackle(&cfg, &["tools", "describe", tool]));
         assert_eq!(described.code, 1, "{described}");
+        assert!(described.stderr.starts_with("error: "), "{described}");
         assert!(described.stderr.contains(feature), "{described}");
         let called = run(sb.tackle(&cfg, &["tools", "call", tool, "{}", "--json"]));
         assert_eq!(called.code, 1, "{called}");
@@ -347,4 +363,102 @@ fn listing_tools_creates_no_state_database() {
     ));
     assert_eq!(r.code, 0, "{r}");
     assert!(sb.state().join("tackle.db").exists(), "{r}");
+}
+
+/// A one-request model server on 127.0.0.1: answers one OpenAI chat request with "ok" and
+/// hands back the request's body.
+fn capture_one_request() -> (u16, std::thread::JoinHandle<String>) {
+    use std::io::{BufRead, BufReader, Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let port = listener.local_addr().expect("addr").port();
+    let handle = std::thread::spawn(move || {
+        let (stream, _) = listener.accept().expect("accept");
+        let mut reader = BufReader::new(stream.try_clone().expect("clone"));
+        let mut length = 0usize;
+        loop {
+            let mut line = String::new();
+            if reader.read_line(&mut line).unwrap_or(0) == 0 || line.trim().is_empty() {
+                break;
+            }
+            if let Some((name, value)) = line.split_once(':') {
+                if name.eq_ignore_ascii_case("content-length") {
+                    length = value.trim().parse().unwrap_or(0);
+                }
+            }
+        }
+        let mut body = vec![0u8; length];
+        reader.read_exact(&mut body).expect("body");
+        let answer = r#"{"id":"c1","object":"chat.completion","model":"m","choices":[{"index":0,"message":{"role":"assistant","content":"ok"},"finish_reason":"stop"}],"usage":{"prompt_tokens":1,"completion_tokens":1,"total_tokens":2}}"#;
+        let mut stream = stream;
+        let _ = write!(
+            stream,
+            "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{answer}",
+            answer.len()
+        );
+        String::from_utf8_lossy(&body).into_owned()
+    });
+    (port, handle)
+}
+
+/// `tools list` shows exactly the tools the model is offered in `tackle run` (issue: it showed
+/// 35 of 41), the conversation-only ones marked; `describe` describes those too, and `call`
+/// still says where they work.
+#[test]
+fn tools_list_shows_exactly_what_the_model_is_offered() {
+    let (port, request) = capture_one_request();
+    let sb = Sandbox::new();
+    let cfg = sb.config(&format!(
+        "backends:\n  - name: cap\n    type: openai\n    api_base: http://127.0.0.1:{port}/v1\n    api_key: test-key-not-secret\n    stream: false\n    models:\n      - name: m\n"
+    ));
+    let r = run(sb.tackle(&cfg, &["run", "-m", "hi"]));
+    assert_eq!(r.code, 0, "{r}");
+    let body: Value = serde_json::from_str(&request.join().expect("server")).expect("json body");
+    let mut offered: Vec<String> = body["tools"]
+        .as_array()
+        .expect("tools sent")
+        .iter()
+        .filter_map(|t| t["function"]["name"].as_str().map(str::to_string))
+        .collect();
+    offered.sort();
+
+    let r = run(sb.tackle(&cfg, &["tools", "list", "--json"]));
+    assert_eq!(r.code, 0, "{r}");
+    let rows = json_of(&r.stdout);
+    let rows = rows.as_array().expect("array");
+    let mut listed: Vec<String> = rows
+        .iter()
+        .filter_map(|t| t["name"].as_str().map(str::to_string))
+        .collect();
+    listed.sort();
+    assert_eq!(listed, offered, "tools list and the model's tools differ");
+    let marked = |name: &str| {
+        rows.iter()
+            .find(|t| t["name"] == name)
+            .map(|t| t["conversation_only"].clone())
+    };
+    assert_eq!(marked("spawn_worker"), Some(Value::Bool(true)));
+    assert_eq!(marked("compact"), Some(Value::Bool(true)));
+    assert_eq!(marked("calculate"), Some(Value::Bool(false)));
+
+    let text = run(sb.tackle(&cfg, &["tools", "list"]));
+    let line = text
+        .stdout
+        .lines()
+        .find(|l| l.starts_with("spawn_worker "))
+        .unwrap_or_default();
+    assert!(line.contains("conversation only"), "{text}");
+
+    let described = run(sb.tackle(&cfg, &["tools", "describe", "spawn_worker"]));
+    assert_eq!(described.code, 0, "{described}");
+    assert!(
+        described.stdout.contains("conversation only"),
+        "{described}"
+    );
+
+    let called = run(sb.tackle(&cfg, &["tools", "call", "compact", "{}", "--json"]));
+    assert_eq!(called.code, 1, "{called}");
+    let v = json_of(&called.stdout);
+    assert_eq!(v["ok"], false, "{called}");
+    let message = v["error"]["message"].as_str().unwrap_or_default();
+    assert!(message.contains("tackle run"), "{called}");
 }

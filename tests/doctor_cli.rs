@@ -291,9 +291,12 @@ fn without_backends_it_says_what_run_would_find_and_never_shows_the_key() {
     let config = sb.config("");
     let key = "sk-from-the-environment-0123456789";
     let mut cmd = sb.tackle(&config, &["doctor", "--json"]);
-    cmd.env("OPENAI_API_KEY", key);
+    // Where the key points, nothing answers: the detected backend is probed and fails.
+    let port = free_port();
+    cmd.env("OPENAI_API_KEY", key)
+        .env("OPENAI_BASE_URL", format!("http://127.0.0.1:{port}/v1"));
     let r = run(cmd);
-    assert_eq!(r.code, 0, "{r}");
+    assert_eq!(r.code, 1, "{r}");
     let v: Value = serde_json::from_str(&r.stdout).unwrap_or_else(|e| panic!("{e}\n{r}"));
     let c = check(&v, "backends");
     assert_eq!(c["status"], "ok", "{v:#}");

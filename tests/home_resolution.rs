@@ -90,7 +90,7 @@ impl Repo {
     /// `tackle ARGS` from inside the repository, with only PATH and `vars` set (a value of
     /// `None` leaves the variable unset).
     fn tackle(&self, vars: &[(&str, Option<&str>)], args: &[&str]) -> Command {
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_tackle"));
+        let mut cmd = Command::new(common::tackle_bin());
         cmd.env_clear()
             .env("PATH", std::env::var("PATH").unwrap_or_default())
             .current_dir(self.cwd())

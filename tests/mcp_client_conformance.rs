@@ -42,7 +42,7 @@ esac
 exit 0
 "#,
         root = sb.dir.path().display(),
-        bin = env!("CARGO_BIN_EXE_tackle"),
+        bin = common::tackle_bin().display(),
     );
     let path = sb.dir.path().join("driver.sh");
     std::fs::write(&path, script).expect("write driver");

@@ -4,6 +4,8 @@
 //! every other one must be listed with its reason in `.ci/conformance-expected-failures.yaml`.
 //! Skips with a printed reason when the suite is not installed in `.ci/node_modules`.
 
+mod common;
+
 use std::path::Path;
 use std::process::Command;
 
@@ -34,7 +36,7 @@ fn mcp_serve_passes_the_mcp_conformance_suite() {
     }
     let out = Command::new("bash")
         .arg(ci().join("conformance.sh"))
-        .arg(env!("CARGO_BIN_EXE_tackle"))
+        .arg(common::tackle_bin())
         // Installed already: the test never reaches for the network.
         .env("TACKLE_CONFORMANCE_OFFLINE", "1")
         .output()

@@ -67,7 +67,7 @@ fn in_terminal(sb: &Sandbox, cfg: &std::path::Path, tool: &str, tag: &str) -> Op
         "env -i PATH={} HOME={} {} --config {} --workspace {} tools call {tool} '{{}}' --yes --json; echo EXIT=$?; sleep 30",
         shell_quote(&std::env::var("PATH").unwrap_or_default()),
         shell_quote(&sb.home().to_string_lossy()),
-        shell_quote(env!("CARGO_BIN_EXE_tackle")),
+        shell_quote(&common::tackle_bin().to_string_lossy()),
         shell_quote(&cfg.to_string_lossy()),
         shell_quote(&sb.workspace().to_string_lossy()),
     );

@@ -39,7 +39,10 @@ fn a_server_that_wants_a_login_says_how_to_log_in() {
         "mcp_servers:\n  remote:\n    url: {url}\n    startup_timeout_secs: 10\n"
     ));
     let r = run(sb.tackle(&cfg, &["mcp", "list"]));
-    assert_eq!(r.code, 0, "{r}");
+    assert_eq!(
+        r.code, 1,
+        "its only server cannot be used until it logs in\n{r}"
+    );
     assert!(
         r.stdout.contains("needs login: tackle mcp login remote"),
         "{r}"
@@ -74,7 +77,7 @@ fn logout_forgets_the_token_and_login_refuses_what_is_not_an_http_server() {
     assert_eq!(r.code, 2, "{r}");
     assert!(r.stderr.contains("not a Streamable HTTP server"), "{r}");
     let r = run(sb.tackle(&cfg, &["mcp", "login", "nobody"]));
-    assert_eq!(r.code, 2, "{r}");
+    assert_eq!(r.code, 6, "not found (README, exit codes)\n{r}");
 }
 
 /// A client command for the suite: log in unattended, list the server's tools and call the
@@ -115,7 +118,7 @@ if ! tackle tools call "$tool" '{{}}' --yes >"$dir/call.out" 2>&1; then
 fi
 "#,
         root = sb.dir.path().display(),
-        bin = env!("CARGO_BIN_EXE_tackle"),
+        bin = common::tackle_bin().display(),
     );
     let path = sb.dir.path().join("driver.sh");
     std::fs::write(&path, script).expect("write driver");

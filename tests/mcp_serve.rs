@@ -2,6 +2,8 @@
 //! client (`tests/mcp_client/client.py`, from the `.ci/venv` that `.ci/mcp-peers.sh` makes).
 //! Skips with a printed reason when the venv is absent.
 
+mod common;
+
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -44,7 +46,7 @@ fn python_client(
         .args(options)
         .arg(steps.to_string())
         .arg("--")
-        .arg(env!("CARGO_BIN_EXE_tackle"))
+        .arg(common::tackle_bin())
         .arg("--config")
         .arg(config)
         .args(["mcp", "serve"])
@@ -189,7 +191,7 @@ fn configured_mcp_servers_tools_are_callable_through_the_binary() {
     let extra = format!("mcp_servers:\n  time:\n    command: {}\n", server.display());
     let cfg = config_with(dir.path(), &extra);
     let tackle = |args: &[&str]| {
-        Command::new(env!("CARGO_BIN_EXE_tackle"))
+        Command::new(common::tackle_bin())
             .arg("--config")
             .arg(&cfg)
             .args(args)
@@ -269,7 +271,7 @@ impl Drop for HttpServe {
 impl HttpServe {
     fn start(config: &Path) -> Self {
         use std::io::BufRead;
-        let mut child = Command::new(env!("CARGO_BIN_EXE_tackle"))
+        let mut child = Command::new(common::tackle_bin())
             .arg("--config")
             .arg(config)
             .args(["mcp", "serve", "--http", "127.0.0.1:0"])
@@ -614,7 +616,7 @@ fn mcp_serve_stdio_kills_a_call_the_client_cancels_and_keeps_serving() {
     let dir = tempfile::tempdir().unwrap();
     let cfg = config_with(dir.path(), SHELL_RUNS);
     let mut child = KillOnDrop(
-        Command::new(env!("CARGO_BIN_EXE_tackle"))
+        Command::new(common::tackle_bin())
             .arg("--config")
             .arg(&cfg)
             .args(["mcp", "serve"])
@@ -825,7 +827,7 @@ fn mcp_serve_http_on_a_port_in_use_fails_naming_the_address_without_claiming_to_
     let dir = tempfile::tempdir().unwrap();
     let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let addr = taken.local_addr().unwrap().to_string();
-    let out = Command::new(env!("CARGO_BIN_EXE_tackle"))
+    let out = Command::new(common::tackle_bin())
         .arg("--config")
         .arg(config(dir.path()))
         .args(["mcp", "serve", "--http", &addr])

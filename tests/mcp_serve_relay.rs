@@ -4,6 +4,8 @@
 //! the official Python SDK (tests/mcp_client/client.py); the server behind Tackle is
 //! tests/mcp_client/elicit_server.py.
 
+mod common;
+
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -39,7 +41,7 @@ fn client(python: &Path, options: &[&str], steps: Value, config: &Path) -> Value
         .args(options)
         .arg(steps.to_string())
         .arg("--")
-        .arg(env!("CARGO_BIN_EXE_tackle"))
+        .arg(common::tackle_bin())
         .arg("--config")
         .arg(config)
         .args(["mcp", "serve"])

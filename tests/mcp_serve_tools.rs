@@ -2,6 +2,8 @@
 //! selected tools are listed and callable, and MCP clients get full schemas whatever the
 //! agent's tool profile. Skips with a printed reason when `.ci/venv` is absent.
 
+mod common;
+
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -31,7 +33,7 @@ fn serve(python: &Path, steps: Value, config: &Path) -> Value {
         .arg(root().join("tests/mcp_client/client.py"))
         .arg(steps.to_string())
         .arg("--")
-        .arg(env!("CARGO_BIN_EXE_tackle"))
+        .arg(common::tackle_bin())
         .arg("--config")
         .arg(config)
         .args(["mcp", "serve"])

@@ -68,7 +68,7 @@ fn chat_picks_up_a_plugin_added_changed_and_broken_while_it_runs() {
         "env -i PATH={} HOME={} TACKLE_LOG=info {} --config {} --workspace {} chat; sleep 30",
         shell_quote(&std::env::var("PATH").unwrap_or_default()),
         shell_quote(&sb.home().to_string_lossy()),
-        shell_quote(env!("CARGO_BIN_EXE_tackle")),
+        shell_quote(&common::tackle_bin().to_string_lossy()),
         shell_quote(&config.to_string_lossy()),
         shell_quote(&sb.workspace().to_string_lossy()),
     );

@@ -40,6 +40,7 @@ fn builtins() -> Registry {
             zone: schedule::Zone::default(),
             min_interval: std::time::Duration::from_secs(60),
             agents: vec![],
+            schedule_for: Default::default(),
         }),
         services::extension(services::ServicesSettings::default()),
     ];

@@ -1,4 +1,4 @@
-//! `tackle audit`: the audit log, one line per tool call, oldest first.
+//! `tackle audit`: the audit log, one line per tool call, oldest first, under a header.
 
 use crate::app::{load_config, open_store, App};
 use crate::cli::{AuditArgs, Global};
@@ -7,7 +7,7 @@ use anyhow::Result;
 use std::time::Duration;
 use tackle_protocol::text::preview;
 use tackle_protocol::Verdict;
-use tackle_store::{AuditQuery, AuditRecord, AuditSince, StoreError};
+use tackle_store::{AuditEntry, AuditQuery, AuditSince, StoreError};
 
 pub async fn run(global: &Global, args: AuditArgs) -> Result<i32> {
     let loaded = load_config(global)?;
@@ -18,7 +18,8 @@ pub async fn run(global: &Global, args: AuditArgs) -> Result<i32> {
         since: args.since.as_deref().map(parse_since),
         limit: args.limit,
     };
-    let records = match store.audit_query(query).await {
+    // Opening the store closed the intents of calls whose process is gone as interrupted.
+    let records = match store.audit_entries(query).await {
         Ok(records) => records,
         Err(e @ StoreError::BadTime { .. }) => {
             return Err(usage(format!(
@@ -52,7 +53,7 @@ fn parse_since(text: &str) -> AuditSince {
     }
 }
 
-fn parse_duration(text: &str) -> Option<Duration> {
+pub(crate) fn parse_duration(text: &str) -> Option<Duration> {
     if text.is_empty() {
         return None;
     }
@@ -82,31 +83,40 @@ fn parse_duration(text: &str) -> Option<Duration> {
     Some(Duration::from_secs(total))
 }
 
-/// One aligned line per record: time, session, tool, verdict/outcome, rule, approver,
-/// duration, argument summary. Every field is flattened to one line of printable text.
-fn lines(records: &[AuditRecord]) -> Vec<String> {
-    let rows: Vec<[String; 8]> = records
-        .iter()
-        .map(|r| {
-            [
-                short_time(&r.ts),
-                preview(r.session_id.as_deref().unwrap_or("-"), 40),
-                preview(&r.tool, 40),
-                format!("{}/{}", verdict(r.verdict), preview(&r.outcome, 24)),
-                if r.rule.is_empty() {
-                    "-".to_string()
-                } else {
-                    preview(&r.rule, 48)
-                },
-                preview(r.approver.as_deref().unwrap_or("-"), 20),
-                r.duration_ms
-                    .map(|d| format!("{d}ms"))
-                    .unwrap_or_else(|| "-".into()),
-                preview(&r.args_summary, 160),
-            ]
-        })
-        .collect();
-    let mut widths = [0usize; 8];
+/// The columns of the text view, in order.
+const HEADER: [&str; 11] = [
+    "TIME", "AGENT", "SESSION", "CALLER", "TOOL", "DECISION", "APPROVER", "OUTCOME", "DURATION",
+    "RULE", "ARGS",
+];
+
+/// A header, then one aligned line per record. Every field is flattened to one line of
+/// printable text; an empty one shows as `-`.
+fn lines(records: &[AuditEntry]) -> Vec<String> {
+    let dash = |text: &str, max: usize| {
+        if text.is_empty() {
+            "-".to_string()
+        } else {
+            preview(text, max)
+        }
+    };
+    let mut rows: Vec<[String; 11]> = vec![HEADER.map(String::from)];
+    rows.extend(records.iter().map(|e| {
+        let r = &e.record;
+        [
+            short_time(&r.ts),
+            dash(&r.agent, 40),
+            dash(r.session_id.as_deref().unwrap_or_default(), 40),
+            dash(&e.caller, 12),
+            dash(&r.tool, 40),
+            verdict(r.verdict).to_string(),
+            dash(r.approver.as_deref().unwrap_or_default(), 20),
+            outcome(&r.outcome),
+            r.duration_ms.map(duration).unwrap_or_else(|| "-".into()),
+            dash(&r.rule, 48),
+            dash(&r.args_summary, 160),
+        ]
+    }));
+    let mut widths = [0usize; 11];
     for row in &rows {
         for (w, cell) in widths.iter_mut().zip(row) {
             *w = (*w).max(cell.chars().count());
@@ -125,6 +135,27 @@ fn lines(records: &[AuditRecord]) -> Vec<String> {
             line.trim_end().to_string()
         })
         .collect()
+}
+
+/// The stored outcome in words (`--json` keeps the stored kind).
+fn outcome(kind: &str) -> String {
+    match kind {
+        "ok_error" => "tool error".to_string(),
+        "not_found" => "not found".to_string(),
+        "invalid_arguments" => "invalid arguments".to_string(),
+        "needs_approval" => "needs approval".to_string(),
+        "timeout" => "timed out".to_string(),
+        other => preview(other, 24),
+    }
+}
+
+/// `850ms`, `12.3s`, `4m05s`.
+fn duration(ms: u64) -> String {
+    match ms {
+        0..=999 => format!("{ms}ms"),
+        1_000..=59_999 => format!("{:.1}s", ms as f64 / 1_000.0),
+        _ => format!("{}m{:02}s", ms / 60_000, (ms / 1_000) % 60),
+    }
 }
 
 /// `2026-01-02T03:04:05.678901Z` as `2026-01-02 03:04:05Z`; anything else as stored.
@@ -157,6 +188,14 @@ mod tests {
         for not in ["", "5", "m", "5x", "2026-01-02", "1h 30m", "-1h", "1.5h"] {
             assert_eq!(parse_duration(not), None, "{not}");
         }
+    }
+
+    #[test]
+    fn durations_read_at_a_glance() {
+        assert_eq!(duration(0), "0ms");
+        assert_eq!(duration(850), "850ms");
+        assert_eq!(duration(12_345), "12.3s");
+        assert_eq!(duration(245_000), "4m05s");
     }
 
     #[test]

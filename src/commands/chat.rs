@@ -2,38 +2,78 @@
 //! its output goes through `term`, the one writer of the terminal.
 
 use crate::app::Selection;
-use crate::approval::approver_for_cli;
+use crate::approval::approver_for_session;
 use crate::cli::{ChatArgs, Global};
 use crate::exit;
 use crate::runtime::Runtime;
-use crate::term;
+use crate::term::{self, Paint};
 use crate::turn::run_rendered;
 use anyhow::Result;
 use rustyline::error::ReadlineError;
 use rustyline::DefaultEditor;
+use tackle_agent::profiles::mode_name;
 use tackle_agent::Session;
+use tackle_protocol::message::Role;
+use tackle_protocol::text::preview;
 
-const HELP: &str = "Commands: /help  /tools  /session  /compact  /quit   (Ctrl-C stops the current turn, and at an approval prompt also denies the call; Ctrl-D quits)";
+/// The commands, one per line, for `/help`.
+const COMMANDS: [(&str, &str); 8] = [
+    ("/help", "this list"),
+    ("/tools", "the tools the agent has"),
+    (
+        "/permissions",
+        "which tools run without asking, ask first, or are allowed for this session",
+    ),
+    ("/model", "the backend and model in use"),
+    ("/session", "this session's id and size"),
+    (
+        "/compact",
+        "summarise the conversation so far to free context",
+    ),
+    (
+        "/clear",
+        "start a new, empty session (this one stays stored)",
+    ),
+    ("/quit", "end the chat (also /exit, Ctrl-D)"),
+];
+
+const KEYS: &str =
+    "Ctrl-C stops the current turn (at an approval prompt it also denies the call); Ctrl-D quits.";
+
+/// How many of the last messages a resumed session shows.
+const RECAP_MESSAGES: usize = 4;
 
 pub async fn run(global: &Global, args: ChatArgs) -> Result<i32> {
     let selection = Selection {
         agent: args.agent.clone(),
         template: args.template.clone(),
         watch_plugins: true,
+        llm: args.llm.choice(),
         ..Selection::default()
     };
     let rt = Runtime::build(global, &selection).await?;
+    if let Some(id) = args.session.as_deref() {
+        if !args.new && !rt.session_exists(id).await? {
+            let message = unknown_session(&rt, id).await;
+            rt.app.shutdown().await;
+            return Err(exit::not_found(message));
+        }
+    }
     let mut session = rt.session(args.session.as_deref()).await?;
-    let approver = approver_for_cli(false);
+    let approver = approver_for_session(false);
     let mut editor = DefaultEditor::new()?;
     let history = rt.app.state_dir.join("chat_history.txt");
     let _ = editor.load_history(&history);
     term::err_line(&format!(
-        "tackle chat — agent `{}`, session {}. {HELP}",
+        "{} — agent `{}`, model `{}`, session {}. /help lists the commands.",
+        Paint::Bold.on_stderr("tackle chat"),
         rt.agent_name,
+        rt.agent_loop.config().model,
         session.id()
     ));
+    recap(&session);
     loop {
+        // Uncoloured: the line editor measures the prompt's width from its characters.
         let line = tokio::task::block_in_place(|| editor.readline("you> "));
         let line = match line {
             Ok(line) => line,
@@ -48,17 +88,35 @@ pub async fn run(global: &Global, args: ChatArgs) -> Result<i32> {
         let _ = editor.add_history_entry(input);
         match input {
             "/quit" | "/exit" => break,
-            "/help" => term::err_line(HELP),
+            "/help" => help(),
             "/tools" => list_tools(&rt),
+            "/permissions" => permissions(&rt, &session),
+            "/model" => term::err_line(&format!(
+                "backend `{}`, model `{}` (another: restart with --backend NAME / --model NAME)",
+                rt.agent_loop.provider().name(),
+                rt.agent_loop.config().model
+            )),
             "/session" => term::err_line(&format!(
                 "session {} ({} messages in context)",
                 session.id(),
                 session.messages().len()
             )),
             "/compact" => compact(&rt, &mut session).await,
-            _ if input.starts_with('/') => {
-                term::err_line(&format!("unknown command `{input}`. {HELP}"))
-            }
+            "/clear" => match rt.session(None).await {
+                Ok(fresh) => {
+                    term::err_line(&format!(
+                        "new session {} (the previous one, {}, stays stored)",
+                        fresh.id(),
+                        session.id()
+                    ));
+                    session = fresh;
+                }
+                Err(e) => term::err_line(&format!("cannot start a new session: {e}")),
+            },
+            _ if input.starts_with('/') => term::err_line(&format!(
+                "unknown command `{}`; /help lists the commands",
+                preview(input, 40)
+            )),
             _ => turn(&rt, &mut session, input, approver.clone()).await,
         }
     }
@@ -76,6 +134,59 @@ pub async fn run(global: &Global, args: ChatArgs) -> Result<i32> {
     Ok(exit::OK)
 }
 
+/// The error for `--session ID` naming no stored session: the closest ids, and `--new`.
+async fn unknown_session(rt: &Runtime, id: &str) -> String {
+    let ids: Vec<String> = rt
+        .store
+        .list_sessions()
+        .await
+        .map(|list| list.into_iter().map(|s| s.id.0).collect())
+        .unwrap_or_default();
+    let near = tackle_protocol::suggest::nearest(id, ids.iter().map(String::as_str), 0.75);
+    let hint = if near.is_empty() {
+        "`tackle sessions list` shows the stored ones".to_string()
+    } else {
+        format!("did you mean {}?", near.join(", "))
+    };
+    format!(
+        "no session `{}`: {hint} (add --new to start a session with that id)",
+        preview(id, 80)
+    )
+}
+
+/// A resumed session's last exchanges, so the person sees where it left off.
+fn recap(session: &Session) {
+    let shown: Vec<_> = session
+        .messages()
+        .iter()
+        .filter(|m| matches!(m.role, Role::User | Role::Assistant) && !m.content.trim().is_empty())
+        .collect();
+    if shown.is_empty() {
+        return;
+    }
+    term::err_line(&format!(
+        "resumed: {} messages; the last ones:",
+        session.messages().len()
+    ));
+    for m in &shown[shown.len().saturating_sub(RECAP_MESSAGES)..] {
+        let who = if m.role == Role::User { "you" } else { "agent" };
+        let first = m.content.trim().lines().next().unwrap_or("");
+        term::err_line(&format!(
+            "  {} {}",
+            Paint::Dim.on_stderr(&format!("{who}>")),
+            preview(first, 120)
+        ));
+    }
+}
+
+fn help() {
+    term::err_line("Commands:");
+    for (name, what) in COMMANDS {
+        term::err_line(&format!("  {name:<13} {what}"));
+    }
+    term::err_line(KEYS);
+}
+
 async fn turn(
     rt: &Runtime,
     session: &mut Session,
@@ -84,7 +195,11 @@ async fn turn(
 ) {
     // A cancelled turn is reported by the renderer (`(cancelled)`); the chat goes on.
     if let Err(e) = run_rendered(rt, session, input, approver, false, false).await {
-        term::err_line(&format!("error: {e}"));
+        term::err_line(&format!(
+            "{} {}",
+            Paint::Error.on_stderr("error:"),
+            crate::errors::render_error(&e)
+        ));
     }
 }
 
@@ -96,6 +211,29 @@ fn list_tools(rt: &Runtime) {
             s.owner,
             s.risk.to_string(),
             s.approval
+        ));
+    }
+}
+
+/// Each tool's approval rule, and the "always for this session" answers given so far.
+fn permissions(rt: &Runtime, session: &Session) {
+    let specs = rt.app.dispatcher.registry().specs();
+    let width = specs.iter().map(|s| s.name.len()).max().unwrap_or(4).max(4);
+    term::err_line(&format!(
+        "  {:<width$}  {:<20}  PROFILE",
+        "TOOL", "APPROVAL"
+    ));
+    for s in &specs {
+        let approval = if session.approvals().allows(&s.name) {
+            "allowed for this session".to_string()
+        } else {
+            s.approval.to_string()
+        };
+        term::err_line(&format!(
+            "  {:<width$}  {:<20}  {}",
+            s.name,
+            approval,
+            mode_name(rt.app.tool_profile.mode_for(&s.name))
         ));
     }
 }

@@ -1,23 +1,28 @@
-//! `tackle daemon`: fires schedules until SIGINT or SIGTERM, one stderr line per fire, and
-//! with `daemon.mcp_http` also serves MCP over HTTP as `tackle mcp serve --http` does.
+//! `tackle daemon`: fires schedules until SIGINT or SIGTERM, one stderr line per fire (and a
+//! line saying what fires next), and with `daemon.mcp_http` also serves MCP over HTTP as
+//! `tackle mcp serve --http` does. It refuses to start without a model backend: every fire
+//! would fail.
 //! On a signal it takes no new fires, lets running ones finish for
 //! `schedules.shutdown_grace_secs`, records any still going as failed, and exits 0.
 
 use crate::app::{load_config, open_store, App};
 use crate::cli::Global;
-use crate::exit;
+use crate::exit::{self, usage};
 use crate::schedules::{self, TurnRunner};
 use anyhow::Result;
 use std::sync::Arc;
 use std::time::Duration;
 use tackle_agent::routine::FireLog;
 use tackle_agent::{EngineConfig, FireEvent, FireRunner, RoutineEngine};
+use tackle_protocol::config::Config;
+use tackle_store::Store;
 use tokio_util::sync::CancellationToken;
 
 pub async fn run(global: &Global) -> Result<i32> {
     let config = load_config(global)?.config;
     let store = open_store(&App::state_dir_for(&config))?;
     let zone = schedules::zone(&config)?;
+    check_backends(&config).await?;
     let runner = Arc::new(TurnRunner::new(global.clone()));
     let mut engine_config = EngineConfig::new(owner_id());
     engine_config.zone = zone;
@@ -30,7 +35,7 @@ pub async fn run(global: &Global) -> Result<i32> {
         Arc::clone(&runner) as Arc<dyn FireRunner>,
         engine_config,
     )
-    .with_log(fire_log());
+    .with_log(fire_log(store.clone(), global.quiet));
     let _watch = schedules::watch_marker(&store, engine.waker());
     let stop = CancellationToken::new();
     let signals = tokio::spawn(stop_on_signal(stop.clone()));
@@ -45,8 +50,9 @@ pub async fn run(global: &Global) -> Result<i32> {
     });
     if !global.quiet {
         eprintln!(
-            "daemon: firing schedules ({}); stop with Ctrl-C or SIGTERM",
-            zone.name()
+            "daemon: firing schedules ({}); {}; stop with Ctrl-C or SIGTERM",
+            zone.name(),
+            outlook(&store).await
         );
     }
     let ran = engine.run(stop).await;
@@ -69,9 +75,71 @@ fn owner_id() -> String {
     format!("daemon-{}-{ms}", std::process::id())
 }
 
-/// `fire default/report due 2026-01-02T09:00:00Z ok late 3 ms took 1.20 s — detail`.
-fn fire_log() -> FireLog {
-    Arc::new(|e: &FireEvent| {
+/// Every agent a fire may run as has a backend (configured or found in the environment):
+/// without one the daemon would only record failures, so it does not start.
+async fn check_backends(config: &Config) -> Result<()> {
+    let agents: Vec<Option<&tackle_protocol::config::AgentConfig>> = if config.agents.is_empty() {
+        vec![None]
+    } else {
+        config.agents.iter().map(Some).collect()
+    };
+    for agent in agents {
+        if let Err(e) = crate::runtime::select_provider(config, agent).await {
+            let who = agent.map_or("the default agent".to_string(), |a| {
+                format!("agent `{}`", a.name)
+            });
+            return Err(usage(format!(
+                "tackle daemon: no model backend for {who}, so no schedule could run: {e}"
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// `3 schedules (2 enabled); next fire 2026-01-02T09:00:00Z (default/report)`.
+async fn outlook(store: &Store) -> String {
+    let Ok(all) = store.list_schedules(None).await else {
+        return "cannot read the schedules".to_string();
+    };
+    let enabled = all.iter().filter(|s| s.enabled).count();
+    let next = all
+        .iter()
+        .filter(|s| s.enabled)
+        .filter_map(|s| s.next_fire.map(|at| (at, s)))
+        .min_by_key(|(at, _)| *at);
+    let plural = if all.len() == 1 { "" } else { "s" };
+    let head = format!("{} schedule{plural} ({enabled} enabled)", all.len());
+    match next {
+        Some((at, s)) => format!("{head}; next fire {} ({}/{})", rfc3339(at), s.agent, s.name),
+        None => format!("{head}; nothing to fire (`tackle schedule add` adds one)"),
+    }
+}
+
+/// The session's last assistant text, on one line and shortened.
+async fn last_answer(store: &Store, id: &tackle_store::SessionId) -> Option<String> {
+    let entries = store.entries(id).await.ok()?;
+    let text = entries
+        .iter()
+        .rev()
+        .filter(|e| e.kind == tackle_store::EntryKind::Assistant)
+        .filter_map(|e| e.message())
+        .map(|m| m.content)
+        .find(|c| !c.trim().is_empty())?;
+    Some(tackle_protocol::text::preview(
+        &text.split_whitespace().collect::<Vec<_>>().join(" "),
+        400,
+    ))
+}
+
+fn rfc3339(at: time::OffsetDateTime) -> String {
+    at.format(&time::format_description::well_known::Rfc3339)
+        .unwrap_or_default()
+}
+
+/// `fire default/report due 2026-01-02T09:00:00Z ok late 3 ms took 1.20 s — detail`, then
+/// what fires next.
+fn fire_log(store: Store, quiet: bool) -> FireLog {
+    Arc::new(move |e: &FireEvent| {
         let due = e
             .due
             .format(&time::format_description::well_known::Rfc3339)
@@ -89,6 +157,27 @@ fn fire_log() -> FireLog {
             e.late.as_millis(),
             e.took.as_secs_f64()
         );
+        // The fire was claimed before it ran, so its next time is already stored.
+        if !quiet {
+            if let Ok(handle) = tokio::runtime::Handle::try_current() {
+                let store = store.clone();
+                // A run that ended well names its session: its answer goes in the log too.
+                let session = e
+                    .detail
+                    .strip_prefix("session ")
+                    .filter(|_| e.status == tackle_store::FireStatus::Ok)
+                    .map(|id| tackle_store::SessionId(id.trim().to_string()));
+                handle.spawn(async move {
+                    if let Some(answer) = match session {
+                        Some(id) => last_answer(&store, &id).await,
+                        None => None,
+                    } {
+                        eprintln!("  answer: {answer}");
+                    }
+                    eprintln!("daemon: {}", outlook(&store).await);
+                });
+            }
+        }
     })
 }
 

@@ -2,7 +2,10 @@
 //! store, each backend, each MCP server) and says which protections are enforced on this
 //! machine. Exit 1 when something configured is broken, 2 when the config cannot be used.
 
-use crate::app::{load_config, open_store, App, Selection};
+mod render;
+mod skills;
+
+use crate::app::{open_store, App, Selection};
 use crate::cli::{DoctorArgs, Global};
 use crate::exit;
 use anyhow::Result;
@@ -18,7 +21,7 @@ use tackle_protocol::{CallScope, Grants, HostError, HostProvider, HttpRequest, T
 use tackle_store::Store;
 use tokio_util::sync::CancellationToken;
 
-/// How long one backend may take to answer its probe.
+/// How long one backend may take to answer its probe (a configured or a detected one).
 const PROBE_TIMEOUT: Duration = Duration::from_secs(3);
 /// The longest doctor waits for MCP servers to start (less when their own timeouts are).
 const MCP_WAIT_MAX: Duration = Duration::from_secs(10);
@@ -43,6 +46,11 @@ struct Check {
     /// For the host's protections: whether it is in force here.
     #[serde(skip_serializing_if = "Option::is_none")]
     enforced: Option<bool>,
+    /// The detail quotes text doctor did not write (another program's error, the config
+    /// file), which gets the full secret scan; doctor's own words only lose the config's
+    /// secret values, so "Authorization: environment variable … is not set" stays readable.
+    #[serde(skip)]
+    quoting: bool,
 }
 
 impl Check {
@@ -52,7 +60,14 @@ impl Check {
             status,
             detail: detail.into(),
             enforced: None,
+            quoting: false,
         }
+    }
+
+    /// Marks the detail as quoting outside text (see [`Check::quoting`]).
+    fn quoting(mut self) -> Self {
+        self.quoting = true;
+        self
     }
 
     fn ok(name: impl Into<String>, detail: impl Into<String>) -> Self {
@@ -81,10 +96,10 @@ impl Check {
 
 pub async fn run(global: &Global, args: DoctorArgs) -> Result<i32> {
     let mut checks = Vec::new();
-    let loaded = match load_config(global) {
+    let loaded = match load_quietly(global) {
         Ok(loaded) => loaded,
         Err(e) => {
-            checks.push(Check::fail("config", format!("{e:#}")));
+            checks.push(Check::fail("config", format!("{e:#}")).quoting());
             return finish(&checks, args.json, Some(exit::USAGE), &[]);
         }
     };
@@ -93,6 +108,8 @@ pub async fn run(global: &Global, args: DoctorArgs) -> Result<i32> {
     }
     let config = loaded.config.clone();
     let warnings = loaded.warnings.clone();
+    // Found by type, with the values interpolated into them (`config::secrets`).
+    let config_secrets = loaded.secrets.clone();
     let state_dir = App::state_dir_for(&config);
     // Without the store the rest can still be checked, against a throw-away one.
     let (store, store_failure) = match open_store(&state_dir) {
@@ -106,7 +123,7 @@ pub async fn run(global: &Global, args: DoctorArgs) -> Result<i32> {
     let app = match App::from_loaded(global, &selection, loaded, None, store) {
         Ok(app) => app,
         Err(e) => {
-            checks.push(Check::fail("config", format!("{e:#}")));
+            checks.push(Check::fail("config", format!("{e:#}")).quoting());
             return finish(&checks, args.json, Some(exit::USAGE), &[]);
         }
     };
@@ -120,60 +137,80 @@ pub async fn run(global: &Global, args: DoctorArgs) -> Result<i32> {
     checks.push(state_dir_check(&state_dir));
     checks.push(store_check(&app.store, store_failure).await);
 
-    // The slow checks run together: every backend's probe and the MCP servers' start-up.
-    let host = probe_host(&config, &state_dir, &app.workspace);
-    let probes: Vec<_> = config
-        .backends
-        .iter()
-        .map(|b| {
-            let (host, backend) = (Arc::clone(&host), b.clone());
-            tokio::spawn(async move { probe(host, &backend).await })
-        })
-        .collect();
-    let (probed, mcp, discovered) = tokio::join!(
+    // The slow checks run together: every backend's probe (the configured ones, else the
+    // one `tackle run` would find) and the MCP servers' start-up.
+    let home = std::env::var_os("HOME").map(PathBuf::from);
+    let ((detected, probed, probed_backends), mcp) = tokio::join!(
         async {
+            let (backends, detected) = backends_to_probe(&config).await;
+            let host = probe_host(&backends, &config, &state_dir, &app.workspace, home.clone());
+            let probes: Vec<_> = backends
+                .iter()
+                .map(|b| {
+                    let (host, backend) = (Arc::clone(&host), b.clone());
+                    tokio::spawn(async move { probe(host, &backend).await })
+                })
+                .collect();
             let mut out = Vec::new();
-            for (handle, b) in probes.into_iter().zip(&config.backends) {
+            for (handle, b) in probes.into_iter().zip(&backends) {
                 out.push(handle.await.unwrap_or_else(|e| {
                     Check::fail(endpoint_name(b), format!("the probe stopped: {e}"))
                 }));
             }
-            out
+            (detected, out, backends)
         },
-        mcp_statuses(&app, &config),
-        discovery_check(&config)
+        mcp_statuses(&app, &config)
     );
 
     checks.push(Check::ok(
         "tools",
         format!("{} registered", app.dispatcher.registry().specs().len()),
     ));
-    checks.extend(discovered);
     checks.extend(plugin_checks(&app.plugins.report()));
-    for ((i, b), endpoint) in config.backends.iter().enumerate().zip(probed) {
-        checks.push(key_check(i, b, &warnings));
-        checks.push(endpoint);
+    checks.extend(skills::checks(
+        &config.skills,
+        &app.workspace,
+        home.as_deref(),
+    ));
+    match detected {
+        // Nothing configured: what was found, then its probe.
+        Some(found) => {
+            checks.push(found);
+            checks.extend(probed);
+        }
+        None => {
+            for ((i, b), endpoint) in config.backends.iter().enumerate().zip(probed) {
+                checks.push(key_check(i, b, &warnings));
+                checks.push(endpoint);
+            }
+        }
     }
     checks.extend(mcp.iter().map(mcp_check));
     checks.extend(protection_checks(&config));
     checks.extend(shell_rule_checks(&config, &app.workspace, &state_dir));
     app.shutdown().await;
 
-    // The secrets the config holds, for the redaction pass over every detail.
-    let mut secrets: Vec<String> = config
-        .backends
+    // The secrets the config holds (and a detected backend's key), for the redaction pass
+    // over every detail.
+    let mut secrets: Vec<String> = config_secrets
         .iter()
-        .filter_map(|b| b.api_key.clone())
+        .map(|s| s.expose().to_string())
+        .chain(probed_backends.iter().filter_map(api_key))
         .collect();
-    secrets.extend(
-        config
-            .mcp_servers
-            .values()
-            .flat_map(|m| m.headers.values().cloned().chain(m.env.values().cloned())),
-    );
-    secrets.extend(config.mcp.bearer_token.clone());
     secrets.retain(|s| !s.trim().is_empty());
     finish(&checks, args.json, None, &secrets)
+}
+
+/// The config as `app::load_config` loads it, without printing its warnings to stderr: the report
+/// lists each one, and once is enough.
+fn load_quietly(global: &Global) -> Result<crate::config::Loaded> {
+    let vars: Vec<(String, String)> = std::env::vars().collect();
+    Ok(crate::config::load(
+        global.config.as_deref(),
+        global.workspace.as_deref(),
+        &|k: &str| std::env::var(k).ok(),
+        &vars,
+    )?)
 }
 
 /// Print the checks (text or JSON) and pick the exit code: `forced`, else 1 when any failed.
@@ -184,7 +221,11 @@ fn finish(checks: &[Check], json: bool, forced: Option<i32>, secrets: &[String])
         .iter()
         .cloned()
         .map(|mut c| {
-            c.detail = redactor.redact(&c.detail).into_owned();
+            c.detail = if c.quoting {
+                redactor.redact(&c.detail).into_owned()
+            } else {
+                without_values(&c.detail, secrets)
+            };
             c
         })
         .collect();
@@ -193,35 +234,23 @@ fn finish(checks: &[Check], json: bool, forced: Option<i32>, secrets: &[String])
         let out = serde_json::json!({"status": worst, "checks": checks});
         outln!("{}", serde_json::to_string_pretty(&out)?)?;
     } else {
-        for c in &checks {
-            outln!("{}: {} — {}", c.name, c.label(), c.detail)?;
-        }
-        let failed: Vec<&str> = checks
-            .iter()
-            .filter(|c| c.status == Status::Fail)
-            .map(|c| c.name.as_str())
-            .collect();
-        let warned = checks.iter().filter(|c| c.status == Status::Warn).count();
-        let warnings = match warned {
-            0 => String::new(),
-            1 => " (1 warning)".to_string(),
-            n => format!(" ({n} warnings)"),
-        };
-        if failed.is_empty() {
-            outln!("doctor: nothing broken{warnings}")?;
-        } else {
-            outln!(
-                "doctor: {} broken: {}{warnings}",
-                failed.len(),
-                failed.join(", ")
-            )?;
-        }
+        write!(exit::stdout(), "{}", render::text(&checks))?;
     }
     Ok(forced.unwrap_or(if worst == Status::Fail {
         exit::FAILED
     } else {
         exit::OK
     }))
+}
+
+/// `text` with every one of the config's secret values replaced; nothing else is touched.
+fn without_values(text: &str, secrets: &[String]) -> String {
+    secrets
+        .iter()
+        .filter(|s| !s.trim().is_empty())
+        .fold(text.to_string(), |t, s| {
+            t.replace(s.as_str(), "[redacted secret]")
+        })
 }
 
 /// The state directory exists, is a directory, can be written, and only its owner gets in.
@@ -237,13 +266,13 @@ fn plugin_checks(report: &tackle_tools::plugins::LoadReport) -> Vec<Check> {
         report
             .errors
             .iter()
-            .map(|e| Check::fail("plugins", format!("{e} (the plugin is skipped)"))),
+            .map(|e| Check::fail("plugins", format!("{e} (the plugin is skipped)")).quoting()),
     );
     checks.extend(
         report
             .warnings
             .iter()
-            .map(|w| Check::warn("plugins", w.clone())),
+            .map(|w| Check::warn("plugins", w.clone()).quoting()),
     );
     checks
 }
@@ -359,13 +388,6 @@ fn configured_base(b: &BackendConfig) -> Option<&str> {
         .filter(|s| !s.is_empty())
 }
 
-fn base_url(b: &BackendConfig) -> &str {
-    configured_base(b).unwrap_or(match b.kind {
-        BackendType::Openai => tackle_llm::openai::DEFAULT_API_BASE,
-        BackendType::Anthropic => tackle_llm::anthropic::DEFAULT_API_BASE,
-    })
-}
-
 fn api_key(b: &BackendConfig) -> Option<String> {
     b.api_key
         .as_deref()
@@ -417,14 +439,18 @@ fn key_check(i: usize, b: &BackendConfig, warnings: &[String]) -> Check {
 }
 
 /// A host for the probes: the same guarded, DNS-pinned HTTP client tools use, with every
-/// backend's URL (the defaults too) trusted as operator-written.
-fn probe_host(config: &Config, state_dir: &Path, workspace: &Path) -> Arc<dyn ToolHost> {
-    let home = std::env::var_os("HOME").map(PathBuf::from);
+/// probed backend's URL (the defaults too) trusted as operator-written.
+fn probe_host(
+    backends: &[BackendConfig],
+    config: &Config,
+    state_dir: &Path,
+    workspace: &Path,
+    home: Option<PathBuf>,
+) -> Arc<dyn ToolHost> {
     let mut host_config = HostConfig::new(state_dir)
         .with_home(home)
         .with_config(config);
-    for b in &config.backends {
-        let base = base_url(b).to_string();
+    for base in backends.iter().filter_map(|b| tackle_llm::api_base(b).ok()) {
         if !host_config.operator_hosts.contains(&base) {
             host_config.operator_hosts.push(base);
         }
@@ -441,21 +467,23 @@ fn probe_host(config: &Config, state_dir: &Path, workspace: &Path) -> Arc<dyn To
     })
 }
 
-/// One cheap request that spends no tokens: the model listing (`GET …/models`). Any HTTP
-/// answer but a refused key means the endpoint is there.
+/// One cheap request that spends no tokens: the model listing (`GET …/models`), on the base
+/// URL the requests are built on ([`tackle_llm::api_base`]). Any HTTP answer but a refused
+/// key means the endpoint is there.
 async fn probe(host: Arc<dyn ToolHost>, b: &BackendConfig) -> Check {
     let name = endpoint_name(b);
     let key = api_key(b);
-    let base = base_url(b).trim_end_matches('/');
-    let (url, mut headers) = match b.kind {
-        BackendType::Openai => (format!("{base}/models"), Vec::new()),
-        BackendType::Anthropic => (
-            format!("{base}/v1/models"),
-            vec![(
-                "anthropic-version".to_string(),
-                ANTHROPIC_VERSION.to_string(),
-            )],
-        ),
+    let base = match tackle_llm::api_base(b) {
+        Ok(base) => base,
+        Err(e) => return Check::fail(name, e.to_string()),
+    };
+    let url = format!("{base}/models");
+    let mut headers = match b.kind {
+        BackendType::Openai => Vec::new(),
+        BackendType::Anthropic => vec![(
+            "anthropic-version".to_string(),
+            ANTHROPIC_VERSION.to_string(),
+        )],
     };
     if let Some(k) = &key {
         headers.push(match b.kind {
@@ -494,8 +522,9 @@ async fn probe(host: Arc<dyn ToolHost>, b: &BackendConfig) -> Check {
                 name,
                 format!("GET {shown}: unreachable: {}", cause(&e, &url)),
             )
+            .quoting()
         }
-        Err(e) => return Check::fail(name, format!("GET {shown}: {}", cause(&e, &url))),
+        Err(e) => return Check::fail(name, format!("GET {shown}: {}", cause(&e, &url))).quoting(),
     };
     let said = format!("GET {shown} answered {status} in {ms} ms");
     match status {
@@ -516,23 +545,27 @@ async fn probe(host: Arc<dyn ToolHost>, b: &BackendConfig) -> Check {
     }
 }
 
-/// With no `backends:`, what `tackle run` would find on its own (keys in the environment, a
-/// local server); nothing is configured, so finding nothing is a warning, not a failure.
-async fn discovery_check(config: &Config) -> Option<Check> {
+/// The backends to probe: the configured ones; with none, the one `tackle run` would find on
+/// its own (keys in the environment, a local server) and a check saying what was found.
+/// Nothing is configured, so finding nothing is a warning, not a failure.
+async fn backends_to_probe(config: &Config) -> (Vec<BackendConfig>, Option<Check>) {
     if !config.backends.is_empty() {
-        return None;
+        return (config.backends.clone(), None);
     }
     let env = tackle_llm::EnvSnapshot::from_vars(std::env::vars());
-    Some(match tackle_llm::discover(&env).await {
-        Ok(found) => Check::ok(
-            "backends",
-            format!(
-                "none configured; `tackle run` would use {} (model {}) from {}",
-                found.backend.name, found.model, found.source
-            ),
-        ),
-        Err(e) => Check::warn("backends", e.to_string()),
-    })
+    match tackle_llm::discover(&env).await {
+        Ok(found) => {
+            let said = Check::ok(
+                "backends",
+                format!(
+                    "none configured; `tackle run` would use {} (model {}) from {}; probed as backend.{}.endpoint",
+                    found.backend.name, found.model, found.source, found.backend.name
+                ),
+            );
+            (vec![found.backend], Some(said))
+        }
+        Err(e) => (Vec::new(), Some(Check::warn("backends", e.to_string()))),
+    }
 }
 
 /// `url` without user info and query, either of which can carry a credential.
@@ -616,7 +649,7 @@ fn mcp_check(s: &ServerStatus) -> Check {
                 format!("ready, {n} tool{}", if n == 1 { "" } else { "s" }),
             )
         }
-        ServerState::Failed(why) => Check::fail(name, format!("failed: {why}")),
+        ServerState::Failed(why) => Check::fail(name, format!("failed: {why}")).quoting(),
         ServerState::Starting => Check::warn(
             name,
             format!(
@@ -627,20 +660,17 @@ fn mcp_check(s: &ServerStatus) -> Check {
     }
 }
 
-/// The host's protections. One not in force is a warning, except that under
+/// The host's protections. One not in force is a warning (Landlock under bubblewrap too: it
+/// is left out on purpose there, and the detail says so, but it is not in force), except that under
 /// `security.sandbox: required` a missing sandbox is a failure (commands are refused).
 fn protection_checks(config: &Config) -> Vec<Check> {
     let report = tackle_host::enforcement_report();
     let required = config.security.sandbox == SandboxMode::Required;
-    let namespaces = report
-        .iter()
-        .any(|e| e.protection == "namespaces" && e.enforced);
     report
         .into_iter()
         .map(|e| {
             let sandbox = matches!(e.protection, "sandbox" | "namespaces");
-            let (status, detail) = if e.enforced || (e.protection == "landlock" && namespaces) {
-                // Landlock is left out on purpose under bubblewrap, which covers more.
+            let (status, detail) = if e.enforced {
                 (Status::Ok, e.detail)
             } else if required && sandbox {
                 (

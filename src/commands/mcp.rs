@@ -2,6 +2,7 @@
 
 use crate::app::{App, Selection};
 use crate::cli::{Global, McpCommand};
+use crate::errors::plain;
 use crate::exit::{self, usage};
 use crate::mcp_service::DispatcherService;
 use anyhow::Result;
@@ -30,7 +31,7 @@ pub async fn run(global: &Global, cmd: McpCommand) -> Result<i32> {
             )
             .await
         }
-        McpCommand::List => list(global).await,
+        McpCommand::List { json } => list(global, json).await,
         McpCommand::Login { name, unattended } => {
             super::mcp_login::login(global, &name, unattended).await
         }
@@ -59,7 +60,13 @@ async fn serve(global: &Global, selection: &Selection, http: Option<&str>) -> Re
 
 async fn serve_on(app: &App, service: Arc<DispatcherService>, http: Option<&str>) -> Result<()> {
     match http {
-        None => tackle_mcp::serve_stdio(service).await?,
+        None => {
+            // Started by hand rather than by an MCP client: say what it is waiting for.
+            if std::io::IsTerminal::is_terminal(&std::io::stdin()) {
+                eprintln!("tackle mcp serve: waiting for an MCP client's JSON-RPC messages on stdin (an MCP client starts this command; `--http 127.0.0.1:8765` serves over HTTP instead). Ctrl-D or Ctrl-C ends it.");
+            }
+            tackle_mcp::serve_stdio(service).await?
+        }
         Some(addr) => {
             let stop = CancellationToken::new();
             tokio::spawn(cancel_on_signal(stop.clone()));
@@ -78,11 +85,7 @@ async fn serve_http(
     what: &str,
     stop: CancellationToken,
 ) -> Result<()> {
-    let addr: SocketAddr = addr.parse().map_err(|e| {
-        usage(format!(
-            "{what} {addr}: not an address like 127.0.0.1:8765 ({e})"
-        ))
-    })?;
+    let addr: SocketAddr = crate::serve_addr::resolve(addr, what).await?;
     let token = app.mcp_bearer_token.clone();
     if !addr.ip().is_loopback() && token.is_none() {
         return Err(usage(format!(
@@ -93,6 +96,8 @@ async fn serve_http(
     // The bound address, so `--http 127.0.0.1:0` says which port it got.
     let bound = listener.local_addr().unwrap_or(addr);
     eprintln!("serving MCP over Streamable HTTP at http://{bound}/mcp");
+    // Also on stdout, for a script that started it on port 0 and reads where it went.
+    outln!("http://{bound}/mcp")?;
     tackle_mcp::serve_http_on(service, listener, token, stop).await?;
     Ok(())
 }
@@ -136,26 +141,51 @@ async fn cancel_on_signal(stop: CancellationToken) {
     stop.cancel();
 }
 
-async fn list(global: &Global) -> Result<i32> {
+/// Every configured server with its state and tools. Exit 1 when servers are configured and
+/// every one failed: nothing they offer can be used.
+async fn list(global: &Global, as_json: bool) -> Result<i32> {
     let app = App::build(global, &Selection::default())?;
     let Some(mcp) = &app.mcp else {
-        outln!("no MCP servers configured (add them under `mcp_servers:`)")?;
+        if as_json {
+            outln!("[]")?;
+        } else {
+            outln!("no MCP servers configured (add them under `mcp_servers:`)")?;
+        }
         return Ok(exit::OK);
     };
     app.settle_mcp().await;
-    let printed = print_status(mcp).await;
+    let statuses = mcp.status().await;
+    let printed = print_status(&statuses, as_json);
     app.shutdown().await;
-    printed.map(|()| exit::OK)
+    printed?;
+    let all_failed = !statuses.is_empty()
+        && statuses
+            .iter()
+            .all(|s| matches!(s.state, ServerState::Failed(_)));
+    Ok(if all_failed { exit::FAILED } else { exit::OK })
 }
 
-async fn print_status(mcp: &tackle_mcp::McpManager) -> Result<()> {
-    let statuses = mcp.status().await;
+fn print_status(statuses: &[tackle_mcp::ServerStatus], as_json: bool) -> Result<()> {
     let mut out = exit::stdout();
+    if as_json {
+        let rows: Vec<serde_json::Value> = statuses
+            .iter()
+            .map(|s| {
+                let (state, error) = match &s.state {
+                    ServerState::Starting => ("starting", None),
+                    ServerState::Ready => ("ready", None),
+                    ServerState::Failed(why) => ("failed", Some(plain(why))),
+                };
+                serde_json::json!({"name": s.name, "state": state, "error": error, "tools": s.tools})
+            })
+            .collect();
+        return writeln!(out, "{}", serde_json::to_string_pretty(&rows)?);
+    }
     for status in statuses {
         let state = match &status.state {
             ServerState::Starting => "starting".to_string(),
             ServerState::Ready => "ready".to_string(),
-            ServerState::Failed(why) => format!("failed: {why}"),
+            ServerState::Failed(why) => format!("failed: {}", plain(why)),
         };
         writeln!(out, "{}: {state}", status.name)?;
         for tool in &status.tools {

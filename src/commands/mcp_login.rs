@@ -11,8 +11,14 @@ use tackle_protocol::config::Config;
 /// The server `name`'s URL, or a usage error that says what is wrong.
 fn http_url(config: &Config, name: &str) -> Result<String> {
     let server = config.mcp_servers.get(name).ok_or_else(|| {
-        usage(format!(
-            "no MCP server named `{name}` under `mcp_servers:` in the config"
+        let near = tackle_protocol::suggest::nearest(
+            name,
+            config.mcp_servers.keys().map(String::as_str),
+            0.75,
+        );
+        exit::not_found(format!(
+            "no MCP server named `{name}` under `mcp_servers:` in the config{}",
+            tackle_protocol::suggest::hint(&near)
         ))
     })?;
     server.url.clone().ok_or_else(|| {

@@ -25,7 +25,8 @@ pub enum MemoryCommand {
         /// At most N memories.
         #[arg(long, value_name = "N", default_value_t = 50)]
         limit: usize,
-        /// Print a JSON array of {bank, key, value, tags, updated_at, score}.
+        /// Print a JSON array of {bank, key, value, tags, updated_at, score}; `score` is the
+        /// match's relevance next to the best one's (1), 0 without a query.
         #[arg(long)]
         json: bool,
     },
@@ -105,6 +106,7 @@ pub struct GrantArgs {
 }
 
 pub async fn run(global: &Global, cmd: MemoryCommand) -> Result<i32> {
+    check_ids(&cmd)?;
     let loaded = load_config(global)?;
     let config = loaded.config;
     let store = open_store(&App::state_dir_for(&config))?;
@@ -127,7 +129,7 @@ pub async fn run(global: &Global, cmd: MemoryCommand) -> Result<i32> {
                 .await
                 .map_err(cli_error)?;
             if json {
-                outln!("{}", serde_json::to_string_pretty(&hits)?)?;
+                outln!("{}", serde_json::to_string_pretty(&relative_scores(&hits))?)?;
             } else if hits.is_empty() && !global.quiet {
                 eprintln!("no memories in {}", shown_bank(target.bank.as_deref()));
             }
@@ -155,11 +157,11 @@ pub async fn run(global: &Global, cmd: MemoryCommand) -> Result<i32> {
                 .await
                 .map_err(cli_error)?
                 .ok_or_else(|| {
-                    anyhow!(
+                    exit::not_found(format!(
                         "no memory `{}` in {}",
                         preview(&key, 100),
                         shown_bank(target.bank.as_deref())
-                    )
+                    ))
                 })?;
             if json {
                 outln!("{}", serde_json::to_string_pretty(&hit)?)?;
@@ -193,18 +195,21 @@ pub async fn run(global: &Global, cmd: MemoryCommand) -> Result<i32> {
         }
         MemoryCommand::Rm { key, target } => {
             let access = access(&store, &config, target.agent.as_deref()).await?;
+            let bank = shown_bank(target.bank.as_deref());
             if store
                 .forget(&access, target.bank.as_deref(), &key)
                 .await
                 .map_err(cli_error)?
             {
+                if !global.quiet {
+                    eprintln!("removed from {bank}: {}", preview(&key, 100));
+                }
                 Ok(exit::OK)
             } else {
-                Err(anyhow!(
-                    "no memory `{}` in {}",
-                    preview(&key, 100),
-                    shown_bank(target.bank.as_deref())
-                ))
+                Err(exit::not_found(format!(
+                    "no memory `{}` in {bank}",
+                    preview(&key, 100)
+                )))
             }
         }
         MemoryCommand::Banks { agent, json } => {
@@ -249,14 +254,39 @@ pub async fn run(global: &Global, cmd: MemoryCommand) -> Result<i32> {
             match (removed, in_config) {
                 (true, _) => Ok(exit::OK),
                 (false, true) => Ok(exit::FAILED),
-                (false, false) => Err(anyhow!(
+                (false, false) => Err(exit::not_found(format!(
                     "no stored grant of memory bank {} to {}",
                     preview(&grant.bank, 64),
                     preview(&grant.agent, 64)
-                )),
+                ))),
             }
         }
     }
+}
+
+/// The names given, by the one id rule, before anything is looked up: every agent name, and
+/// the bank a grant creates. A bank only looked up is left to the store, whose answer names
+/// the banks the agent has (a misspelt one is "not found" with the list).
+fn check_ids(cmd: &MemoryCommand) -> Result<()> {
+    use tackle_protocol::ids::{check, IdKind};
+    let (bank, agent) = match cmd {
+        MemoryCommand::List { target, .. }
+        | MemoryCommand::Show { target, .. }
+        | MemoryCommand::Set { target, .. }
+        | MemoryCommand::Rm { target, .. } => (None, target.agent.as_deref()),
+        MemoryCommand::Banks { agent, .. } => (None, agent.as_deref()),
+        MemoryCommand::Grant { grant, .. } => {
+            (Some(grant.bank.as_str()), Some(grant.agent.as_str()))
+        }
+        MemoryCommand::Revoke { grant } => (None, Some(grant.agent.as_str())),
+    };
+    if let Some(bank) = bank.filter(|b| *b != SELF_BANK) {
+        check(IdKind::Bank, bank)?;
+    }
+    if let Some(agent) = agent {
+        check(IdKind::Agent, agent)?;
+    }
+    Ok(())
 }
 
 /// The agent's name: one under `agents:` (or `default` when there are none).
@@ -264,10 +294,7 @@ fn agent_name(config: &Config, name: Option<&str>) -> Result<String> {
     match (name, config.agent(name)) {
         (_, Some(a)) => Ok(a.name.clone()),
         (None | Some("default"), None) if config.agents.is_empty() => Ok("default".into()),
-        (Some(n), None) => Err(usage(format!(
-            "no agent named `{}` under `agents:` in the config",
-            preview(n, 64)
-        ))),
+        (Some(n), None) => Err(exit::unknown_agent(config, n)),
         (None, None) => Ok("default".into()),
     }
 }
@@ -285,12 +312,33 @@ fn shown_bank(bank: Option<&str>) -> String {
 }
 
 /// Store errors for a person: bad names and values are usage errors (exit 2); a bank the
-/// agent lacks is exit 1 with the store's message (it names the agent's banks).
+/// agent lacks is "not found" with the store's message (it names the agent's banks).
 fn cli_error(e: StoreError) -> anyhow::Error {
     match e {
-        StoreError::InvalidBankName { .. } | StoreError::InvalidMemory(_) => usage(e.to_string()),
+        StoreError::InvalidBankName { .. }
+        | StoreError::InvalidId(_)
+        | StoreError::InvalidMemory(_) => usage(e.to_string()),
+        StoreError::UnknownBank { .. } => exit::not_found(e.to_string()),
         other => anyhow!("memory: {other}"),
     }
+}
+
+/// `list --json`'s scores as a share of the best match's (the best is 1, two decimals): the
+/// store's BM25 numbers depend on how many memories there are, so an exact match among a
+/// few can score 0.000001. Without a query every score is 0.
+fn relative_scores(hits: &[tackle_store::MemoryHit]) -> Vec<tackle_store::MemoryHit> {
+    let best = hits.iter().map(|h| h.score).fold(0.0_f64, f64::max);
+    hits.iter()
+        .cloned()
+        .map(|mut h| {
+            h.score = if best > 0.0 {
+                (h.score / best * 100.0).round() / 100.0
+            } else {
+                0.0
+            };
+            h
+        })
+        .collect()
 }
 
 async fn banks(store: &Store, config: &Config, agent: Option<&str>, json: bool) -> Result<i32> {

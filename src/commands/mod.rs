@@ -1,7 +1,11 @@
 pub mod audit;
 pub mod chat;
+pub mod completions;
+pub mod config;
 pub mod daemon;
 pub mod doctor;
+pub mod init;
+pub mod man;
 pub mod mcp;
 pub mod mcp_login;
 pub mod memory;

@@ -1,6 +1,7 @@
 //! `tackle schedule list|add|rm|enable|disable`: the operator's view of the same schedules the
 //! `schedule` tools plant, checked by the same rules (cron fields, minimum interval). The
-//! operator needs no approval; a running daemon sees each change at once.
+//! operator needs no approval, sees and changes every agent's schedules whoever planted them,
+//! and a running daemon sees each change at once.
 
 use crate::app::{load_config, open_store, App};
 use crate::cli::Global;
@@ -77,7 +78,7 @@ pub async fn run(global: &Global, cmd: ScheduleCommand) -> Result<i32> {
         ScheduleCommand::Add(args) => add(&config, &settings, args).await,
         ScheduleCommand::Rm(args) => {
             let owner = owner(&config, args.agent.as_deref())?;
-            sched::remove(&settings, &owner, &args.id)
+            sched::remove(&settings, None, &owner, &args.id)
                 .await
                 .map_err(tool_error)?;
             outln!("removed {owner}/{}", args.id)?;
@@ -90,7 +91,7 @@ pub async fn run(global: &Global, cmd: ScheduleCommand) -> Result<i32> {
 
 async fn list(settings: &ScheduleSettings, agent: Option<&str>, json: bool) -> Result<i32> {
     if !json {
-        let lines = sched::list_lines(settings, agent)
+        let lines = sched::list_lines(settings, None, agent)
             .await
             .map_err(tool_error)?;
         if lines.is_empty() {
@@ -119,6 +120,7 @@ async fn add(config: &Config, settings: &ScheduleSettings, args: AddArgs) -> Res
         settings,
         AddRequest {
             owner,
+            planted_by: None,
             id: args.id,
             cron: args.cron,
             task: args.task,
@@ -152,7 +154,7 @@ async fn set_enabled(
         enabled: Some(enabled),
         ..ModifyRequest::default()
     };
-    let s = sched::modify(settings, &owner, &args.id, req)
+    let s = sched::modify(settings, None, &owner, &args.id, req)
         .await
         .map_err(tool_error)?;
     let state = if s.enabled { "enabled" } else { "disabled" };
@@ -160,14 +162,12 @@ async fn set_enabled(
     Ok(0)
 }
 
-/// `--agent`, else the config's first agent, else `default`; an unknown name is a usage error.
+/// `--agent`, else the config's first agent, else `default`; an unknown name is not found.
 fn owner(config: &Config, agent: Option<&str>) -> Result<String> {
     match agent {
         Some(name) if config.agent(Some(name)).is_some() => Ok(name.to_string()),
         Some(name) if name == "default" && config.agents.is_empty() => Ok(name.to_string()),
-        Some(name) => Err(usage(format!(
-            "no agent named `{name}` under `agents:` in the config"
-        ))),
+        Some(name) => Err(crate::exit::unknown_agent(config, name)),
         None => Ok(config
             .agent(None)
             .map(|a| a.name.clone())
@@ -175,11 +175,13 @@ fn owner(config: &Config, agent: Option<&str>) -> Result<String> {
     }
 }
 
-/// A refused argument is a usage error (exit 2), anything else a failure.
-fn tool_error(e: tackle_protocol::ToolError) -> anyhow::Error {
+/// A refused argument is a usage error (exit 2), an unknown schedule not found (6), anything
+/// else a failure.
+fn tool_error(mut e: tackle_protocol::ToolError) -> anyhow::Error {
+    e.message = crate::cli_words::for_cli(&e.message);
     match e.kind {
         tackle_protocol::ErrorKind::InvalidArguments => usage(e.message),
-        tackle_protocol::ErrorKind::NotFound => usage(e.message),
+        tackle_protocol::ErrorKind::NotFound => crate::exit::not_found(e.message),
         _ => anyhow!(e.message),
     }
 }

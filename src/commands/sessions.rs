@@ -1,9 +1,9 @@
-//! `tackle sessions list|show ID|rm ID`: the stored conversations.
+//! `tackle sessions list|show ID|rm ID|prune`: the stored conversations.
 
 use crate::app::{load_config, open_store, App};
 use crate::cli::{Global, SessionsCommand};
-use crate::commands::audit::short_time;
-use crate::exit;
+use crate::commands::audit::{parse_duration, short_time};
+use crate::exit::{self, usage};
 use anyhow::{anyhow, Result};
 use serde_json::{json, Value};
 use std::collections::HashMap;
@@ -19,31 +19,50 @@ pub async fn run(global: &Global, cmd: SessionsCommand) -> Result<i32> {
     let loaded = load_config(global)?;
     let store = open_store(&App::state_dir_for(&loaded.config))?;
     match cmd {
-        SessionsCommand::List { json, tree: true } => {
-            crate::commands::session_tree::list(&store, json).await
-        }
-        SessionsCommand::List { json, .. } => list(&store, json, global.quiet).await,
+        SessionsCommand::List {
+            json, tree: true, ..
+        } => crate::commands::session_tree::list(&store, json).await,
+        SessionsCommand::List { json, limit, .. } => list(&store, json, limit, global.quiet).await,
+        SessionsCommand::Prune { older_than } => prune(&store, &older_than, global.quiet).await,
         SessionsCommand::Show { id, json } => show(&store, &SessionId(id), json).await,
         SessionsCommand::Rm { id } => rm(&store, &SessionId(id)).await,
     }
 }
 
-/// An unknown id is exit 1 naming it; other store errors as they are.
+/// An unknown id is "not found" naming it; other store errors as they are.
 fn store_error(id: &SessionId, e: StoreError) -> anyhow::Error {
     match e {
-        StoreError::UnknownSession(_) => anyhow!(
+        StoreError::UnknownSession(_) => exit::not_found(format!(
             "no session `{}`; `tackle sessions list` shows the stored sessions",
             preview(id.as_str(), 200)
-        ),
+        )),
         other => anyhow!("cannot read the sessions: {other}"),
     }
 }
 
-async fn list(store: &Store, json: bool, quiet: bool) -> Result<i32> {
-    let sessions = store
+/// How many sessions `list` shows without `--limit`.
+const DEFAULT_LIMIT: usize = 20;
+
+async fn list(store: &Store, json: bool, limit: Option<usize>, quiet: bool) -> Result<i32> {
+    let mut sessions = store
         .session_summaries()
         .await
         .map_err(|e| anyhow!("cannot read the sessions: {e}"))?;
+    // Scripts (`--json`) get every session unless they ask for fewer; people get a screenful.
+    let limit = match limit {
+        Some(0) => None,
+        Some(n) => Some(n),
+        None if json => None,
+        None => Some(DEFAULT_LIMIT),
+    };
+    let hidden = match limit {
+        Some(n) if sessions.len() > n => {
+            let hidden = sessions.len() - n;
+            sessions.truncate(n);
+            hidden
+        }
+        _ => 0,
+    };
     if json {
         outln!("{}", serde_json::to_string_pretty(&sessions)?)?;
         return Ok(exit::OK);
@@ -58,7 +77,19 @@ async fn list(store: &Store, json: bool, quiet: bool) -> Result<i32> {
         .iter()
         .map(|s| preview(s.id.as_str(), 60))
         .collect();
-    let width = ids.iter().map(|i| i.chars().count()).max().unwrap_or(0);
+    let width = ids
+        .iter()
+        .map(|i| i.chars().count())
+        .max()
+        .unwrap_or(0)
+        .max(2);
+    outln!(
+        "{:<width$}  {:<20}  {:<20}  {:>13}  FIRST MESSAGE",
+        "ID",
+        "CREATED",
+        "LAST ACTIVE",
+        "MESSAGES"
+    )?;
     for (s, id) in sessions.iter().zip(&ids) {
         let pad = " ".repeat(width.saturating_sub(id.chars().count()));
         let first = s
@@ -67,16 +98,53 @@ async fn list(store: &Store, json: bool, quiet: bool) -> Result<i32> {
             .map(|m| format!("  {}", preview(m, 60)))
             .unwrap_or_default();
         outln!(
-            "{id}{pad}  {}  {}  {:>4} {}{first}",
+            "{id}{pad}  {:<20}  {:<20}  {:>13}{first}",
             short_time(&s.created_at),
             short_time(&s.updated_at),
             s.messages,
-            if s.messages == 1 {
-                "message "
-            } else {
-                "messages"
-            },
         )?;
+    }
+    if hidden > 0 && !quiet {
+        eprintln!("({hidden} older not shown; --limit N shows more, --limit 0 all)");
+    }
+    Ok(exit::OK)
+}
+
+/// `sessions prune --older-than D`: delete the sessions last active before now − D.
+async fn prune(store: &Store, older_than: &str, quiet: bool) -> Result<i32> {
+    let age = parse_duration(older_than.trim()).ok_or_else(|| {
+        usage(format!(
+            "--older-than `{}` is not a duration; use e.g. 30d, 12h or 2w",
+            preview(older_than, 40)
+        ))
+    })?;
+    let cutoff = time::OffsetDateTime::now_utc()
+        .checked_sub(time::Duration::try_from(age).unwrap_or(time::Duration::MAX))
+        .unwrap_or(time::OffsetDateTime::UNIX_EPOCH);
+    let sessions = store
+        .list_sessions()
+        .await
+        .map_err(|e| anyhow!("cannot read the sessions: {e}"))?;
+    let mut removed = 0usize;
+    for s in sessions {
+        let rfc3339 = &time::format_description::well_known::Rfc3339;
+        // A time the store did not write is left alone rather than guessed at.
+        let Ok(active) = time::OffsetDateTime::parse(&s.updated_at, rfc3339) else {
+            continue;
+        };
+        if active < cutoff {
+            match store.delete_session(&s.id).await {
+                Ok(_) | Err(StoreError::UnknownSession(_)) => removed += 1,
+                Err(e) => return Err(anyhow!("cannot remove session {}: {e}", s.id.as_str())),
+            }
+        }
+    }
+    if !quiet {
+        eprintln!(
+            "removed {removed} session{} not active for {}",
+            if removed == 1 { "" } else { "s" },
+            preview(older_than.trim(), 40)
+        );
     }
     Ok(exit::OK)
 }

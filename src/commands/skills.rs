@@ -65,16 +65,20 @@ async fn call(app: &App, tool: &str, args: Value, approved: bool, as_json: bool)
                 let v = out.structured.unwrap_or(Value::Null);
                 exit::unless_closed(writeln!(stdout, "{}", serde_json::to_string_pretty(&v)?))?;
             } else {
-                exit::unless_closed(write!(stdout, "{}", out.content))?;
-                if !out.content.ends_with('\n') {
+                let content = crate::cli_words::for_cli(&out.content);
+                exit::unless_closed(write!(stdout, "{content}"))?;
+                if !content.ends_with('\n') {
                     exit::unless_closed(writeln!(stdout))?;
                 }
             }
             Ok(if out.is_error { exit::FAILED } else { exit::OK })
         }
         Err(e) => {
-            eprintln!("error ({}): {}", e.kind, e.message);
-            Ok(exit::for_kind(e.kind))
+            eprintln!(
+                "error: {}",
+                crate::cli_words::for_cli(&crate::errors::plain(&e.message))
+            );
+            Ok(exit::for_tool_error(&e))
         }
     }
 }

@@ -1,15 +1,16 @@
 //! `tackle tools list | describe | call`.
 
-use crate::app::{load_config, App, Selection};
+use crate::app::{is_agent_tool, load_config, App, Selection};
 use crate::approval::approver_for_cli;
 use crate::cli::{Global, ToolsCommand};
+use crate::errors::plain;
 use crate::exit::{self, usage};
 use anyhow::Result;
 use serde_json::{json, Value};
 use tackle_agent::profiles::mode_name;
 use tackle_agent::CallRequest;
 use tackle_protocol::text::preview;
-use tackle_protocol::{ErrorKind, ToolCall, ToolError, ToolOutput, Verdict};
+use tackle_protocol::{suggest, ErrorKind, ToolCall, ToolError, ToolOutput, Verdict};
 use tackle_store::Store;
 
 pub async fn run(global: &Global, cmd: ToolsCommand) -> Result<i32> {
@@ -51,7 +52,16 @@ pub async fn run(global: &Global, cmd: ToolsCommand) -> Result<i32> {
             agent,
             template,
         } => {
-            let args = parse_arguments(&arguments)?;
+            let args = match parse_arguments(&arguments) {
+                Ok(args) => args,
+                // `--json` promises `ok` and `error` on stdout whatever happened.
+                Err(e) if json => {
+                    let refused = Err(ToolError::invalid_arguments(e.to_string()));
+                    exit::unless_closed(print_outcome(&name, &refused, true))?;
+                    return Ok(exit::USAGE);
+                }
+                Err(e) => return Err(e),
+            };
             let selection = Selection {
                 agent,
                 template,
@@ -87,14 +97,24 @@ async fn list(global: &Global, selection: &Selection, as_json: bool) -> Result<i
     printed.map(|()| exit::OK)
 }
 
+/// What the listing says of a tool only an agent's conversation can run.
+const CONVERSATION_ONLY: &str = "conversation only";
+
 fn print_list(app: &App, as_json: bool) -> Result<()> {
     let specs = app.dispatcher.registry().specs();
-    let profile = |name: &str| mode_name(app.tool_profile.mode_for(name));
+    let profile = |name: &str| {
+        let mode = mode_name(app.tool_profile.mode_for(name));
+        if is_agent_tool(name) {
+            format!("{mode}, {CONVERSATION_ONLY}")
+        } else {
+            mode.to_string()
+        }
+    };
     let mut out = exit::stdout();
     if as_json {
         let rows: Vec<Value> = specs
             .iter()
-            .map(|s| json!({"name": s.name, "owner": s.owner, "risk": s.risk, "approval": s.approval, "profile": profile(&s.name), "description": s.description}))
+            .map(|s| json!({"name": s.name, "owner": s.owner, "risk": s.risk, "approval": s.approval, "profile": mode_name(app.tool_profile.mode_for(&s.name)), "conversation_only": is_agent_tool(&s.name), "description": s.description}))
             .collect();
         return writeln!(out, "{}", serde_json::to_string_pretty(&rows)?);
     }
@@ -123,20 +143,14 @@ async fn describe(global: &Global, selection: &Selection, name: &str) -> Result<
     app.settle_mcp().await;
     let registry = app.dispatcher.registry();
     let Some(entry) = registry.get(name) else {
-        if let Some(why) = registry.unavailable(name) {
-            eprintln!("error: {why}");
-            app.shutdown().await;
-            return Ok(exit::for_kind(ErrorKind::Failed));
-        }
-        let suggestions = registry.suggestions(name);
-        let hint = if suggestions.is_empty() {
-            String::new()
-        } else {
-            format!("; did you mean {}?", suggestions.join(", "))
-        };
-        eprintln!("error: unknown tool `{name}`{hint}");
         app.shutdown().await;
-        return Ok(exit::for_kind(ErrorKind::NotFound));
+        if let Some(why) = registry.unavailable(name) {
+            return Err(anyhow::anyhow!(why));
+        }
+        let hint = suggest::hint(&registry.suggestions(name));
+        return Err(exit::not_found(format!(
+            "unknown tool `{name}`{hint} (`tackle tools list` shows every tool)"
+        )));
     };
     let printed = print_spec(&entry.spec);
     app.shutdown().await;
@@ -147,9 +161,16 @@ fn print_spec(s: &tackle_protocol::ToolSpec) -> Result<()> {
     let mut out = exit::stdout();
     writeln!(
         out,
-        "{}\n  owner: {}\n  risk: {}\n  approval: {}\n\n{}\n",
-        s.name, s.owner, s.risk, s.approval, s.description
+        "{}\n  owner: {}\n  risk: {}\n  approval: {}",
+        s.name, s.owner, s.risk, s.approval
     )?;
+    if is_agent_tool(&s.name) {
+        writeln!(
+            out,
+            "  {CONVERSATION_ONLY}: the model is offered it in `tackle run` and `tackle chat`; `tackle tools call` cannot run it"
+        )?;
+    }
+    writeln!(out, "\n{}\n", s.description)?;
     writeln!(
         out,
         "Parameters (JSON Schema):\n{}",
@@ -183,7 +204,7 @@ async fn call(app: &App, name: &str, args: Value, yes: bool, as_json: bool) -> R
     Ok(match &outcome {
         Ok(out) if out.is_error => exit::FAILED,
         Ok(_) => exit::OK,
-        Err(e) => exit::for_kind(e.kind),
+        Err(e) => exit::for_tool_error(e),
     })
 }
 
@@ -206,7 +227,7 @@ fn print_outcome(name: &str, outcome: &Result<ToolOutput, ToolError>, as_json: b
                 v
             }
             Err(e) => {
-                let mut error = json!({"kind": e.kind, "message": e.message});
+                let mut error = json!({"kind": e.kind, "message": plain(&e.message)});
                 if let Some(d) = &e.decision {
                     error["rule"] = json!(d.rule);
                 }
@@ -223,7 +244,8 @@ fn print_outcome(name: &str, outcome: &Result<ToolOutput, ToolError>, as_json: b
                 writeln!(stdout)?;
             }
         }
-        Err(e) => eprintln!("error ({}): {}", e.kind, e.message),
+        // The kind is for scripts (`--json`); a person reads the message.
+        Err(e) => eprintln!("error: {}", plain(&e.message)),
     }
     Ok(())
 }
@@ -243,7 +265,7 @@ async fn explain_call(app: &App, name: &str, args: &Value, as_json: bool) -> Res
         Ok(x) => x,
         Err(e) => {
             exit::unless_closed(print_outcome(name, &Err(e.clone()), as_json))?;
-            return Ok(exit::for_kind(e.kind));
+            return Ok(exit::for_tool_error(&e));
         }
     };
     let code = match explanation.decision.verdict {

@@ -3,12 +3,24 @@
 
 use serde_json::Value;
 
+/// One string that had `${…}` in it: where (`backends[0].api_key`), what it became, and each
+/// value put in (environment values and `:-` defaults). When the string is a credential, each
+/// inserted value is one too, wherever it later appears without the rest (`Bearer ${TOKEN}`).
+pub struct Substitution {
+    pub path: String,
+    pub result: String,
+    pub inserted: Vec<String>,
+}
+
+/// Resolve every `${VAR}` of `tree`; returns what was put where.
 pub fn interpolate(
     tree: &mut Value,
     env: &dyn Fn(&str) -> Option<String>,
     warnings: &mut Vec<String>,
-) {
-    walk(tree, String::new(), env, warnings);
+) -> Vec<Substitution> {
+    let mut done = Vec::new();
+    walk(tree, String::new(), env, warnings, &mut done);
+    done
 }
 
 fn walk(
@@ -16,12 +28,21 @@ fn walk(
     path: String,
     env: &dyn Fn(&str) -> Option<String>,
     warnings: &mut Vec<String>,
+    done: &mut Vec<Substitution>,
 ) {
     match v {
-        Value::String(s) if s.contains("${") => *s = substitute(s, &path, env, warnings),
+        Value::String(s) if s.contains("${") => {
+            let mut inserted = Vec::new();
+            *s = substitute(s, &path, env, warnings, &mut inserted);
+            done.push(Substitution {
+                path,
+                result: s.clone(),
+                inserted,
+            });
+        }
         Value::Array(items) => {
             for (i, item) in items.iter_mut().enumerate() {
-                walk(item, format!("{path}[{i}]"), env, warnings);
+                walk(item, format!("{path}[{i}]"), env, warnings, done);
             }
         }
         Value::Object(map) => {
@@ -31,7 +52,7 @@ fn walk(
                 } else {
                     format!("{path}.{k}")
                 };
-                walk(item, child, env, warnings);
+                walk(item, child, env, warnings, done);
             }
         }
         _ => {}
@@ -43,6 +64,7 @@ fn substitute(
     path: &str,
     env: &dyn Fn(&str) -> Option<String>,
     warnings: &mut Vec<String>,
+    inserted: &mut Vec<String>,
 ) -> String {
     let mut out = String::with_capacity(s.len());
     let mut rest = s;
@@ -59,9 +81,15 @@ fn substitute(
             None => (expr, None),
         };
         match env(name).filter(|v| !v.is_empty()) {
-            Some(value) => out.push_str(&value),
+            Some(value) => {
+                out.push_str(&value);
+                inserted.push(value);
+            }
             None => match default {
-                Some(d) => out.push_str(d),
+                Some(d) => {
+                    out.push_str(d);
+                    inserted.push(d.to_string());
+                }
                 None => warnings.push(format!("{path}: environment variable {name} is not set (used as `${{{name}}}`); the value is empty")),
             },
         }

@@ -6,6 +6,8 @@
 mod env_override;
 pub mod home;
 mod interpolate;
+mod report;
+pub mod secrets;
 
 use std::path::{Path, PathBuf};
 use tackle_protocol::config::Config;
@@ -42,6 +44,8 @@ pub struct Loaded {
     pub source: Option<PathBuf>,
     /// Non-fatal notes (unset `${VAR}`s, deprecated keys), printed once at start-up.
     pub warnings: Vec<String>,
+    /// Every credential of the config, for the output redactor (see [`secrets::collect`]).
+    pub secrets: Vec<tackle_protocol::config::Secret>,
 }
 
 /// Where to look for the config file: `--config`, then `$TACKLE_CONFIG`, then
@@ -105,38 +109,50 @@ pub fn load(
         .as_ref()
         .map(|p| p.display().to_string())
         .unwrap_or_else(|| "built-in defaults".to_string());
-    parse(&text, &origin, env, env_vars).map(|(config, mut warnings)| {
+    parse_with_secrets(&text, &origin, env, env_vars).map(|(config, mut warnings, secrets)| {
         refused.append(&mut warnings);
         Loaded {
             config,
             source,
             warnings: refused,
+            secrets,
         }
     })
 }
 
 /// Parse YAML text into a [`Config`]: YAML → tree → `${VAR}` → `TACKLE_*` → typed, then checks.
+#[cfg(test)]
 pub fn parse(
     text: &str,
     origin: &str,
     env: &dyn Fn(&str) -> Option<String>,
     env_vars: &[(String, String)],
 ) -> Result<(Config, Vec<String>), ConfigError> {
+    parse_with_secrets(text, origin, env, env_vars).map(|(config, warnings, _)| (config, warnings))
+}
+
+/// [`parse`], and the config's credentials with the values interpolated into them.
+pub fn parse_with_secrets(
+    text: &str,
+    origin: &str,
+    env: &dyn Fn(&str) -> Option<String>,
+    env_vars: &[(String, String)],
+) -> Result<(Config, Vec<String>, Vec<tackle_protocol::config::Secret>), ConfigError> {
     let mut tree: serde_json::Value = if text.trim().is_empty() {
         serde_json::Value::Object(Default::default())
     } else {
         serde_saphyr::from_str(text).map_err(|e| ConfigError::Yaml {
             path: origin.to_string(),
-            message: e.to_string(),
+            message: report::yaml_error(&e, origin),
         })?
     };
     if tree.is_null() {
         tree = serde_json::Value::Object(Default::default());
     }
     let mut warnings = Vec::new();
-    interpolate(&mut tree, env, &mut warnings);
+    let substituted = interpolate(&mut tree, env, &mut warnings);
     let overrides = apply_env_overrides(&mut tree, env_vars).map_err(ConfigError::Override)?;
-    let config: Config = serde_path_to_error::deserialize(tree).map_err(|e| {
+    let config: Result<Config, ConfigError> = serde_path_to_error::deserialize(tree).map_err(|e| {
         let path = e.path().to_string();
         let message = e.inner().to_string();
         // A value set by a `TACKLE_*` variable is that variable's problem, not the file's.
@@ -149,12 +165,48 @@ pub fn parse(
             None => ConfigError::Invalid {
                 origin: origin.to_string(),
                 key: display_path(&path),
-                message,
+                message: report::friendly(&message),
             },
         }
-    })?;
-    check(&config, origin, &mut warnings)?;
-    Ok((config, warnings))
+    });
+    let config = config.map_err(|e| located(e, text, origin))?;
+    check(&config, origin, &mut warnings).map_err(|e| located(e, text, origin))?;
+    let secrets = secrets::collect(&config, &substituted, &mut warnings);
+    Ok((config, warnings, secrets))
+}
+
+/// A file's error with the line and column of its key (`config.yaml:12:5`).
+fn located(e: ConfigError, text: &str, origin: &str) -> ConfigError {
+    match e {
+        ConfigError::Invalid {
+            origin: o,
+            key,
+            message,
+        } if o == origin => {
+            // An unknown key is pointed at itself, where the path may stop at its parent.
+            let unknown = message
+                .strip_prefix("unknown key `")
+                .and_then(|m| m.split_once('`'))
+                .map(|(name, _)| match key.as_str() {
+                    "(top level)" => name.to_string(),
+                    parent if parent.ends_with(name) => parent.to_string(),
+                    parent => format!("{parent}.{name}"),
+                });
+            let at = unknown
+                .and_then(|k| report::locate(text, &k))
+                .or_else(|| report::locate(text, &key));
+            let origin = match at {
+                Some((line, column)) => format!("{o}:{line}:{column}"),
+                None => o,
+            };
+            ConfigError::Invalid {
+                origin,
+                key,
+                message,
+            }
+        }
+        other => other,
+    }
 }
 
 fn display_path(path: &str) -> String {
@@ -173,6 +225,12 @@ fn check(config: &Config, origin: &str, warnings: &mut Vec<String>) -> Result<()
         message,
     };
     for (i, agent) in config.agents.iter().enumerate() {
+        // The one id rule: an agent's name is typed on command lines and keys its memory.
+        if let Err(e) =
+            tackle_protocol::ids::check(tackle_protocol::ids::IdKind::Agent, &agent.name)
+        {
+            return Err(invalid(format!("agents[{i}].name"), e.to_string()));
+        }
         if let Some(backend) = &agent.backend {
             if !config.backends.iter().any(|b| &b.name == backend) {
                 return Err(invalid(

@@ -23,10 +23,37 @@ fn example_path() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("config.example.yaml")
 }
 
-#[test]
-fn every_key_of_the_example_file_parses_into_typed_fields() {
+/// The example with every commented-out block back in (`# key: …` → `key: …`; `##` notes
+/// stay comments): the whole reference, which must parse too.
+fn uncommented(text: &str) -> String {
+    text.lines()
+        .map(|l| l.strip_prefix("# ").unwrap_or(l))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+fn example_text() -> String {
     let text =
         std::fs::read_to_string(example_path()).expect("config.example.yaml at the project root");
+    uncommented(&text)
+}
+
+#[test]
+fn the_example_file_as_it_stands_loads_without_a_warning_or_a_backend() {
+    let text =
+        std::fs::read_to_string(example_path()).expect("config.example.yaml at the project root");
+    let (c, warnings) =
+        parse(&text, "config.example.yaml", &no_env, &[]).unwrap_or_else(|e| panic!("{e}"));
+    assert!(warnings.is_empty(), "{warnings:?}");
+    // Nothing that needs a key, a server or another program is switched on.
+    assert!(c.backends.is_empty() && c.mcp_servers.is_empty() && c.channels.is_empty());
+    // Uncommenting brings every block back, and that parses too (the tests below).
+    assert_ne!(uncommented(&text), text);
+}
+
+#[test]
+fn every_key_of_the_example_file_parses_into_typed_fields() {
+    let text = example_text();
     let env = |k: &str| (k == "OPENROUTER_API_KEY").then(|| "sk-or-test".to_string());
     let (c, warnings) = parse(&text, "example", &env, &[]).expect("example parses");
     assert_eq!(c.state_dir.as_deref(), Some("~/.local/state/tackle"));
@@ -100,7 +127,7 @@ fn every_key_of_the_example_file_parses_into_typed_fields() {
     assert!(!c.tools.coding_tools);
     assert_eq!(c.tools.output_limit_bytes, 51_200);
     assert_eq!(c.plugins.dirs, ["~/.config/tackle/plugins"]);
-    assert_eq!(c.skills.dirs.len(), 2);
+    assert_eq!(c.skills.dirs.len(), 1);
     assert_eq!(c.skills.registry_url.as_deref(), Some("https://clawhub.ai"));
     let services = &c.services;
     let whatsapp = services.whatsapp.as_ref().expect("services.whatsapp");
@@ -289,7 +316,10 @@ fn an_invalid_env_override_is_blamed_on_its_variable() {
     .err()
     .map(|e| e.to_string())
     .unwrap_or_default();
-    assert!(e.starts_with("/etc/t.yaml: `tools.timeout_secs`:"), "{e}");
+    assert!(
+        e.starts_with("/etc/t.yaml:2:3: `tools.timeout_secs`:"),
+        "{e}"
+    );
 }
 
 #[test]
@@ -323,8 +353,7 @@ fn memory_banks_parse_and_need_names_with_one_spelling() {
 
 #[test]
 fn the_example_file_grants_project_alpha_and_keeps_pinned_memory_out_of_prompts() {
-    let text =
-        std::fs::read_to_string(example_path()).expect("config.example.yaml at the project root");
+    let text = example_text();
     let env = |k: &str| (k == "OPENROUTER_API_KEY").then(|| "sk-or-test".to_string());
     let (c, _) = parse(&text, "config.example.yaml", &env, &[]).unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(c.memory_banks["project-alpha"].write, ["default"]);
@@ -348,8 +377,7 @@ fn profile_rules_keep_the_order_they_were_written_in() {
 
 #[test]
 fn the_example_file_documents_every_schedules_key_at_its_default() {
-    let text =
-        std::fs::read_to_string(example_path()).expect("config.example.yaml at the project root");
+    let text = example_text();
     let env = |k: &str| (k == "OPENROUTER_API_KEY").then(|| "sk-or-test".to_string());
     let (c, _) = parse(&text, "config.example.yaml", &env, &[]).unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(
@@ -363,8 +391,7 @@ fn the_example_file_documents_every_schedules_key_at_its_default() {
 
 #[test]
 fn the_example_file_sets_the_github_service_and_the_devices() {
-    let text =
-        std::fs::read_to_string(example_path()).expect("config.example.yaml at the project root");
+    let text = example_text();
     let env = |k: &str| (k == "GITHUB_TOKEN").then(|| "ghp-test".to_string());
     let (c, _) = parse(&text, "config.example.yaml", &env, &[]).unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(c.services.github.token.as_deref(), Some("ghp-test"));
@@ -384,4 +411,34 @@ fn the_example_file_sets_the_github_service_and_the_devices() {
     assert!(e.contains("devices.hardware.ports[0].name"), "{e}");
     let e = parse_err("devices:\n  android:\n    shell: true\n");
     assert!(e.contains("devices.android"), "{e}");
+}
+
+#[test]
+fn errors_name_the_file_line_and_column_and_suggest_the_key_meant() {
+    let origin = "/home/me/.config/tackle/config.yaml";
+    let err = |text: &str| match parse(text, origin, &no_env, &[]) {
+        Ok(_) => panic!("expected an error for:\n{text}"),
+        Err(e) => e.to_string(),
+    };
+    let e = err("agents:\n  - name: a\n    max_iteration: 5\n");
+    assert!(e.starts_with(&format!("{origin}:3:5: ")), "{e}");
+    assert!(e.contains("did you mean `max_iterations`?"), "{e}");
+    assert!(!e.contains("expected one of"), "{e}");
+
+    let e = err("agents:\n  - name: a\n    max_iterations: lots\n");
+    assert!(e.starts_with(&format!("{origin}:3:5: ")), "{e}");
+    assert!(e.contains("expected a whole number ≥ 0"), "{e}");
+    assert!(!e.contains("u32"), "{e}");
+
+    let e = err("stat_dir: /tmp\n");
+    assert!(e.starts_with(&format!("{origin}:1:1: ")), "{e}");
+    assert!(e.contains("did you mean `state_dir`?"), "{e}");
+
+    // A cross-reference checked after parsing is located too.
+    let e = err("agents:\n  - name: a\n    backend: nowhere\n");
+    assert!(e.starts_with(&format!("{origin}:3:5: ")), "{e}");
+
+    // YAML that does not parse: the snippet is headed by the file, not `<input>`.
+    let e = err("agents:\n  - name: \"unclosed\n");
+    assert!(e.contains(origin) && !e.contains("<input>"), "{e}");
 }

@@ -41,7 +41,8 @@ pub struct LoopConfig {
     /// Remembered data shown after the system prompt (the agent's pinned long-term memory,
     /// when its config asks for it), already wrapped in a block that labels it as data.
     pub memory_block: Option<String>,
-    /// Model turns with tool calls before the loop asks for a closing summary.
+    /// Model requests one user turn of a root may send, its whole tree's included (the last
+    /// one is kept for the closing summary; see [`Budget`]).
     pub max_iterations: u32,
     pub context_tokens: usize,
     /// Stream the answer (text deltas as they come).
@@ -98,9 +99,11 @@ pub struct TurnOutcome {
     pub reason: DoneReason,
     pub text: String,
     pub iterations: u32,
-    /// Calls that ended denied or needing approval, for the front end's exit code.
+    /// Calls that ended denied by policy or needing approval, for the front end's exit code.
     pub denied: usize,
     pub needs_approval: usize,
+    /// Calls the person asked answered no to (not counted in `denied`).
+    pub declined: usize,
 }
 
 /// A sequence of identical calls longer than this is stopped.
@@ -109,6 +112,11 @@ const LOOP_GUARD_REPEATS: usize = 3;
 const COMPACTED_NOTE: &str = "(The conversation was compacted: the summary above replaces the earlier messages. Continue with the task.)";
 
 const MAX_ITERATIONS_NOTE: &str = "You have used every tool iteration allowed for this task. Do not call tools. Summarise what you found and did, and say what remains undone.";
+
+/// How a node that could not claim another model request ends: the text of its outcome (a
+/// child's result for its parent) and what front ends report for the root.
+pub const BUDGET_EXHAUSTED: &str =
+    "iteration budget exhausted: the tree's shared `max_iterations` pool is used up";
 
 pub struct AgentLoop {
     provider: Arc<dyn Provider>,
@@ -123,6 +131,7 @@ pub struct AgentLoop {
 struct Tally {
     denied: usize,
     needs_approval: usize,
+    declined: usize,
     last_signature: Option<String>,
     repeats: usize,
 }
@@ -231,8 +240,9 @@ impl AgentLoop {
                 events,
                 AgentEvent::Done {
                     reason: DoneReason::Error,
-                    text: e.to_string(),
+                    text: String::new(),
                     iterations: iteration,
+                    error: Some(e.to_string()),
                 },
             );
         }
@@ -256,7 +266,10 @@ impl AgentLoop {
         if let BudgetMode::PerTurn(pool) = &self.config.budget {
             pool.reset(self.config.max_iterations);
         }
-        while self.config.budget.pool().take() {
+        // Every model request of this loop is claimed from the tree's pool before it is sent
+        // (a claim is atomic: parallel siblings cannot both take the last unit).
+        let pool = self.config.budget.pool();
+        while pool.claim_step() {
             *iteration += 1;
             emit(events, AgentEvent::Iteration { n: *iteration });
             let Some(turn) = self.model_turn(session, true, events, cancel).await? else {
@@ -320,6 +333,18 @@ impl AgentLoop {
                 ));
             }
         }
+        // Only the root asks for a closing summary, with the unit the pool keeps for it; a
+        // child (or a root whose pool is somehow empty) sends nothing more and says why.
+        let closing = matches!(self.config.budget, BudgetMode::PerTurn(_)) && pool.claim_closing();
+        if !closing {
+            return Ok(self.finish(
+                DoneReason::MaxIterations,
+                BUDGET_EXHAUSTED.to_string(),
+                *iteration,
+                tally,
+                events,
+            ));
+        }
         session.push(Message::user(MAX_ITERATIONS_NOTE)).await?;
         let text = match self.model_turn(session, false, events, cancel).await? {
             Some(turn) => {
@@ -341,12 +366,20 @@ impl AgentLoop {
         tally: &Tally,
         events: &EventSink,
     ) -> TurnOutcome {
+        let error = match reason {
+            DoneReason::Answer => None,
+            DoneReason::MaxIterations => Some(BUDGET_EXHAUSTED.to_string()),
+            DoneReason::LoopGuard => Some(text.clone()),
+            DoneReason::Cancelled => Some("cancelled".to_string()),
+            DoneReason::Error => Some(text.clone()),
+        };
         emit(
             events,
             AgentEvent::Done {
                 reason,
                 text: text.clone(),
                 iterations,
+                error,
             },
         );
         TurnOutcome {
@@ -355,6 +388,7 @@ impl AgentLoop {
             iterations,
             denied: tally.denied,
             needs_approval: tally.needs_approval,
+            declined: tally.declined,
         }
     }
 
@@ -466,6 +500,9 @@ impl AgentLoop {
                 Ok(out) => (out.content, out.is_error),
                 Err(e) => {
                     match e.kind {
+                        tackle_protocol::ErrorKind::Denied if e.is_declined() => {
+                            tally.declined += 1
+                        }
                         tackle_protocol::ErrorKind::Denied => tally.denied += 1,
                         tackle_protocol::ErrorKind::NeedsApproval => tally.needs_approval += 1,
                         _ => {}
@@ -492,17 +529,20 @@ impl AgentLoop {
                 arguments: c.call.arguments.clone(),
             },
         );
+        let req = CallRequest::new(c.call.clone(), Arc::clone(approver))
+            .session(session.id())
+            .approvals(Arc::clone(session.approvals()))
+            .channel("agent")
+            .cancel(cancel.child_token());
         let (outcome, ran_for) = match &c.parse_error {
-            Some(e) => (Err(e.clone()), Duration::ZERO),
-            None => {
-                let req = CallRequest::new(c.call.clone(), Arc::clone(approver))
-                    .session(session.id())
-                    .approvals(Arc::clone(session.approvals()))
-                    .channel("agent")
-                    .cancel(cancel.child_token());
-                // The tool's own run time: waiting for a person's answer is not the tool's.
-                self.dispatcher.dispatch_timed(req).await
-            }
+            // Arguments that are not JSON never reach the pipeline, but the refusal is a
+            // decision like any other and goes to the audit log.
+            Some(e) => (
+                Err(self.dispatcher.refuse(&req, e.clone()).await),
+                Duration::ZERO,
+            ),
+            // The tool's own run time: waiting for a person's answer is not the tool's.
+            None => self.dispatcher.dispatch_timed(req).await,
         };
         let (ok, error_kind, text) = match &outcome {
             Ok(out) => (!out.is_error, None, out.content.as_str()),

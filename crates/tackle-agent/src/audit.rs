@@ -4,54 +4,104 @@
 use serde::Serialize;
 use tackle_protocol::Verdict;
 
+/// The outcome of a call that has been allowed and not ended yet (see [`AuditSink::intent`]).
+pub const RUNNING: &str = tackle_store::RUNNING;
+
 /// One decision about one call.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct AuditEvent {
     pub session_id: String,
     pub agent: String,
+    /// Who made the call: `model` (an agent's model), `mcp` (an MCP client), `cli`.
+    pub caller: String,
     pub tool: String,
     /// A short, redacted summary of the arguments (never the full arguments).
     pub args_summary: String,
-    /// `allowed`, `denied`, `needs_approval`, `approved`, `rejected`, `failed`, `ok`, `timeout`, `invalid_arguments`, `not_found`.
+    /// The decision: `Allow` (the call ran), `Deny` (refused before it ran: unknown tool,
+    /// invalid arguments, policy, a person's no), `Ask` (it needed an approval no one gave).
+    pub decision: Verdict,
+    /// The outcome: [`RUNNING`], `ok`, `ok_error`, or the error kind (`denied`,
+    /// `needs_approval`, `failed`, `timeout`, `invalid_arguments`, `not_found`).
     pub verdict: String,
     pub rule: String,
     pub why: String,
-    /// Who approved (`policy`, `tty`, `--yes`, `session`, `mcp-elicitation`).
+    /// Who approved (`policy`, `session`, `tty`, `--yes`, `mcp-elicitation`), or who said no.
     pub approver: String,
     pub duration_ms: u64,
 }
 
+/// Where an intent was written, for its outcome (see [`AuditSink::intent`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct IntentId(pub tackle_store::IntentId);
+
 #[async_trait::async_trait]
 pub trait AuditSink: Send + Sync {
-    /// Append one event. Awaited by the dispatcher before the call's result is returned, so an
+    /// Append one finished event: a call refused before it ran, or a call that ran without
+    /// an intent. Awaited by the dispatcher before the call's result is returned, so an
     /// outcome is never reported without its record.
     async fn record(&self, event: AuditEvent);
+
+    /// Record a call about to run (`event.verdict` is [`RUNNING`]), before anything runs; the
+    /// returned id takes its outcome in [`Self::finish`]. `None`: nothing was written (the
+    /// default), and the dispatcher records the call whole with [`Self::record`] when it ends.
+    async fn intent(&self, _event: &AuditEvent) -> Option<IntentId> {
+        None
+    }
+
+    /// The outcome of a call whose intent was written.
+    async fn finish(&self, _id: IntentId, event: AuditEvent) {
+        self.record(event).await;
+    }
 }
 
 /// The SQLite audit log in the state store.
 #[async_trait::async_trait]
 impl AuditSink for tackle_store::Store {
     async fn record(&self, event: AuditEvent) {
-        let verdict = match event.verdict.as_str() {
-            "denied" => Verdict::Deny,
-            "needs_approval" => Verdict::Ask,
-            _ => Verdict::Allow,
+        if let Err(e) = self.append_audit_entry(entry(event)).await {
+            tracing::error!("could not append to the audit log: {e}");
+        }
+    }
+
+    async fn intent(&self, event: &AuditEvent) -> Option<IntentId> {
+        match self.begin_audit(entry(event.clone())).await {
+            Ok(id) => Some(IntentId(id)),
+            Err(e) => {
+                // The call is recorded whole when it ends instead.
+                tracing::error!("could not append to the audit log: {e}");
+                None
+            }
+        }
+    }
+
+    async fn finish(&self, id: IntentId, event: AuditEvent) {
+        let outcome = tackle_store::AuditOutcome {
+            outcome: event.verdict,
+            rule: event.rule,
+            why: event.why,
+            duration_ms: Some(event.duration_ms),
         };
-        let record = tackle_store::AuditRecord {
+        if let Err(e) = self.finish_audit(id.0, outcome).await {
+            tracing::error!("could not record a call's outcome in the audit log: {e}");
+        }
+    }
+}
+
+fn entry(event: AuditEvent) -> tackle_store::AuditEntry {
+    tackle_store::AuditEntry {
+        record: tackle_store::AuditRecord {
             ts: String::new(),
             session_id: (!event.session_id.is_empty()).then_some(event.session_id),
             agent: event.agent,
             tool: event.tool,
             args_summary: event.args_summary,
-            verdict,
+            verdict: event.decision,
             rule: event.rule,
             why: event.why,
             approver: (!event.approver.is_empty()).then_some(event.approver),
             outcome: event.verdict,
             duration_ms: Some(event.duration_ms),
-        };
-        if let Err(e) = self.append_audit(record).await {
-            tracing::error!("could not append to the audit log: {e}");
-        }
+        },
+        caller: event.caller,
     }
 }

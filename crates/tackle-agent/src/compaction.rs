@@ -1,6 +1,11 @@
 //! Compaction: summarise a session's history through the model and start the context from the
 //! summary (a Summary entry in the store). Reached by the `compact` tool through
 //! [`AgentServices`] and by the chat front end's `/compact`.
+//!
+//! A summary is a model request. Asked for by an agent (the `compact` tool, through the tree's
+//! [`TreeNode`](crate::TreeNode)) it is claimed from the tree's iteration pool first, like a
+//! tool turn: a model could otherwise ask for any number of them in one turn. `/compact` is the
+//! operator's own command between turns, outside any turn's pool, and is not counted.
 
 use crate::session::Session;
 use async_trait::async_trait;

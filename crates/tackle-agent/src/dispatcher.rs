@@ -2,7 +2,7 @@
 //! capability pre-check → approval → execute (timeout, cancellation, panic isolation) →
 //! sanitize → audit. Every front end calls [`Dispatcher::dispatch`].
 
-use crate::audit::{AuditEvent, AuditSink};
+use crate::audit::{AuditEvent, AuditSink, IntentId, RUNNING};
 use crate::path_locks::lock_paths;
 use crate::plan::Plan;
 use crate::registry::{Entry, Registry};
@@ -21,8 +21,8 @@ use tackle_protocol::config::SecurityConfig;
 use tackle_protocol::text::preview;
 use tackle_protocol::{
     AgentServices, ApprovalAnswer, ApprovalMode, ApprovalRequest, Approver, CallScope, Capability,
-    Decision, Grants, HostProvider, ProgressSink, ToolCall, ToolContext, ToolError, ToolHost,
-    ToolOutput, Verdict,
+    Decision, ErrorKind, Grants, HostProvider, ProgressSink, ToolCall, ToolContext, ToolError,
+    ToolHost, ToolOutput, Verdict,
 };
 use tokio_util::sync::CancellationToken;
 
@@ -115,6 +115,8 @@ pub struct Explanation {
     pub grants: Grants,
     /// Which layers contributed to the policy (tool default, tool_policies, agent overlay).
     pub sources: Vec<String>,
+    /// In JSON, `[{"capability", "decision"}]`: named fields, not pairs.
+    #[serde(serialize_with = "capability_objects")]
     pub capabilities: Vec<(Capability, Decision)>,
     pub approval_decision: Decision,
     /// The overall outcome: deny if any capability is denied, else the approval decision.
@@ -123,6 +125,21 @@ pub struct Explanation {
     /// enforces each shell rule (see `ToolHost::sandbox_view`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub sandbox: Option<serde_json::Value>,
+}
+
+fn capability_objects<S: serde::Serializer>(
+    caps: &[(Capability, Decision)],
+    s: S,
+) -> Result<S::Ok, S::Error> {
+    #[derive(Serialize)]
+    struct Planned<'a> {
+        capability: &'a Capability,
+        decision: &'a Decision,
+    }
+    s.collect_seq(caps.iter().map(|(capability, decision)| Planned {
+        capability,
+        decision,
+    }))
 }
 
 pub struct Dispatcher {
@@ -214,23 +231,52 @@ impl Dispatcher {
     ) -> (Result<ToolOutput, ToolError>, Duration) {
         let started = Instant::now();
         let mut ran_for = Duration::ZERO;
-        let mut args_summary = None;
-        let (outcome, approver) = match self.clear(&req).await {
+        let (outcome, trail) = match self.clear(&req).await {
             Ok((plan, approver)) => {
-                // The arguments move into the tool (a `write_file` of megabytes is not
-                // copied), so the record's summary of them is taken first.
-                if self.audit.is_some() {
-                    args_summary = Some(self.summarize_args(&req.call.arguments));
-                }
+                // The decision is on record before anything runs (an intent), so a process
+                // killed mid-call still leaves it. The arguments move into the tool (a
+                // `write_file` of megabytes is not copied), so their summary is taken first.
+                let trail = self.intent(&req, approver).await;
                 let arguments = std::mem::take(&mut req.call.arguments);
                 let (outcome, ran) = self.execute(plan, &req, arguments).await;
                 ran_for = ran;
-                (outcome, approver)
+                (outcome, trail)
             }
-            Err(e) => (Err(e), String::new()),
+            Err(refusal) => {
+                let decision = match refusal.error.kind {
+                    ErrorKind::NeedsApproval => Verdict::Ask,
+                    _ => Verdict::Deny,
+                };
+                let trail = self
+                    .event(&req, decision, refusal.approver)
+                    .map(|e| (e, None));
+                (Err(refusal.error), trail)
+            }
         };
+        let outcome = self.sanitize(outcome);
+        if let Some((event, intent)) = trail {
+            self.conclude(event, intent, outcome.as_ref(), started.elapsed())
+                .await;
+        }
+        (outcome, ran_for)
+    }
+
+    /// A call a front end refused before dispatching it (a tool this MCP server does not
+    /// offer): recorded as denied, as the dispatcher's own refusals are; returns the error,
+    /// redacted.
+    pub async fn refuse(&self, req: &CallRequest, error: ToolError) -> ToolError {
+        let error = self.sanitize_error(error);
+        if let Some(event) = self.event(req, Verdict::Deny, String::new()) {
+            self.conclude(event, None, Err(&error), Duration::ZERO)
+                .await;
+        }
+        error
+    }
+
+    /// The result as a front end may show it: cleaned and redacted.
+    fn sanitize(&self, outcome: Result<ToolOutput, ToolError>) -> Result<ToolOutput, ToolError> {
         let sanitizer = &self.config.sanitizer;
-        let outcome = outcome
+        outcome
             .map(|mut out| {
                 out.content = sanitizer.sanitize_owned(std::mem::take(&mut out.content));
                 if let Some(structured) = out.structured.as_mut() {
@@ -238,13 +284,15 @@ impl Dispatcher {
                 }
                 out
             })
-            .map_err(|mut e| {
-                e.message = sanitizer.sanitize_owned(std::mem::take(&mut e.message));
-                e
-            });
-        self.record(&req, args_summary, &outcome, approver, started.elapsed())
-            .await;
-        (outcome, ran_for)
+            .map_err(|e| self.sanitize_error(e))
+    }
+
+    fn sanitize_error(&self, mut e: ToolError) -> ToolError {
+        e.message = self
+            .config
+            .sanitizer
+            .sanitize_owned(std::mem::take(&mut e.message));
+        e
     }
 
     /// Lookup, validation, policy resolution and every planned capability checked against
@@ -288,12 +336,12 @@ impl Dispatcher {
 
     /// The plan, a denial stopping it, then approval; returns the plan to run (re-scoped
     /// when a person approved what the policy could not check) and who approved.
-    async fn clear(&self, req: &CallRequest) -> Result<(Plan, String), ToolError> {
+    async fn clear(&self, req: &CallRequest) -> Result<(Plan, String), Refusal> {
         let mut plan = self
             .plan(&req.call, &req.session_id, &req.approvals, &req.cancel)
             .await?;
         if let Some(denial) = plan.denial() {
-            return Err(ToolError::denied(denial.clone()));
+            return Err(ToolError::denied(denial.clone()).into());
         }
         let approver = self.approve(&plan, req).await?;
         if plan.unchecked().is_some() {
@@ -326,7 +374,7 @@ impl Dispatcher {
         let hint = if suggestions.is_empty() {
             " (`tackle tools list` shows every tool)".to_string()
         } else {
-            format!("; did you mean {}?", quote_list(&suggestions))
+            tackle_protocol::suggest::hint(&suggestions)
         };
         Err(ToolError::not_found(format!("unknown tool `{name}`{hint}")))
     }
@@ -383,12 +431,19 @@ impl Dispatcher {
         cx.with_ancestors(self.place.ceilings.iter().map(|(n, _)| n.clone()).collect())
     }
 
-    /// Returns who approved (`policy` when no one had to).
-    async fn approve(&self, plan: &Plan, req: &CallRequest) -> Result<String, ToolError> {
+    /// Returns who approved: `policy` when no one had to, `session` when an earlier "allow
+    /// for the session" answer covers the call; on a no, who said it.
+    async fn approve(&self, plan: &Plan, req: &CallRequest) -> Result<String, Refusal> {
         let name = plan.entry.spec.name.as_str();
         let (decision, escalated) = plan.approval_needed();
         if decision.verdict == Verdict::Allow {
-            return Ok("policy".to_string());
+            let by_session = req.approvals.allows(name)
+                && self
+                    .approval_for_call(&plan.entry, &plan.policy, &req.call.arguments, false)
+                    .0
+                    .verdict
+                    != Verdict::Allow;
+            return Ok(if by_session { "session" } else { "policy" }.to_string());
         }
         let summary = plan
             .summary()
@@ -409,11 +464,14 @@ impl Dispatcher {
                 }
                 Ok(req.approver.name().to_string())
             }
-            Ok(ApprovalAnswer::Deny) => Err(ToolError::denied(Decision::deny(
-                format!("approval: {}", req.approver.name()),
-                format!("`{name}` was not approved by the user"),
-            ))),
-            Err(unavailable) => Err(ToolError::needs_approval(unavailable.0)),
+            Ok(ApprovalAnswer::Deny) => Err(Refusal {
+                error: ToolError::declined(
+                    req.approver.name(),
+                    format!("`{name}` was not approved by the user"),
+                ),
+                approver: req.approver.name().to_string(),
+            }),
+            Err(unavailable) => Err(ToolError::needs_approval(unavailable.0).into()),
         }
     }
 
@@ -567,18 +625,48 @@ impl Dispatcher {
         preview(&text, 200)
     }
 
-    /// `args_summary` is the one taken before the arguments moved into the tool; `None`
-    /// when the call never got that far (its arguments are still in `req`).
-    async fn record(
+    /// The call's record as decided, its outcome [`RUNNING`]; `None` when nothing is audited.
+    /// Taken while the arguments are still in `req`.
+    fn event(&self, req: &CallRequest, decision: Verdict, approver: String) -> Option<AuditEvent> {
+        self.audit.as_ref()?;
+        Some(AuditEvent {
+            session_id: req.session_id.clone(),
+            // A child's record names its path in the tree (`default › researcher`).
+            agent: self.place.label(&self.config.agent),
+            caller: caller(&req.channel).to_string(),
+            tool: req.call.name.clone(),
+            args_summary: self.summarize_args(&req.call.arguments),
+            decision,
+            verdict: RUNNING.to_string(),
+            rule: String::new(),
+            why: String::new(),
+            approver,
+            duration_ms: 0,
+        })
+    }
+
+    /// Writes the intent of an allowed call before it runs; returns the record to complete.
+    async fn intent(
         &self,
         req: &CallRequest,
-        args_summary: Option<String>,
-        outcome: &Result<ToolOutput, ToolError>,
         approver: String,
+    ) -> Option<(AuditEvent, Option<IntentId>)> {
+        let audit = self.audit.as_ref()?;
+        let event = self.event(req, Verdict::Allow, approver)?;
+        let intent = audit.intent(&event).await;
+        Some((event, intent))
+    }
+
+    /// Completes `event` with the outcome: as the intent's outcome when one was written, else
+    /// as a whole record.
+    async fn conclude(
+        &self,
+        mut event: AuditEvent,
+        intent: Option<IntentId>,
+        outcome: Result<&ToolOutput, &ToolError>,
         elapsed: Duration,
     ) {
         let Some(audit) = &self.audit else { return };
-        let args_summary = args_summary.unwrap_or_else(|| self.summarize_args(&req.call.arguments));
         let (verdict, rule, why) = match outcome {
             Ok(out) if out.is_error => ("ok_error".to_string(), String::new(), String::new()),
             Ok(_) => ("ok".to_string(), String::new(), String::new()),
@@ -591,20 +679,37 @@ impl Dispatcher {
                 (e.kind.as_str().to_string(), rule, e.message.clone())
             }
         };
-        audit
-            .record(AuditEvent {
-                session_id: req.session_id.clone(),
-                // A child's record names its path in the tree (`default › researcher`).
-                agent: self.place.label(&self.config.agent),
-                tool: req.call.name.clone(),
-                args_summary,
-                verdict,
-                rule,
-                why,
-                approver,
-                duration_ms: u64::try_from(elapsed.as_millis()).unwrap_or(u64::MAX),
-            })
-            .await;
+        event.verdict = verdict;
+        event.rule = rule;
+        event.why = why;
+        event.duration_ms = u64::try_from(elapsed.as_millis()).unwrap_or(u64::MAX);
+        match intent {
+            Some(id) => audit.finish(id, event).await,
+            None => audit.record(event).await,
+        }
+    }
+}
+
+/// A call stopped before it ran, and who stopped it when a person did.
+struct Refusal {
+    error: ToolError,
+    approver: String,
+}
+
+impl From<ToolError> for Refusal {
+    fn from(error: ToolError) -> Self {
+        Self {
+            error,
+            approver: String::new(),
+        }
+    }
+}
+
+/// Who made the call, from the front end it came through: an agent's calls are its model's.
+fn caller(channel: &str) -> &str {
+    match channel {
+        "agent" => "model",
+        other => other,
     }
 }
 
@@ -653,12 +758,4 @@ fn bounded(err: &jsonschema::ValidationError<'_>) -> String {
     let head: String = shown.chars().take(MAX_QUOTED_CHARS).collect();
     err.masked_with(format!("{head}… ({n} characters)"))
         .to_string()
-}
-
-fn quote_list(names: &[String]) -> String {
-    names
-        .iter()
-        .map(|n| format!("`{n}`"))
-        .collect::<Vec<_>>()
-        .join(", ")
 }

@@ -61,8 +61,22 @@ pub enum AgentEvent {
     /// The turn ended.
     Done {
         reason: DoneReason,
+        /// The answer (at `max_iterations`, the closing summary); empty when there is none.
         text: String,
         iterations: u32,
+        /// Why the turn ended without an answer (the provider's error, the step limit, the
+        /// loop guard, Ctrl-C); absent when it answered.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        error: Option<String>,
+    },
+    /// A tool call of an agent this one started (at any depth), relayed so the front end can
+    /// show it under the call that started the agent. `agent` is the child's path in the tree
+    /// (`root › worker`), `depth` its distance from the root (1 for a direct child), and
+    /// `call` its own `tool_call_started` or `tool_call_finished` event.
+    Child {
+        agent: String,
+        depth: usize,
+        call: Box<AgentEvent>,
     },
 }
 

@@ -272,7 +272,12 @@ async fn unknown_tools_are_not_found_with_suggestions() {
         .await
         .unwrap_err();
     assert_eq!(err.kind, ErrorKind::NotFound);
-    assert!(err.message.contains("`calculate`"), "{}", err.message);
+    // The one "did you mean" wording (tackle_protocol::suggest).
+    assert!(
+        err.message.contains("; did you mean calculate?"),
+        "{}",
+        err.message
+    );
 }
 
 #[tokio::test]

@@ -204,7 +204,8 @@ async fn depth_four_is_refused_at_the_default_max_depth() {
 #[tokio::test]
 async fn the_tree_shares_one_iteration_pool() {
     // Root max 10: its first turn spawns the worker, which uses 8 (7 tool turns and its
-    // answer); the root has what is left, not a fresh 10.
+    // answer); the root has what is left, not a fresh 10: the last unit, for its closing
+    // request.
     let h = Harness::new(
         &yaml("    max_iterations: 10\n", "[calculate]", ""),
         Box::new(|req| {
@@ -232,8 +233,8 @@ async fn the_tree_shares_one_iteration_pool() {
         .run("go", Arc::new(AutoApprover), &CancellationToken::new())
         .await;
     assert_eq!(out.reason, DoneReason::MaxIterations);
-    // 10 − 1 (the spawning turn) − 8 (the worker) = 1 more root turn.
-    assert_eq!(out.iterations, 2, "{out:?}");
+    // 10 − 1 (the spawning turn) − 8 (the worker) = 1: the closing request, no tool turn.
+    assert_eq!(out.iterations, 1, "{out:?}");
     assert_eq!(h.root.budget().remaining(), 0);
 }
 
@@ -713,13 +714,14 @@ async fn a_peer_reaches_only_the_memory_banks_its_caller_reaches() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_background_task_keeps_the_pool_of_the_turn_that_started_it() {
-    // Root max 4. Turn 1: the root spawns (1), the task sleeps (1), the root answers (1):
-    // one iteration left in turn 1's pool. Turn 2 starts while the task sleeps; its new pool
-    // is the root's alone, so the task gets one more tool turn, not a refilled pool.
+    // Root max 5. Turn 1: the root spawns (1), the task sleeps (1), the root answers (1):
+    // two left in turn 1's pool, one of them kept for a closing request. Turn 2 starts while
+    // the task sleeps; its new pool is the root's alone, so the task gets one more tool turn,
+    // not a refilled pool, and no closing request.
     let tool_turns = Arc::new(std::sync::atomic::AtomicUsize::new(0));
     let counted = Arc::clone(&tool_turns);
     let h = Harness::new(
-        &yaml("    max_iterations: 4\n", "[calculate]", ""),
+        &yaml("    max_iterations: 5\n", "[calculate]", ""),
         Box::new(move |req| {
             let first = req
                 .messages
@@ -766,7 +768,7 @@ async fn a_background_task_keeps_the_pool_of_the_turn_that_started_it() {
     assert_eq!(out.reason, DoneReason::Answer, "{out:?}");
     assert_eq!(
         h.root.budget().remaining(),
-        3,
+        4,
         "turn 2 has a pool of its own"
     );
     tokio::time::timeout(Duration::from_secs(30), h.tree.wait_tasks())
@@ -784,4 +786,8 @@ async fn a_background_task_keeps_the_pool_of_the_turn_that_started_it() {
             .await
     );
     assert!(stored.contains("pool is used up"), "{stored}");
+    assert!(
+        !stored.contains("out of iterations"),
+        "a task sends no closing request: {stored}"
+    );
 }

@@ -12,7 +12,7 @@ use serde_json::{json, Map, Value};
 use std::collections::HashMap;
 use tackle_protocol::message::{Message, Role};
 
-pub const DEFAULT_API_BASE: &str = "https://api.anthropic.com";
+pub const DEFAULT_API_BASE: &str = "https://api.anthropic.com/v1";
 pub const API_VERSION: &str = "2023-06-01";
 /// The Messages API requires `max_tokens`; used when the request sets none.
 pub const DEFAULT_MAX_TOKENS: u32 = 8_192;
@@ -25,7 +25,8 @@ pub struct AnthropicProvider {
 }
 
 impl AnthropicProvider {
-    /// `api_base` is the URL that `/v1/messages` is appended to.
+    /// `api_base` is the URL that `/messages` is appended to; a bare host means its `/v1`
+    /// ([`crate::config::normalize_api_base`]).
     pub fn new(name: &str, api_base: &str, api_key: String) -> Result<Self, LlmError> {
         Ok(Self {
             transport: Transport::new(name, api_base, "ANTHROPIC_API_KEY")?,
@@ -53,7 +54,7 @@ impl Provider for AnthropicProvider {
     }
 
     async fn stream(&self, req: ChatRequest) -> Result<EventStream, LlmError> {
-        let url = self.transport.url("/v1/messages");
+        let url = self.transport.url("/messages");
         let body = request_body(&req);
         let backend = self.transport.backend.clone();
         let make = |client: &reqwest::Client| {

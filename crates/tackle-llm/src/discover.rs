@@ -22,7 +22,11 @@ impl EnvSnapshot {
         Self {
             vars: vars
                 .into_iter()
-                .filter(|(k, _)| KEY_SOURCES.iter().any(|s| s.var == k))
+                .filter(|(k, _)| {
+                    KEY_SOURCES
+                        .iter()
+                        .any(|s| s.var == k || s.base_var == Some(k.as_str()))
+                })
                 .collect(),
         }
     }
@@ -50,6 +54,9 @@ struct KeySource {
     name: &'static str,
     kind: BackendType,
     api_base: &'static str,
+    /// The variable the vendor's own SDKs read to point at another server (a proxy, a
+    /// compatible local server); it replaces `api_base` when set.
+    base_var: Option<&'static str>,
     model: &'static str,
 }
 
@@ -59,6 +66,7 @@ const KEY_SOURCES: [KeySource; 3] = [
         name: "openai",
         kind: BackendType::Openai,
         api_base: "https://api.openai.com/v1",
+        base_var: Some("OPENAI_BASE_URL"),
         model: "gpt-4o-mini",
     },
     KeySource {
@@ -66,6 +74,7 @@ const KEY_SOURCES: [KeySource; 3] = [
         name: "anthropic",
         kind: BackendType::Anthropic,
         api_base: "https://api.anthropic.com",
+        base_var: Some("ANTHROPIC_BASE_URL"),
         model: "claude-sonnet-4-5",
     },
     KeySource {
@@ -73,6 +82,7 @@ const KEY_SOURCES: [KeySource; 3] = [
         name: "openrouter",
         kind: BackendType::Openai,
         api_base: "https://openrouter.ai/api/v1",
+        base_var: None,
         model: "anthropic/claude-sonnet-4",
     },
 ];
@@ -105,7 +115,7 @@ impl LocalProbe {
 }
 
 /// Finds a backend: `OPENAI_API_KEY`, `ANTHROPIC_API_KEY`, `OPENROUTER_API_KEY` in that
-/// order, then Ollama (127.0.0.1:11434) and llama.cpp (127.0.0.1:8080).
+/// order (at `OPENAI_BASE_URL` / `ANTHROPIC_BASE_URL` when set), then Ollama (127.0.0.1:11434) and llama.cpp (127.0.0.1:8080).
 pub async fn discover(env: &EnvSnapshot) -> Result<DiscoveredBackend, LlmError> {
     discover_with(env, &LocalProbe::defaults()).await
 }
@@ -144,18 +154,23 @@ pub async fn discover_with(
 fn from_env(env: &EnvSnapshot) -> Option<DiscoveredBackend> {
     KEY_SOURCES.iter().find_map(|s| {
         let key = env.get(s.var)?;
+        let base = s.base_var.and_then(|v| env.get(v));
+        let source = match (base, s.base_var) {
+            (Some(_), Some(var)) => format!("{} and {var}", s.var),
+            _ => s.var.to_string(),
+        };
         Some(DiscoveredBackend {
             backend: BackendConfig {
                 name: s.name.to_string(),
                 kind: s.kind,
-                api_base: Some(s.api_base.to_string()),
-                api_key: Some(key.to_string()),
+                api_base: Some(base.unwrap_or(s.api_base).trim_end_matches('/').to_string()),
+                api_key: Some(key.into()),
                 models: vec![model_config(s.model)],
                 stream: None,
                 timeouts: None,
             },
             model: s.model.to_string(),
-            source: s.var.to_string(),
+            source,
         })
     })
 }

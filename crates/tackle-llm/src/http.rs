@@ -57,22 +57,13 @@ pub(crate) struct Transport {
 }
 
 impl Transport {
+    /// `base_url` is normalised by [`crate::config::normalize_api_base`], the rule every
+    /// provider shares.
     pub fn new(backend: &str, base_url: &str, env_hint: &str) -> Result<Self, LlmError> {
-        let parsed = reqwest::Url::parse(base_url).map_err(|e| LlmError::Config {
-            backend: backend.to_string(),
-            message: format!("api_base `{base_url}` is not a URL: {e}"),
-        })?;
-        if !matches!(parsed.scheme(), "http" | "https") || parsed.host().is_none() {
-            return Err(LlmError::Config {
-                backend: backend.to_string(),
-                message: format!(
-                    "api_base `{base_url}` must be an http:// or https:// URL with a host"
-                ),
-            });
-        }
+        let base_url = crate::config::normalize_api_base(backend, base_url)?;
         Ok(Self {
             backend: backend.to_string(),
-            base_url: base_url.trim_end_matches('/').to_string(),
+            base_url,
             pinned: Arc::new(Mutex::new(None)),
             retry: RetryPolicy::default(),
             timeouts: Timeouts::default(),

@@ -54,7 +54,7 @@ mod types;
 
 pub use anthropic::AnthropicProvider;
 pub use complete::{complete, Assembler};
-pub use config::{provider_from_config, provider_from_config_with};
+pub use config::{api_base, provider_from_config, provider_from_config_with};
 pub use discover::{discover, discover_with, DiscoveredBackend, EnvSnapshot, LocalProbe};
 pub use error::LlmError;
 pub use openai::OpenAiProvider;

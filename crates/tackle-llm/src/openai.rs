@@ -22,7 +22,8 @@ pub struct OpenAiProvider {
 }
 
 impl OpenAiProvider {
-    /// `api_base` is the URL that `/chat/completions` is appended to; `api_key` may be absent
+    /// `api_base` is the URL that `/chat/completions` is appended to (a bare host means its
+    /// `/v1`, [`crate::config::normalize_api_base`]); `api_key` may be absent
     /// for local servers.
     pub fn new(name: &str, api_base: &str, api_key: Option<String>) -> Result<Self, LlmError> {
         Ok(Self {

@@ -14,7 +14,7 @@ fn backend(kind: BackendType, api_base: Option<&str>, api_key: Option<&str>) -> 
         name: "b".into(),
         kind,
         api_base: api_base.map(str::to_string),
-        api_key: api_key.map(str::to_string),
+        api_key: api_key.map(Into::into),
         models: vec![],
         stream: None,
         timeouts: None,

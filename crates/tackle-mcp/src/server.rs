@@ -59,6 +59,13 @@ pub trait ToolService: Send + Sync {
         }
     }
 
+    /// A `tools/call` refused before it could be a call (no tool name, arguments that are not
+    /// an object): the service records the refusal as it records its own, and returns the
+    /// error as the client may see it. The default records nothing.
+    async fn refused(&self, _call: ToolCall, _session: &str, error: ToolError) -> ToolError {
+        error
+    }
+
     /// Whether `tool` is another MCP server's tool passed through (it reaches whatever that
     /// server reaches): its `openWorldHint`. The default: none is.
     fn passes_through(&self, _tool: &ToolSpec) -> bool {
@@ -328,8 +335,15 @@ fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
     diff == 0
 }
 
-/// The elicitation form for an approval: one required choice.
-pub(crate) fn approval_form(req: &ApprovalRequest) -> Value {
+/// The elicitation form for an approval: one required choice. A `session` answer lasts as
+/// long as the MCP session: until the server stops over stdio, until the client's session ends
+/// over Streamable HTTP.
+pub(crate) fn approval_form(req: &ApprovalRequest, stdio: bool) -> Value {
+    let lasts = if stdio {
+        "until the server stops"
+    } else {
+        "until this MCP session ends"
+    };
     let message = format!(
         "Allow `{}`?\n{}\nWhy this needs approval: {}\nArguments: {}",
         req.tool,
@@ -346,7 +360,7 @@ pub(crate) fn approval_form(req: &ApprovalRequest) -> Value {
                 "decision": {
                     "type": "string",
                     "title": "Decision",
-                    "description": "once = this call; session = this tool until the server stops; deny = refuse",
+                    "description": format!("once = this call; session = this tool {lasts}; deny = refuse"),
                     "enum": ["once", "session", "deny"]
                 }
             },
@@ -370,6 +384,35 @@ pub(crate) fn answer_from(content: Option<&Value>) -> ApprovalAnswer {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_approval_form_says_how_long_a_session_answer_lasts_per_transport() {
+        let req = ApprovalRequest {
+            tool: "shell".into(),
+            arguments: json!({"command": "ls"}),
+            summary: "shell ls".into(),
+            grants: Default::default(),
+            why: "needs approval".into(),
+            remedy: String::new(),
+        };
+        let says = |stdio| {
+            approval_form(&req, stdio)["requestedSchema"]["properties"]["decision"]["description"]
+                .as_str()
+                .unwrap_or_default()
+                .to_string()
+        };
+        assert!(
+            says(true).contains("until the server stops"),
+            "{}",
+            says(true)
+        );
+        assert!(
+            says(false).contains("until this MCP session ends"),
+            "{}",
+            says(false)
+        );
+        assert!(!says(false).contains("server stops"));
+    }
 
     #[test]
     fn a_non_loopback_bind_without_a_token_is_refused() {

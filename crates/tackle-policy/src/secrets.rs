@@ -4,8 +4,15 @@
 //! A curated [`regex::RegexSet`] finds which patterns occur (one linear pass; text without a
 //! secret is returned borrowed), then each pattern that occurred replaces its matches. The
 //! `regex` crate guarantees linear time, so no input can make redaction slow. Secrets known
-//! from the loaded config (`extra_exact`, 8 characters or longer) are replaced wherever they
-//! appear.
+//! from the loaded config (`extra_exact`) are replaced wherever they appear: as written,
+//! URL-encoded, JSON-escaped, and base64-encoded inside a longer string (`user:SECRET` of a
+//! Basic header), and so are their parts (the token of `Bearer TOKEN`, the value of
+//! `sid=VALUE; Path=/`).
+//!
+//! A secret (or part) shorter than [`MIN_EXACT_LEN`] characters is not matched exactly: a
+//! 4-character password would otherwise redact every word that contains it. Such a value is
+//! still caught by the patterns when it appears after a name (`password=…`); the config loader
+//! warns about it.
 //!
 //! ```
 //! use tackle_policy::secrets::SecretRedactor;
@@ -21,7 +28,7 @@ use std::sync::{Arc, OnceLock};
 pub const REDACTED: &str = "[redacted secret]";
 
 /// Secrets from the config shorter than this are ignored: they would redact ordinary words.
-const MIN_EXACT_LEN: usize = 8;
+pub const MIN_EXACT_LEN: usize = 8;
 
 /// How much of a match is secret.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -169,11 +176,15 @@ struct Compiled {
 }
 
 impl SecretRedactor {
-    /// A redactor for the built-in patterns plus the exact strings in `extra_exact`.
+    /// A redactor for the built-in patterns plus the exact strings in `extra_exact` and
+    /// their parts (see [`parts`]).
     pub fn new(extra_exact: Vec<String>) -> Self {
         let mut exact: Vec<String> = extra_exact
-            .into_iter()
+            .iter()
+            .flat_map(|s| std::iter::once(s.as_str()).chain(parts(s)))
+            .map(str::trim)
             .filter(|s| s.chars().count() >= MIN_EXACT_LEN)
+            .map(str::to_string)
             .collect();
         // Longest first, so a secret that contains another is replaced whole.
         exact.sort_by_key(|s| std::cmp::Reverse(s.len()));
@@ -222,7 +233,10 @@ fn compile(exact: &[String]) -> Compiled {
         }
     }
     for chunk in exact.chunks(EXACT_CHUNK) {
-        for (src, re) in exact_regexes(chunk) {
+        for (src, re) in exact_regexes(chunk)
+            .into_iter()
+            .chain(base64_regexes(chunk))
+        {
             patterns.push((re, Scope::Whole));
             kept.push(src);
         }
@@ -262,6 +276,19 @@ fn replace(c: &Captures<'_>, scope: Scope) -> String {
     )
 }
 
+/// The pieces of a secret that are secrets on their own: what a header value splits into at
+/// spaces, `;` and `,` (`Bearer TOKEN` → `TOKEN`), and the value of each `name=value`
+/// (`sid=VALUE; Path=/` → `VALUE`). A tool that sends the header may show any of them.
+pub fn parts(secret: &str) -> impl Iterator<Item = &str> {
+    secret
+        .split(|c: char| c.is_whitespace() || c == ';' || c == ',')
+        .flat_map(|part| {
+            let value = part.split_once('=').map(|(_, v)| v);
+            std::iter::once(part).chain(value)
+        })
+        .filter(move |p| !p.is_empty() && *p != secret)
+}
+
 /// Config secrets are compiled this many to a regex, so one too large to compile costs
 /// only its own chunk the encoded forms.
 const EXACT_CHUNK: usize = 32;
@@ -284,6 +311,59 @@ fn exact_regexes(chunk: &[String]) -> Vec<(String, Regex)> {
             Regex::new(&src).ok().map(|re| (src, re))
         })
         .collect()
+}
+
+/// Characters of standard and URL-safe base64.
+const B64_STD: &str = "[A-Za-z0-9+/]";
+const B64_URL: &str = "[A-Za-z0-9_-]";
+
+/// Regexes for the base64 forms of a chunk of config secrets: the whole base64 run (to its
+/// padding) that contains a secret encoded at any of the three byte alignments, so
+/// `Basic base64(user:SECRET)` and `base64(SECRET:)` are redacted whole, not only `SECRET`.
+fn base64_regexes(chunk: &[String]) -> Vec<(String, Regex)> {
+    let mut std_cores = Vec::new();
+    let mut url_cores = Vec::new();
+    for secret in chunk {
+        for core in base64_cores(secret.as_bytes()) {
+            let url = core.replace('+', "-").replace('/', "_");
+            if url != core {
+                url_cores.push(regex::escape(&url));
+            }
+            std_cores.push(regex::escape(&core));
+        }
+    }
+    let mut out = Vec::new();
+    for (class, cores) in [(B64_STD, std_cores), (B64_URL, url_cores)] {
+        if cores.is_empty() {
+            continue;
+        }
+        let src = format!("{class}*(?:{}){class}*={{0,2}}", cores.join("|"));
+        if let Ok(re) = Regex::new(&src) {
+            out.push((src, re));
+        }
+    }
+    out
+}
+
+/// The base64 text that `secret` always encodes to when it sits at byte offset 0, 1 or 2 of
+/// a 3-byte group: the characters made only of the secret's bits. Whatever precedes or follows
+/// it in the encoded string, one of these three appears in the encoding.
+fn base64_cores(secret: &[u8]) -> Vec<String> {
+    use base64::Engine;
+    let mut out = Vec::new();
+    for shift in 0..3usize {
+        let mut bytes = vec![0u8; shift];
+        bytes.extend_from_slice(secret);
+        let encoded = base64::engine::general_purpose::STANDARD_NO_PAD.encode(&bytes);
+        // Characters carry 6 bits: skip those holding any filler bit, and the last one when
+        // it holds bits of whatever follows the secret.
+        let start = (8 * shift).div_ceil(6);
+        let end = 8 * bytes.len() / 6;
+        if let Some(core) = encoded.get(start..end).filter(|c| c.len() >= MIN_EXACT_LEN) {
+            out.push(core.to_string());
+        }
+    }
+    out
 }
 
 /// A regex for a config secret as written, URL-encoded (`%2F`, `+` for space) or
@@ -535,6 +615,52 @@ mod tests {
             r("a -----BEGIN RSA PRIVATE KEY-----\nMIIEow"),
             format!("a {REDACTED}")
         );
+    }
+
+    #[test]
+    fn the_token_of_a_configured_header_value_is_redacted_on_its_own() {
+        let red = SecretRedactor::new(vec![
+            "Bearer tok-Zx9kQ2mR7vLp".into(),
+            "sid=c00kieValue99; Path=/".into(),
+        ]);
+        assert_eq!(
+            red.redact("echo tok-Zx9kQ2mR7vLp"),
+            format!("echo {REDACTED}")
+        );
+        assert_eq!(red.redact("got c00kieValue99"), format!("got {REDACTED}"));
+        // The scheme word and short parts are not secrets.
+        assert_eq!(red.redact("Bearer Path=/"), "Bearer Path=/");
+    }
+
+    #[test]
+    fn base64_of_a_secret_inside_a_longer_string_is_redacted_at_every_alignment() {
+        use base64::Engine;
+        let secret = "tok-Zx9kQ2mR7vLp";
+        let red = SecretRedactor::new(vec![secret.into()]);
+        for user in ["", "a", "ab", "abc", "user", "admin1"] {
+            for engine in [
+                base64::engine::general_purpose::STANDARD,
+                base64::engine::general_purpose::URL_SAFE,
+            ] {
+                let encoded = engine.encode(format!("{user}:{secret}:x"));
+                let out = red
+                    .redact(&format!("Authorization: Basic {encoded} end"))
+                    .into_owned();
+                assert!(!out.contains(&encoded), "{user}: {out}");
+                assert!(out.ends_with(&format!("{REDACTED} end")), "{user}: {out}");
+            }
+        }
+        let plain = base64::engine::general_purpose::STANDARD.encode("user:other-password");
+        assert_eq!(red.redact(&plain), plain);
+    }
+
+    #[test]
+    fn short_config_secrets_do_not_redact_ordinary_text() {
+        // `abc123` is shorter than MIN_EXACT_LEN: matching it would redact every `abc123x`.
+        let red = SecretRedactor::new(vec!["abc123".into(), "Bearer abc123".into()]);
+        assert_eq!(red.redact("id abc123 and abc1234"), "id abc123 and abc1234");
+        // The whole header value is long enough and still redacted.
+        assert_eq!(red.redact("Bearer abc123"), REDACTED);
     }
 
     #[test]

@@ -7,6 +7,7 @@
 //! Every struct denies unknown fields so a typo is an error naming its path.
 
 use crate::grants::Grants;
+pub use crate::secret::Secret;
 use crate::spec::ApprovalMode;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -69,6 +70,11 @@ pub struct Config {
 }
 
 impl Config {
+    /// Every credential of the config, found by type ([`Secret`]), with where it is.
+    pub fn secrets(&self) -> Vec<crate::secret::Found> {
+        crate::secret::secrets_in(self)
+    }
+
     /// The agent named `name`, or the first agent (the default) when `name` is `None`.
     pub fn agent(&self, name: Option<&str>) -> Option<&AgentConfig> {
         match name {
@@ -96,7 +102,7 @@ pub struct BackendConfig {
     #[serde(default)]
     pub api_base: Option<String>,
     #[serde(default)]
-    pub api_key: Option<String>,
+    pub api_key: Option<Secret>,
     #[serde(default)]
     pub models: Vec<ModelConfig>,
     /// Stream answers (default true); `false` for servers that cannot.
@@ -173,6 +179,10 @@ pub struct AgentConfig {
     /// a block labelled as remembered data (never as instructions). Off by default.
     #[serde(default)]
     pub inject_pinned_memory: bool,
+    /// The other agents this one may plant schedules for (default none). Such a schedule
+    /// fires with the grants of both agents intersected, and planting it always asks.
+    #[serde(default)]
+    pub schedule_for: Vec<String>,
 }
 
 impl AgentConfig {
@@ -357,14 +367,16 @@ pub struct McpServerConfig {
     pub command: Option<String>,
     #[serde(default)]
     pub args: Vec<String>,
+    /// Every value is treated as a credential: redacted wherever it appears.
     #[serde(default)]
-    pub env: BTreeMap<String, String>,
+    pub env: BTreeMap<String, Secret>,
     #[serde(default)]
     pub cwd: Option<String>,
     #[serde(default)]
     pub url: Option<String>,
+    /// Every value is treated as a credential: redacted wherever it appears.
     #[serde(default)]
-    pub headers: BTreeMap<String, String>,
+    pub headers: BTreeMap<String, Secret>,
     /// Seconds to wait for the server to start and list its tools.
     #[serde(default)]
     pub startup_timeout_secs: Option<u64>,
@@ -407,7 +419,7 @@ pub struct McpOAuthConfig {
     pub client_id: Option<String>,
     /// That client's secret, for a confidential client.
     #[serde(default)]
-    pub client_secret: Option<String>,
+    pub client_secret: Option<Secret>,
     /// Scopes to ask for; empty = the server's `WWW-Authenticate` scope, else its
     /// `scopes_supported`.
     #[serde(default)]
@@ -425,7 +437,7 @@ pub struct McpOAuthConfig {
 pub struct McpServeConfig {
     /// Required for any non-loopback `--http` bind.
     #[serde(default)]
-    pub bearer_token: Option<String>,
+    pub bearer_token: Option<Secret>,
     /// Which tools `mcp serve` lists and lets call (tool-profile patterns: exact names and
     /// globs, `ns.*` = `ns__*`); unset = every tool.
     #[serde(default)]
@@ -456,7 +468,7 @@ pub struct SearchBackendConfig {
     #[serde(rename = "type")]
     pub kind: SearchBackendType,
     #[serde(default)]
-    pub api_key: Option<String>,
+    pub api_key: Option<Secret>,
     #[serde(default)]
     pub url: Option<String>,
 }
@@ -542,16 +554,17 @@ pub enum ChannelConfig {
     /// A JSON POST to the operator's URL (pinned, timed out; loopback allowed because the
     /// operator wrote it).
     Webhook {
-        url: String,
+        /// A credential too: some webhooks carry their token in the path.
+        url: Secret,
         #[serde(default)]
-        headers: BTreeMap<String, String>,
+        headers: BTreeMap<String, Secret>,
         /// Seconds one POST may take (default 10).
         #[serde(default)]
         timeout_secs: Option<u64>,
     },
     /// A Telegram bot: `POST {api_base}/bot{bot_token}/sendMessage`.
     Telegram {
-        bot_token: String,
+        bot_token: Secret,
         /// The chat sent to when the call names none.
         #[serde(default)]
         chat_id: Option<String>,
@@ -563,7 +576,7 @@ pub enum ChannelConfig {
     },
     /// A Slack app: `POST {api_base}/chat.postMessage`, `Authorization: Bearer {bot_token}`.
     Slack {
-        bot_token: String,
+        bot_token: Secret,
         /// The channel id (or name) sent to when the call names none.
         #[serde(default)]
         channel: Option<String>,
@@ -576,7 +589,7 @@ pub enum ChannelConfig {
     /// A Discord bot: `POST {api_base}/channels/{channel_id}/messages`,
     /// `Authorization: Bot {bot_token}`.
     Discord {
-        bot_token: String,
+        bot_token: Secret,
         /// The channel sent to when the call names none (a snowflake id).
         #[serde(default)]
         channel_id: Option<String>,
@@ -589,7 +602,7 @@ pub enum ChannelConfig {
     /// The WhatsApp Cloud API: `POST {api_base}/v18.0/{phone_number_id}/messages`, as
     /// `services.whatsapp` sends it.
     Whatsapp {
-        access_token: String,
+        access_token: Secret,
         /// The sending number's id (digits).
         phone_number_id: String,
         /// The recipient sent to when the call names none (digits with country code).
@@ -628,7 +641,7 @@ impl ChannelConfig {
                 .to_string()
         };
         match self {
-            Self::Webhook { url, .. } => url.clone(),
+            Self::Webhook { url, .. } => url.expose().to_string(),
             Self::Telegram { api_base, .. } => or(api_base, DEFAULT_TELEGRAM_API),
             Self::Slack { api_base, .. } => or(api_base, DEFAULT_SLACK_API),
             Self::Discord { api_base, .. } => or(api_base, DEFAULT_DISCORD_API),
@@ -636,20 +649,10 @@ impl ChannelConfig {
         }
     }
 
-    /// Every credential of this entry, for the output redactor: a webhook's headers and URL
-    /// (some carry their token in the path), a provider's token.
+    /// Every credential of this entry (its [`Secret`] fields: a webhook's headers and URL,
+    /// a provider's token), for the output redactor.
     pub fn secrets(&self) -> Vec<String> {
-        let mut out: Vec<String> = match self {
-            Self::Webhook { url, headers, .. } => {
-                headers.values().cloned().chain([url.clone()]).collect()
-            }
-            Self::Telegram { bot_token, .. }
-            | Self::Slack { bot_token, .. }
-            | Self::Discord { bot_token, .. } => vec![bot_token.clone()],
-            Self::Whatsapp { access_token, .. } => vec![access_token.clone()],
-        };
-        out.retain(|s| !s.trim().is_empty());
-        out
+        crate::secret::values(self)
     }
 
     /// Seconds one request may take, when set.
@@ -749,7 +752,7 @@ pub struct TranscribeConfig {
     pub api_base: Option<String>,
     /// Sent as `Authorization: Bearer KEY`; never shown in a result, an error or the audit log.
     #[serde(default)]
-    pub api_key: Option<String>,
+    pub api_key: Option<Secret>,
     /// The model to ask for (`whisper-1` when unset).
     #[serde(default)]
     pub model: Option<String>,
@@ -820,19 +823,9 @@ impl ServicesConfig {
         out
     }
 
-    /// Every credential here, for the output redactor.
+    /// Every credential here (its [`Secret`] fields), for the output redactor.
     pub fn secrets(&self) -> Vec<String> {
-        let mut out = Vec::new();
-        out.extend(self.whatsapp.as_ref().map(|c| c.access_token.clone()));
-        out.extend(self.gsheets.as_ref().and_then(|c| c.access_token.clone()));
-        if let Some(s) = &self.stripe {
-            out.push(s.secret_key.clone());
-            out.extend(s.webhook_secret.clone());
-        }
-        out.extend(self.r8r.as_ref().and_then(|c| c.token.clone()));
-        out.extend(self.github.token.clone());
-        out.retain(|s| !s.trim().is_empty());
-        out
+        crate::secret::values(self)
     }
 }
 
@@ -841,7 +834,7 @@ impl ServicesConfig {
 #[serde(deny_unknown_fields)]
 pub struct WhatsappConfig {
     /// Sent as `Authorization: Bearer …`.
-    pub access_token: String,
+    pub access_token: Secret,
     /// The sending number's id in the Cloud API (digits).
     pub phone_number_id: String,
     /// Unset = `https://graph.facebook.com`.
@@ -858,7 +851,7 @@ pub struct GsheetsConfig {
     pub service_account_file: Option<String>,
     /// A pre-minted OAuth access token, used instead of a key.
     #[serde(default)]
-    pub access_token: Option<String>,
+    pub access_token: Option<Secret>,
     /// Unset = `https://sheets.googleapis.com`.
     #[serde(default)]
     pub api_base: Option<String>,
@@ -872,13 +865,13 @@ pub struct GsheetsConfig {
 #[serde(deny_unknown_fields)]
 pub struct StripeConfig {
     /// Sent as the Basic-auth user name (empty password).
-    pub secret_key: String,
+    pub secret_key: Secret,
     /// Unset = `https://api.stripe.com`.
     #[serde(default)]
     pub api_base: Option<String>,
     /// The endpoint's signing secret (`whsec_…`), for `verify_webhook`.
     #[serde(default)]
-    pub webhook_secret: Option<String>,
+    pub webhook_secret: Option<Secret>,
     /// For `create_payment` without `currency`; unset = `usd`.
     #[serde(default)]
     pub currency: Option<String>,
@@ -893,7 +886,7 @@ pub struct R8rConfig {
     pub url: Option<String>,
     /// Sent as `Authorization: Bearer …` when the server wants one.
     #[serde(default)]
-    pub token: Option<String>,
+    pub token: Option<Secret>,
 }
 
 impl R8rConfig {
@@ -915,7 +908,7 @@ impl R8rConfig {
 #[serde(deny_unknown_fields)]
 pub struct GithubServiceConfig {
     #[serde(default)]
-    pub token: Option<String>,
+    pub token: Option<Secret>,
     #[serde(default)]
     pub api_base: Option<String>,
 }

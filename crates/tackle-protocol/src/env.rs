@@ -50,6 +50,37 @@ pub fn inherited(
         .collect()
 }
 
+/// Whether a name says its value is a credential: `GITHUB_TOKEN`, `AWS_SECRET_ACCESS_KEY`,
+/// `PGPASSWORD`, an `Authorization` header, `api_key`. Case does not matter.
+pub fn names_a_credential(name: &str) -> bool {
+    const WORDS: &[&str] = &[
+        "KEY",
+        "TOKEN",
+        "SECRET",
+        "PASSWORD",
+        "PASSWD",
+        "PASSPHRASE",
+        "AUTH",
+        "COOKIE",
+        "CREDENTIAL",
+    ];
+    let upper = name.to_ascii_uppercase();
+    WORDS.iter().any(|w| upper.contains(w))
+}
+
+/// The values a child inherits (see [`inherited`]) under a name that says credential: a
+/// command that prints one (`printenv`, `env`) must show it redacted.
+pub fn inherited_credentials(
+    vars: impl IntoIterator<Item = (OsString, OsString)>,
+    passthrough: &[String],
+) -> Vec<String> {
+    inherited(vars, passthrough)
+        .into_iter()
+        .filter(|(k, v)| names_a_credential(k) && !v.trim().is_empty())
+        .map(|(_, v)| v)
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -95,6 +126,21 @@ mod tests {
         );
         let names: Vec<&str> = got.iter().map(|(k, _)| k.as_str()).collect();
         assert_eq!(names, ["CARGO_HOME", "RUSTUP_HOME"]);
+    }
+
+    #[test]
+    fn passed_through_credentials_are_known_by_name() {
+        let got = inherited_credentials(
+            vars(&[
+                ("PGPASSWORD", "pg-pass-1"),
+                ("GITHUB_TOKEN", "gh-tok-2"),
+                ("CARGO_HOME", "/c"),
+                ("OPENAI_API_KEY", "sk-not-passed"),
+            ]),
+            &["PGPASSWORD".into(), "GITHUB_TOKEN".into(), "CARGO_*".into()],
+        );
+        assert_eq!(got, ["pg-pass-1", "gh-tok-2"]);
+        assert!(names_a_credential("Authorization") && !names_a_credential("Accept"));
     }
 
     #[cfg(unix)]

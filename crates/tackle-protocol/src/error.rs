@@ -1,10 +1,10 @@
-//! The one error type a tool call can end in. Its kinds are exactly the JSON `kind`s of `tools call --json` (README, "Using it").
+//! The one error type a tool call can end in. Its kinds are exactly the JSON `kind`s of `tools call --json` (README, "Using it"); the CLI's exit-code table maps them to codes.
 
 use crate::decision::Decision;
 use serde::{Deserialize, Serialize};
 use std::fmt;
 
-/// The JSON `kind` of a failed call, and the exit code the CLI maps it to.
+/// The JSON `kind` of a failed call.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum ErrorKind {
@@ -27,15 +27,6 @@ impl ErrorKind {
             ErrorKind::Failed => "failed",
         }
     }
-
-    /// The exit codes (README, "Using it"): 3 denied, 4 approval not askable, 1 everything else.
-    pub fn exit_code(self) -> i32 {
-        match self {
-            ErrorKind::Denied => 3,
-            ErrorKind::NeedsApproval => 4,
-            _ => 1,
-        }
-    }
 }
 
 impl fmt::Display for ErrorKind {
@@ -43,6 +34,9 @@ impl fmt::Display for ErrorKind {
         f.write_str(self.as_str())
     }
 }
+
+/// The start of the rule of a denial a person gave at an approval prompt.
+const DECLINED_RULE: &str = "approval: ";
 
 /// A tool call that did not produce a result.
 #[derive(Debug, Clone, PartialEq, thiserror::Error, Serialize, Deserialize)]
@@ -91,5 +85,20 @@ impl ToolError {
 
     pub fn needs_approval(message: impl Into<String>) -> Self {
         Self::new(ErrorKind::NeedsApproval, message)
+    }
+
+    /// The person asked answered no: a denial (the call did not run) whose rule names the
+    /// approver, so front ends can tell it from a policy's (`approval: NAME`).
+    pub fn declined(approver: &str, why: impl Into<String>) -> Self {
+        Self::denied(Decision::deny(format!("{DECLINED_RULE}{approver}"), why))
+    }
+
+    /// Whether this is a [`ToolError::declined`]: a person's no, not a policy's.
+    pub fn is_declined(&self) -> bool {
+        self.kind == ErrorKind::Denied
+            && self
+                .decision
+                .as_ref()
+                .is_some_and(|d| d.rule.starts_with(DECLINED_RULE))
     }
 }

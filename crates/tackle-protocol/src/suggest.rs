@@ -30,6 +30,24 @@ pub fn nearest<'a>(
         .collect()
 }
 
+/// The one wording of a suggestion, for every front end and tool: `did you mean a, b?`; empty
+/// when there is nothing to suggest. Callers put it after their own sentence (`; ` or `. `).
+pub fn did_you_mean(suggestions: &[String]) -> String {
+    if suggestions.is_empty() {
+        String::new()
+    } else {
+        format!("did you mean {}?", suggestions.join(", "))
+    }
+}
+
+/// `; did you mean a, b?` after a message, or nothing when there is nothing to suggest.
+pub fn hint(suggestions: &[String]) -> String {
+    match did_you_mean(suggestions) {
+        s if s.is_empty() => s,
+        s => format!("; {s}"),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -41,5 +59,16 @@ mod tests {
         assert_eq!(nearest("READ_FILE", names, 0.75)[0], "read_file");
         assert!(nearest("zzzzqqq", names, 0.75).is_empty());
         assert!(nearest("file", names, 0.75).len() <= 3);
+    }
+
+    #[test]
+    fn one_wording_for_every_suggestion() {
+        let near = nearest("read_fil", ["read_file", "shell"], 0.75);
+        assert_eq!(hint(&near), "; did you mean read_file?");
+        assert_eq!(
+            did_you_mean(&["a".into(), "b".into()]),
+            "did you mean a, b?"
+        );
+        assert_eq!(hint(&[]), "");
     }
 }

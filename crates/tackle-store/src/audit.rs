@@ -1,5 +1,9 @@
-//! The audit log: one row per tool decision (allowed, denied and why, approved by whom,
-//! failed), appended by the dispatcher.
+//! The audit log: one row per tool call: the decision (allowed, denied and why, approved by
+//! whom), who made the call, and how it ended. A call that runs is written before it runs (an
+//! intent, outcome `running`, owned by this process) and completed after; an intent whose
+//! process is gone is closed as `interrupted` the next time a process opens the store.
+
+mod owner;
 
 use crate::error::StoreError;
 use crate::{format_ts, now_rfc3339, Store};
@@ -13,6 +17,12 @@ use time::OffsetDateTime;
 
 /// The longest argument summary kept; longer ones are cut at a char boundary.
 pub const ARGS_SUMMARY_MAX_BYTES: usize = 1_024;
+
+/// The outcome of a call whose intent is recorded and that has not ended yet.
+pub const RUNNING: &str = "running";
+
+/// The outcome of a call whose process ended before the call did: what it did is unknown.
+pub const INTERRUPTED: &str = "interrupted";
 
 /// One decision as recorded.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -31,21 +41,85 @@ pub struct AuditRecord {
     pub why: String,
     /// Who said yes (`tty`, `--yes`, `mcp-elicitation`), when someone was asked.
     pub approver: Option<String>,
-    /// `ok`, or the error kind the call ended in (`denied`, `failed`, …).
+    /// `ok`, or the error kind the call ended in (`denied`, `failed`, …), [`RUNNING`] or
+    /// [`INTERRUPTED`].
     pub outcome: String,
     pub duration_ms: Option<u64>,
 }
 
+/// A record with who made the call, as `tackle audit` shows it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AuditEntry {
+    #[serde(flatten)]
+    pub record: AuditRecord,
+    /// `model` (an agent's model), `mcp` (an MCP client), `cli` (`tackle tools call`); empty
+    /// in records written before callers were kept.
+    pub caller: String,
+}
+
+/// How a call whose intent was recorded ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AuditOutcome {
+    /// `ok`, or the error kind the call ended in.
+    pub outcome: String,
+    pub rule: String,
+    pub why: String,
+    pub duration_ms: Option<u64>,
+}
+
+/// The row an intent was written to, for its outcome.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct IntentId(i64);
+
 impl Store {
-    /// Appends one record. The argument summary is cut to [`ARGS_SUMMARY_MAX_BYTES`].
+    /// Appends one record with no caller. The argument summary is cut to
+    /// [`ARGS_SUMMARY_MAX_BYTES`].
     pub async fn append_audit(&self, record: AuditRecord) -> Result<(), StoreError> {
-        // One insert on the path of every call: done here when the lock is free at once, so
-        // the call's result does not wait on two thread hand-offs (see `try_inline`).
-        if let Some(done) = self.try_inline(|conn| insert_audit(conn, &record)) {
+        self.append_audit_entry(AuditEntry {
+            record,
+            caller: String::new(),
+        })
+        .await
+    }
+
+    /// Appends one finished record: a call refused before it ran, or one whose intent could
+    /// not be written.
+    pub async fn append_audit_entry(&self, entry: AuditEntry) -> Result<(), StoreError> {
+        self.audit_write(move |conn| insert_audit(conn, &entry, None).map(drop))
+            .await
+    }
+
+    /// Records a call about to run, before it runs: its outcome is [`RUNNING`] and this process
+    /// owns it until [`Self::finish_audit`]. Should the process end first, the next process to
+    /// open the store closes it as [`INTERRUPTED`].
+    pub async fn begin_audit(&self, mut entry: AuditEntry) -> Result<IntentId, StoreError> {
+        RUNNING.clone_into(&mut entry.record.outcome);
+        entry.record.duration_ms = None;
+        self.audit_write(move |conn| insert_audit(conn, &entry, Some(owner::this_process())))
+            .await
+            .map(IntentId)
+    }
+
+    /// Completes an intent with how its call ended.
+    pub async fn finish_audit(
+        &self,
+        id: IntentId,
+        outcome: AuditOutcome,
+    ) -> Result<(), StoreError> {
+        self.audit_write(move |conn| finish_intent(conn, id, &outcome))
+            .await
+    }
+
+    /// One write on the path of every call: done in the calling task when the lock is free at
+    /// once, so the call's result does not wait on two thread hand-offs (see `try_inline`).
+    async fn audit_write<T: Send + 'static>(
+        &self,
+        write: impl Fn(&rusqlite::Connection) -> Result<T, StoreError> + Send + 'static,
+    ) -> Result<T, StoreError> {
+        if let Some(done) = self.try_inline(|conn| write(conn)) {
             return done;
         }
-        self.with_conn(move |conn| insert_audit(conn, &record))
-            .await
+        self.with_conn(move |conn| write(conn)).await
     }
 
     /// The last `n` records, oldest first.
@@ -59,6 +133,12 @@ impl Store {
 
     /// The newest records matching `query` (at most its `limit`), oldest first.
     pub async fn audit_query(&self, query: AuditQuery) -> Result<Vec<AuditRecord>, StoreError> {
+        let entries = self.audit_entries(query).await?;
+        Ok(entries.into_iter().map(|e| e.record).collect())
+    }
+
+    /// [`Self::audit_query`] with who made each call.
+    pub async fn audit_entries(&self, query: AuditQuery) -> Result<Vec<AuditEntry>, StoreError> {
         let since = match &query.since {
             None => None,
             Some(since) => since.lower_bound()?,
@@ -70,7 +150,7 @@ impl Store {
             .unwrap_or(-1);
         self.with_conn(move |conn| {
             let mut stmt = conn.prepare(
-                "SELECT ts, session_id, agent, tool, args_summary, verdict, rule, why, approver, outcome, duration_ms
+                "SELECT ts, session_id, agent, tool, args_summary, verdict, rule, why, approver, outcome, duration_ms, caller
                  FROM (SELECT * FROM audit
                        WHERE (?1 IS NULL OR session_id = ?1)
                          AND (?2 IS NULL OR tool = ?2)
@@ -80,30 +160,33 @@ impl Store {
             )?;
             let rows = stmt.query_map(params![query.session, query.tool, since, limit], |r| {
                 Ok((
-                    AuditRecord {
-                        ts: r.get(0)?,
-                        session_id: r.get(1)?,
-                        agent: r.get(2)?,
-                        tool: r.get(3)?,
-                        args_summary: r.get(4)?,
-                        verdict: Verdict::Allow,
-                        rule: r.get(6)?,
-                        why: r.get(7)?,
-                        approver: r.get(8)?,
-                        outcome: r.get(9)?,
-                        duration_ms: r.get::<_, Option<i64>>(10)?.map(|d| d.max(0) as u64),
+                    AuditEntry {
+                        record: AuditRecord {
+                            ts: r.get(0)?,
+                            session_id: r.get(1)?,
+                            agent: r.get(2)?,
+                            tool: r.get(3)?,
+                            args_summary: r.get(4)?,
+                            verdict: Verdict::Allow,
+                            rule: r.get(6)?,
+                            why: r.get(7)?,
+                            approver: r.get(8)?,
+                            outcome: r.get(9)?,
+                            duration_ms: r.get::<_, Option<i64>>(10)?.map(|d| d.max(0) as u64),
+                        },
+                        caller: r.get(11)?,
                     },
                     r.get::<_, String>(5)?,
                 ))
             })?;
             let mut out = Vec::new();
             for row in rows {
-                let (mut record, verdict) = row?;
-                record.verdict = parse_verdict(&verdict).ok_or(StoreError::BadValue {
+                let (mut entry, verdict) = row?;
+                entry.record.verdict = parse_verdict(&verdict).ok_or(StoreError::BadValue {
                     what: "verdict",
                     value: verdict,
                 })?;
-                out.push(record);
+                out.push(entry);
             }
             Ok(out)
         })
@@ -162,11 +245,14 @@ fn parse_time(text: &str) -> Result<OffsetDateTime, StoreError> {
     };
     match OffsetDateTime::parse(text, &Rfc3339) {
         Ok(at) => Ok(at),
-        Err(rfc) => {
+        Err(_) => {
             let date_only = time::macros::format_description!("[year]-[month]-[day]");
             match time::Date::parse(text, &date_only) {
                 Ok(date) => Ok(date.midnight().assume_utc()),
-                Err(_) => Err(bad(rfc.to_string())),
+                // The parser's own words name its internals ("the 'year' component").
+                Err(_) => Err(bad(
+                    "it is neither a date (2026-01-02) nor a date and time".to_string()
+                )),
             }
         }
     }
@@ -189,20 +275,24 @@ fn parse_verdict(s: &str) -> Option<Verdict> {
     })
 }
 
-fn insert_audit(conn: &rusqlite::Connection, record: &AuditRecord) -> Result<(), StoreError> {
+/// Inserts one record; `owner`, for an intent, is the process that runs the call. Returns the
+/// row's id.
+fn insert_audit(
+    conn: &rusqlite::Connection,
+    entry: &AuditEntry,
+    owner: Option<&str>,
+) -> Result<i64, StoreError> {
+    let record = &entry.record;
     let ts = if record.ts.is_empty() {
         now_rfc3339()
     } else {
         record.ts.clone()
     };
     let summary = truncate_at_char_boundary(&record.args_summary, ARGS_SUMMARY_MAX_BYTES);
-    let duration = record
-        .duration_ms
-        .map(|d| i64::try_from(d).unwrap_or(i64::MAX));
     // Kept compiled on the connection: parsing the statement was a quarter of the insert.
     let mut insert = conn.prepare_cached(
-        "INSERT INTO audit (ts, session_id, agent, tool, args_summary, verdict, rule, why, approver, outcome, duration_ms)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
+        "INSERT INTO audit (ts, session_id, agent, tool, args_summary, verdict, rule, why, approver, outcome, duration_ms, caller, owner)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
     )?;
     insert.execute(params![
         ts,
@@ -215,7 +305,63 @@ fn insert_audit(conn: &rusqlite::Connection, record: &AuditRecord) -> Result<(),
         record.why,
         record.approver,
         record.outcome,
-        duration
+        millis(record.duration_ms),
+        entry.caller,
+        owner
+    ])?;
+    Ok(conn.last_insert_rowid())
+}
+
+/// Writes an intent's outcome and releases it from its owner.
+fn finish_intent(
+    conn: &rusqlite::Connection,
+    id: IntentId,
+    outcome: &AuditOutcome,
+) -> Result<(), StoreError> {
+    let mut update = conn.prepare_cached(
+        "UPDATE audit SET outcome = ?2, rule = ?3, why = ?4, duration_ms = ?5, owner = NULL
+         WHERE id = ?1",
+    )?;
+    update.execute(params![
+        id.0,
+        outcome.outcome,
+        outcome.rule,
+        outcome.why,
+        millis(outcome.duration_ms)
     ])?;
     Ok(())
 }
+
+fn millis(duration_ms: Option<u64>) -> Option<i64> {
+    duration_ms.map(|d| i64::try_from(d).unwrap_or(i64::MAX))
+}
+
+/// Closes as [`INTERRUPTED`] the intents whose process is gone; those of running processes
+/// (this one, a daemon, a concurrent `tackle run`) stay open. Normally no intent is open and
+/// this is one look-up in an empty index. Returns how many were closed.
+pub(crate) fn close_interrupted(conn: &rusqlite::Connection) -> Result<usize, StoreError> {
+    let owners: Vec<String> = conn
+        .prepare_cached("SELECT DISTINCT owner FROM audit WHERE owner IS NOT NULL")?
+        .query_map([], |r| r.get(0))?
+        .collect::<Result<_, _>>()?;
+    let mut closed = 0;
+    for gone in owners.iter().filter(|o| owner::is_gone(o)) {
+        let pid = gone.split(' ').next().unwrap_or_default();
+        // Keyed on the owner: another process closing the same intents meanwhile changes
+        // nothing.
+        closed += conn.execute(
+            "UPDATE audit SET outcome = ?2, why = ?3, owner = NULL WHERE owner = ?1",
+            params![
+                gone,
+                INTERRUPTED,
+                format!(
+                    "the process running the call (pid {pid}) ended before the call did; what the call did is unknown"
+                )
+            ],
+        )?;
+    }
+    Ok(closed)
+}
+
+#[cfg(test)]
+mod tests;

@@ -67,6 +67,10 @@ pub enum StoreError {
     #[error("{0}")]
     InvalidMemory(String),
 
+    /// A session id, schedule id or bank name the one id rule refuses.
+    #[error(transparent)]
+    InvalidId(#[from] tackle_protocol::ids::InvalidId),
+
     #[error("this memory store has no room for more memories or banks")]
     ScopeFull,
 

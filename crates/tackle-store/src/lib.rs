@@ -34,7 +34,10 @@ mod reminders;
 mod schedules;
 mod sessions;
 
-pub use audit::{AuditQuery, AuditRecord, AuditSince, ARGS_SUMMARY_MAX_BYTES};
+pub use audit::{
+    AuditEntry, AuditOutcome, AuditQuery, AuditRecord, AuditSince, IntentId,
+    ARGS_SUMMARY_MAX_BYTES, INTERRUPTED, RUNNING,
+};
 pub use error::StoreError;
 pub use fires::{Claimed, FireClaim, FireRecord, FireStatus};
 pub use links::SessionLink;
@@ -240,10 +243,15 @@ fn open_file(state_dir: &Path, checkpoint: &CheckpointDue) -> Result<Connection,
     conn.pragma_update(None, "journal_mode", "WAL")
         .map_err(open_err)?;
     checkpoint.watch(&mut conn).map_err(open_err)?;
-    prepare(conn).map_err(|e| match e {
+    let conn = prepare(conn).map_err(|e| match e {
         StoreError::Sqlite(source) => StoreError::Open { path, source },
         other => other,
-    })
+    })?;
+    // Calls whose process died mid-run are closed as interrupted by the next process to
+    // open the store. Best effort: one that fails here (the database busy past the timeout)
+    // stays open for the next open to close.
+    let _ = audit::close_interrupted(&conn);
+    Ok(conn)
 }
 
 /// The connection settings every store has, and the schema migrated to the latest.

@@ -58,33 +58,17 @@ impl BankPerm {
     }
 }
 
-/// Whether `name` may name a shared bank: 1–64 of `a-z 0-9 _ -`, starting with a letter or
-/// digit, and not `self`. One spelling per bank, so no case, width or lookalike variant of a
-/// granted name can be another way in.
+/// Whether `name` may name a shared bank: the one id rule for banks (1–64 of `a-z 0-9 _ -`,
+/// starting with a letter or digit; see `tackle_protocol::ids`), and not `self`. One spelling
+/// per bank, so no case, width or lookalike variant of a granted name can be another way in.
 pub fn check_bank_name(name: &str) -> Result<(), StoreError> {
-    let bad = |why: &str| StoreError::InvalidBankName {
-        name: name.to_string(),
-        why: why.to_string(),
-    };
     if name == SELF_BANK {
-        return Err(bad(
-            "`self` is each agent's own memory and cannot be a shared bank",
-        ));
+        return Err(StoreError::InvalidBankName {
+            name: name.to_string(),
+            why: "`self` is each agent's own memory and cannot be a shared bank".to_string(),
+        });
     }
-    let mut chars = name.chars();
-    match chars.next() {
-        None => return Err(bad("it is empty")),
-        Some(c) if !(c.is_ascii_lowercase() || c.is_ascii_digit()) => {
-            return Err(bad("it must start with a-z or 0-9"))
-        }
-        Some(_) => {}
-    }
-    if name.len() > 64 {
-        return Err(bad("it is longer than 64 characters"));
-    }
-    if !chars.all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' || c == '_') {
-        return Err(bad("only a-z, 0-9, `-` and `_` are allowed"));
-    }
+    tackle_protocol::ids::check(tackle_protocol::ids::IdKind::Bank, name)?;
     Ok(())
 }
 

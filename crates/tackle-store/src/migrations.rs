@@ -204,6 +204,24 @@ const MIGRATIONS: &[(i64, &str)] = &[
         );
         CREATE INDEX session_links_by_parent ON session_links (parent_id);",
     ),
+    (
+        // Audit intents: a call's record is written before it runs (outcome `running`) with
+        // the process that runs it as `owner`, and completed after. An owner that is gone
+        // leaves its intents to be closed as `interrupted`; the partial index keeps finding
+        // them an empty look-up on every open. `caller` says who made the call.
+        8,
+        "ALTER TABLE audit ADD COLUMN caller TEXT NOT NULL DEFAULT '';
+        ALTER TABLE audit ADD COLUMN owner TEXT;
+        CREATE INDEX audit_open_intents ON audit (owner) WHERE owner IS NOT NULL;",
+    ),
+    (
+        // Schedules belong to the agent that planted them
+        // (docs/decisions/0028-schedules-belong-to-their-planter.md): `created_by` is that
+        // agent (its tree path for a child) when it is not the agent the schedule fires as;
+        // NULL (every schedule stored before) means the agent itself.
+        9,
+        "ALTER TABLE schedules ADD COLUMN created_by TEXT;",
+    ),
 ];
 
 /// The newest schema version this build knows.

@@ -113,6 +113,11 @@ pub struct Schedule {
     /// Until when a daemon's run of this schedule holds it (`None`: no run is going).
     #[serde(with = "time::serde::timestamp::milliseconds::option")]
     pub lease_until: Option<OffsetDateTime>,
+    /// Who planted it: the agent (its path in a tree, `a › b`, for a child) whose schedule
+    /// tools alone may see and change it. `agent` for schedules planted as themselves and for
+    /// those stored before owners were recorded.
+    #[serde(default)]
+    pub owner: String,
 }
 
 impl Schedule {
@@ -141,7 +146,8 @@ pub struct ScheduleUpdate {
 
 pub(crate) const COLUMNS: &str =
     "id, agent, name, kind, spec, message, enabled, next_fire_ms, last_fired_ms, created_at, \
-     target, session_id, max_fires, expires_at_ms, fire_count, lease_until_ms";
+     target, session_id, max_fires, expires_at_ms, fire_count, lease_until_ms, \
+     COALESCE(created_by, agent)";
 
 impl Store {
     /// The file touched after every change made through [`Store::add_schedule`],
@@ -174,19 +180,34 @@ impl Store {
 
     /// Adds a schedule; a name the agent already uses is [`StoreError::DuplicateSchedule`].
     pub async fn add_schedule(&self, new: NewSchedule) -> Result<Schedule, StoreError> {
-        let added = self.add_schedule_quietly(new).await;
+        self.add_owned_schedule(new, None).await
+    }
+
+    /// As [`Store::add_schedule`], planted by `owner` (`None`: by `new.agent` itself).
+    pub async fn add_owned_schedule(
+        &self,
+        new: NewSchedule,
+        owner: Option<&str>,
+    ) -> Result<Schedule, StoreError> {
+        tackle_protocol::ids::check(tackle_protocol::ids::IdKind::Schedule, &new.name)?;
+        let owner = owner.filter(|o| *o != new.agent).map(str::to_string);
+        let added = self.add_schedule_quietly(new, owner).await;
         if added.is_ok() {
             self.touch_schedules_marker();
         }
         added
     }
 
-    async fn add_schedule_quietly(&self, new: NewSchedule) -> Result<Schedule, StoreError> {
+    async fn add_schedule_quietly(
+        &self,
+        new: NewSchedule,
+        owner: Option<String>,
+    ) -> Result<Schedule, StoreError> {
         self.with_conn(move |conn| {
             let inserted = conn.execute(
                 "INSERT OR IGNORE INTO schedules (agent, name, kind, spec, message, next_fire_ms, created_at,
-                                                  target, session_id, max_fires, expires_at_ms)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
+                                                  target, session_id, max_fires, expires_at_ms, created_by)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
                 params![
                     new.agent,
                     new.name,
@@ -199,6 +220,7 @@ impl Store {
                     new.session_id,
                     new.max_fires,
                     new.expires_at.map(to_ms),
+                    owner,
                 ],
             )?;
             if inserted == 0 {
@@ -207,19 +229,30 @@ impl Store {
                     name: new.name,
                 });
             }
-            get(conn, &new.agent, &new.name)?.ok_or_else(|| StoreError::Task("schedule vanished after insert".into()))
+            get(conn, &new.agent, &new.name, None)?.ok_or_else(|| StoreError::Task("schedule vanished after insert".into()))
         })
         .await
     }
 
     /// The schedules of `agent` (every agent's for `None`), by agent then name.
     pub async fn list_schedules(&self, agent: Option<&str>) -> Result<Vec<Schedule>, StoreError> {
+        self.list_owned_schedules(None, agent).await
+    }
+
+    /// As [`Store::list_schedules`], only those `owner` planted (`None`: whoever did).
+    pub async fn list_owned_schedules(
+        &self,
+        owner: Option<&str>,
+        agent: Option<&str>,
+    ) -> Result<Vec<Schedule>, StoreError> {
         let agent = agent.map(str::to_string);
+        let owner = owner.map(str::to_string);
         self.with_conn(move |conn| {
             let sql = format!(
-                "SELECT {COLUMNS} FROM schedules WHERE (?1 IS NULL OR agent = ?1) ORDER BY agent, name"
+                "SELECT {COLUMNS} FROM schedules WHERE (?1 IS NULL OR agent = ?1)
+                 AND (?2 IS NULL OR COALESCE(created_by, agent) = ?2) ORDER BY agent, name"
             );
-            query(conn, &sql, params![agent])
+            query(conn, &sql, params![agent, owner])
         })
         .await
     }
@@ -229,8 +262,20 @@ impl Store {
         agent: &str,
         name: &str,
     ) -> Result<Option<Schedule>, StoreError> {
+        self.get_owned_schedule(None, agent, name).await
+    }
+
+    /// As [`Store::get_schedule`], `None` unless `owner` planted it (`None`: whoever did).
+    pub async fn get_owned_schedule(
+        &self,
+        owner: Option<&str>,
+        agent: &str,
+        name: &str,
+    ) -> Result<Option<Schedule>, StoreError> {
         let (agent, name) = (agent.to_string(), name.to_string());
-        self.with_conn(move |conn| get(conn, &agent, &name)).await
+        let owner = owner.map(str::to_string);
+        self.with_conn(move |conn| get(conn, &agent, &name, owner.as_deref()))
+            .await
     }
 
     /// Applies `update`; returns the schedule as it now is, or `None` if there is no such one.
@@ -240,10 +285,22 @@ impl Store {
         name: &str,
         update: ScheduleUpdate,
     ) -> Result<Option<Schedule>, StoreError> {
+        self.modify_owned_schedule(None, agent, name, update).await
+    }
+
+    /// As [`Store::modify_schedule`], `None` unless `owner` planted it (`None`: whoever did).
+    pub async fn modify_owned_schedule(
+        &self,
+        owner: Option<&str>,
+        agent: &str,
+        name: &str,
+        update: ScheduleUpdate,
+    ) -> Result<Option<Schedule>, StoreError> {
         let (agent, name) = (agent.to_string(), name.to_string());
+        let owner = owner.map(str::to_string);
         let changed = self.with_conn(move |conn| {
             let tx = conn.transaction()?;
-            let Some(mut s) = get(&tx, &agent, &name)? else {
+            let Some(mut s) = get(&tx, &agent, &name, owner.as_deref())? else {
                 return Ok(None);
             };
             s.kind = update.kind.unwrap_or(s.kind);
@@ -282,12 +339,24 @@ impl Store {
 
     /// Removes a schedule; returns whether it existed.
     pub async fn remove_schedule(&self, agent: &str, name: &str) -> Result<bool, StoreError> {
+        self.remove_owned_schedule(None, agent, name).await
+    }
+
+    /// As [`Store::remove_schedule`], only when `owner` planted it (`None`: whoever did).
+    pub async fn remove_owned_schedule(
+        &self,
+        owner: Option<&str>,
+        agent: &str,
+        name: &str,
+    ) -> Result<bool, StoreError> {
         let (agent, name) = (agent.to_string(), name.to_string());
+        let owner = owner.map(str::to_string);
         let removed = self
             .with_conn(move |conn| {
                 let n = conn.execute(
-                    "DELETE FROM schedules WHERE agent = ?1 AND name = ?2",
-                    params![agent, name],
+                    "DELETE FROM schedules WHERE agent = ?1 AND name = ?2
+                     AND (?3 IS NULL OR COALESCE(created_by, agent) = ?3)",
+                    params![agent, name, owner],
                 )?;
                 Ok(n > 0)
             })
@@ -356,13 +425,20 @@ pub(crate) fn from_ms(ms: i64) -> Option<OffsetDateTime> {
     OffsetDateTime::from_unix_timestamp_nanos(i128::from(ms) * 1_000_000).ok()
 }
 
+/// `agent`'s schedule `name`, when `owner` (if given) planted it.
 pub(crate) fn get(
     conn: &Connection,
     agent: &str,
     name: &str,
+    owner: Option<&str>,
 ) -> Result<Option<Schedule>, StoreError> {
-    let sql = format!("SELECT {COLUMNS} FROM schedules WHERE agent = ?1 AND name = ?2");
-    let row = conn.query_row(&sql, params![agent, name], raw).optional()?;
+    let sql = format!(
+        "SELECT {COLUMNS} FROM schedules WHERE agent = ?1 AND name = ?2
+         AND (?3 IS NULL OR COALESCE(created_by, agent) = ?3)"
+    );
+    let row = conn
+        .query_row(&sql, params![agent, name, owner], raw)
+        .optional()?;
     row.map(typed).transpose()
 }
 
@@ -399,6 +475,7 @@ pub(crate) fn raw(r: &rusqlite::Row<'_>) -> rusqlite::Result<Raw> {
             expires_at: r.get::<_, Option<i64>>(13)?.and_then(from_ms),
             fire_count: r.get(14)?,
             lease_until: r.get::<_, Option<i64>>(15)?.and_then(from_ms),
+            owner: r.get(16)?,
         },
         r.get(3)?,
         r.get(10)?,
@@ -415,4 +492,104 @@ pub(crate) fn typed((mut s, kind, target): Raw) -> Result<Schedule, StoreError> 
         value: target,
     })?;
     Ok(s)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn new(agent: &str, name: &str) -> NewSchedule {
+        NewSchedule {
+            agent: agent.into(),
+            name: name.into(),
+            kind: ScheduleKind::Cron,
+            spec: "0 0 9 * * *".into(),
+            message: "m".into(),
+            next_fire: None,
+            target: Target::Fresh,
+            session_id: None,
+            max_fires: None,
+            expires_at: None,
+        }
+    }
+
+    #[tokio::test]
+    async fn only_the_planter_finds_changes_or_removes_a_schedule() {
+        let store = Store::open_in_memory().unwrap();
+        let own = store.add_schedule(new("bob", "own")).await.unwrap();
+        assert_eq!(own.owner, "bob");
+        let planted = store
+            .add_owned_schedule(new("bob", "planted"), Some("alice"))
+            .await
+            .unwrap();
+        assert_eq!(planted.owner, "alice");
+        // An owner equal to the agent is stored as the agent's own.
+        let same = store
+            .add_owned_schedule(new("bob", "same"), Some("bob"))
+            .await
+            .unwrap();
+        assert_eq!(same.owner, "bob");
+
+        let names = |list: Vec<Schedule>| list.into_iter().map(|s| s.name).collect::<Vec<_>>();
+        assert_eq!(
+            names(
+                store
+                    .list_owned_schedules(Some("alice"), None)
+                    .await
+                    .unwrap()
+            ),
+            ["planted"]
+        );
+        assert_eq!(
+            names(
+                store
+                    .list_owned_schedules(Some("bob"), Some("bob"))
+                    .await
+                    .unwrap()
+            ),
+            ["own", "same"]
+        );
+        assert_eq!(store.list_schedules(None).await.unwrap().len(), 3);
+
+        assert!(store
+            .get_owned_schedule(Some("alice"), "bob", "own")
+            .await
+            .unwrap()
+            .is_none());
+        let off = ScheduleUpdate {
+            enabled: Some(false),
+            ..ScheduleUpdate::default()
+        };
+        assert!(store
+            .modify_owned_schedule(Some("alice"), "bob", "own", off.clone())
+            .await
+            .unwrap()
+            .is_none());
+        assert!(!store
+            .remove_owned_schedule(Some("alice"), "bob", "own")
+            .await
+            .unwrap());
+        assert!(
+            store
+                .get_schedule("bob", "own")
+                .await
+                .unwrap()
+                .unwrap()
+                .enabled
+        );
+        assert!(!store
+            .remove_owned_schedule(Some("bob"), "bob", "planted")
+            .await
+            .unwrap());
+        assert!(store
+            .remove_owned_schedule(Some("alice"), "bob", "planted")
+            .await
+            .unwrap());
+        // The operator (no owner) reaches every schedule.
+        assert!(store
+            .modify_owned_schedule(None, "bob", "own", off)
+            .await
+            .unwrap()
+            .is_some());
+    }
 }

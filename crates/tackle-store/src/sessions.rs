@@ -184,6 +184,8 @@ impl Store {
     /// Creates the session `id` for `agent` unless it exists; returns whether it was created.
     /// For `--session NAME` naming a session that should start now.
     pub async fn ensure_session(&self, id: &SessionId, agent: &str) -> Result<bool, StoreError> {
+        // Where a chosen id is first written: only ids the one rule accepts are ever stored.
+        tackle_protocol::ids::check(tackle_protocol::ids::IdKind::Session, &id.0)?;
         let (id, agent) = (id.0.clone(), agent.to_string());
         self.with_conn(move |conn| {
             let n = conn.execute(

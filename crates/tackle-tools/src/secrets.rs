@@ -3,7 +3,7 @@
 //! One list for every tool that talks to the network (web, media, services).
 
 use serde_json::Value;
-use tackle_protocol::ToolError;
+use tackle_protocol::{ToolError, ToolOutput};
 
 use crate::web::net::REDACTED;
 
@@ -73,6 +73,16 @@ impl Secrets {
             d.rule = self.scrub(&d.rule);
         }
         err
+    }
+
+    /// A tool's result: its text and its machine-readable part.
+    pub(crate) fn scrub_output(&self, mut out: ToolOutput) -> ToolOutput {
+        if self.0.is_empty() {
+            return out;
+        }
+        out.content = self.scrub(&out.content);
+        out.structured = out.structured.map(|v| self.scrub_value(v));
+        out
     }
 
     /// Every string in a JSON value, keys included.

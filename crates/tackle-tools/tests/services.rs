@@ -517,7 +517,7 @@ fn stripe(server: &MockServer, webhook_secret: Option<&str>) -> Setup {
     s.stripe = Some(StripeConfig {
         secret_key: STRIPE_KEY.into(),
         api_base: Some(server.uri()),
-        webhook_secret: webhook_secret.map(str::to_string),
+        webhook_secret: webhook_secret.map(Into::into),
         currency: None,
     });
     Setup::new(server, s)

@@ -16,6 +16,7 @@ pub mod approver;
 mod budget;
 mod inbox;
 mod node;
+mod relay;
 pub mod scope;
 mod tasks;
 

@@ -4,7 +4,7 @@
 use super::approver::Labelled;
 use super::scope::{child_tools, without_spawning};
 use super::{Budget, OpenTask, Tree, TreePlace};
-use crate::agent_loop::BudgetMode;
+use crate::agent_loop::{BudgetMode, BUDGET_EXHAUSTED};
 use crate::events::AgentEvent;
 use crate::{AgentLoop, DispatcherConfig, DoneReason, LoopConfig, Session};
 use async_trait::async_trait;
@@ -375,6 +375,11 @@ fn task_text(req: &SpawnRequest) -> String {
     }
 }
 
+/// The error of a node that could not claim a model request: `what` stopped, and why.
+fn exhausted(what: &str) -> ToolError {
+    ToolError::failed(format!("{what}: {BUDGET_EXHAUSTED}"))
+}
+
 /// A finished child's outcome as the caller's tool result.
 fn outcome_text(
     label: &str,
@@ -389,10 +394,8 @@ fn outcome_text(
     }
     match out.reason {
         DoneReason::Answer => Ok(out.text),
-        DoneReason::MaxIterations => Ok(format!(
-            "{}\n(`{label}` stopped: the tree's shared `max_iterations` pool is used up.)",
-            out.text
-        )),
+        // Not an answer: the parent's model must not read the child's work as done.
+        DoneReason::MaxIterations => Err(exhausted(&format!("`{label}` stopped"))),
         DoneReason::Cancelled => Err(ToolError::failed(format!("`{label}` was cancelled"))),
         DoneReason::LoopGuard | DoneReason::Error => {
             Err(ToolError::failed(format!("`{label}` failed: {}", out.text)))
@@ -403,10 +406,15 @@ fn outcome_text(
 #[async_trait]
 impl AgentServices for TreeNode {
     async fn compact(&self, cx: &ToolContext) -> Result<String, ToolError> {
-        match &self.tree.settings.compactor {
-            Some(c) => c.compact(cx).await,
-            None => Err(ToolError::failed("this agent cannot compact its session")),
+        let Some(c) = &self.tree.settings.compactor else {
+            return Err(ToolError::failed("this agent cannot compact its session"));
+        };
+        // The summary is a model request the agent chose to make (one tool turn may ask for
+        // many in parallel), so it is claimed from the tree's pool like a tool turn.
+        if !self.budget.claim_step() {
+            return Err(exhausted("cannot compact"));
         }
+        c.compact(cx).await
     }
 
     fn can_spawn(&self, _cx: &ToolContext) -> Result<(), ToolError> {
@@ -419,6 +427,13 @@ impl AgentServices for TreeNode {
 
     async fn spawn(&self, cx: &ToolContext, req: SpawnRequest) -> Result<SpawnResult, ToolError> {
         self.check_limits()?;
+        // A child could not claim even its first request: refuse before creating its session.
+        if !self.budget.has_steps() {
+            return Err(exhausted(&format!(
+                "`{}` cannot start a child",
+                self.label()
+            )));
+        }
         let plan = self.plan(&req)?;
         let permit = Arc::clone(&self.running).try_acquire_owned().map_err(|_| {
             ToolError::denied(Decision::deny(
@@ -445,14 +460,17 @@ impl AgentServices for TreeNode {
         .await
         .map_err(|e| ToolError::failed(format!("cannot create the child session: {e}")))?;
         let approver = Arc::new(Labelled::new(cx.approver().cloned(), path.clone()));
-        // The child's own events stay with it; its result is the tool's.
-        let (events, _) = tokio::sync::mpsc::unbounded_channel();
+        // The child's result is the tool's; its tool calls are shown under the spawn's line.
+        let depth = node.path().len().saturating_sub(1);
+        let (events, relay) = super::relay::child_events(&self.tree, &path, depth);
         if !matches!(req.kind, ChildKind::Background) && !req.background {
             let cancel = cx.cancel.child_token();
             let out = agent_loop
                 .run_started_turn(&mut session, approver, &events, &cancel)
                 .await;
             drop(permit);
+            drop(events);
+            let _ = relay.await;
             let text = outcome_text(&path, out)?;
             return Ok(SpawnResult {
                 session_id: session.id().to_string(),
@@ -477,6 +495,8 @@ impl AgentServices for TreeNode {
                 .run_started_turn(&mut session, approver, &events, &token)
                 .await;
             drop(permit);
+            drop(events);
+            let _ = relay.await;
             let (ok, body) = match outcome_text(&path, out) {
                 Ok(t) => (true, t),
                 Err(e) => (false, format!("error ({}): {}", e.kind, e.message)),

@@ -23,6 +23,8 @@ use tokio_util::sync::CancellationToken;
 pub enum Reply {
     Text(String),
     Calls(Vec<(&'static str, Value)>),
+    /// Calls whose argument text is sent as written (it need not be JSON).
+    RawCalls(Vec<(&'static str, String)>),
 }
 
 pub type Script = dyn Fn(&ChatRequest) -> Reply + Send + Sync;
@@ -48,26 +50,35 @@ impl Provider for Scripted {
                 Ok(StreamEvent::TextDelta(t)),
                 Ok(StreamEvent::Stop(StopReason::EndTurn)),
             ],
-            Reply::Calls(calls) => {
-                let mut ev = Vec::new();
-                for (i, (name, args)) in calls.into_iter().enumerate() {
-                    ev.push(Ok(StreamEvent::ToolCallStart {
-                        index: i,
-                        id: format!("c{i}"),
-                        name: name.to_string(),
-                    }));
-                    ev.push(Ok(StreamEvent::ToolCallArgsDelta {
-                        index: i,
-                        delta: args.to_string(),
-                    }));
-                    ev.push(Ok(StreamEvent::ToolCallEnd { index: i }));
-                }
-                ev.push(Ok(StreamEvent::Stop(StopReason::ToolUse)));
-                ev
-            }
+            Reply::Calls(calls) => call_events(
+                calls
+                    .into_iter()
+                    .map(|(name, args)| (name, args.to_string()))
+                    .collect(),
+            ),
+            Reply::RawCalls(calls) => call_events(calls),
         };
         Ok(Box::pin(stream::iter(events)))
     }
+}
+
+/// The stream of one model turn that asks for `calls` (name, argument text).
+fn call_events(calls: Vec<(&'static str, String)>) -> Vec<Result<StreamEvent, LlmError>> {
+    let mut ev = Vec::new();
+    for (i, (name, args)) in calls.into_iter().enumerate() {
+        ev.push(Ok(StreamEvent::ToolCallStart {
+            index: i,
+            id: format!("c{i}"),
+            name: name.to_string(),
+        }));
+        ev.push(Ok(StreamEvent::ToolCallArgsDelta {
+            index: i,
+            delta: args,
+        }));
+        ev.push(Ok(StreamEvent::ToolCallEnd { index: i }));
+    }
+    ev.push(Ok(StreamEvent::Stop(StopReason::ToolUse)));
+    ev
 }
 
 /// The system prompt of a request.
@@ -104,6 +115,15 @@ pub struct Harness {
 impl Harness {
     /// A tree rooted at the first agent of `yaml` (a config), driven by `script`.
     pub fn new(yaml: &str, script: Box<Script>, delay: Duration) -> Self {
+        Self::build(yaml, script, delay, false)
+    }
+
+    /// As [`Harness::new`], with a compactor: the `compact` tool summarises through `script`.
+    pub fn with_compactor(yaml: &str, script: Box<Script>, delay: Duration) -> Self {
+        Self::build(yaml, script, delay, true)
+    }
+
+    fn build(yaml: &str, script: Box<Script>, delay: Duration, compact: bool) -> Self {
         let dir = tempfile::tempdir().expect("tempdir");
         let ws = dir.path().join("ws");
         let state = dir.path().join("state");
@@ -138,7 +158,13 @@ impl Harness {
             tool_profile: tackle_agent::ToolProfile::full(),
             context_tokens: 100_000,
             store: store.clone(),
-            compactor: None,
+            compactor: compact.then(|| {
+                Arc::new(tackle_agent::Compactor::new(
+                    Arc::clone(&provider),
+                    "scripted-model".into(),
+                    Some(store.clone()),
+                ))
+            }),
         });
         let budget = Arc::new(Budget::new(max_iterations));
         let root = tree.root_node(Arc::clone(&budget));

@@ -339,8 +339,11 @@ impl Server {
                 .await
             }
             (None, Some(command)) => {
-                let env: Vec<(String, String)> =
-                    c.env.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
+                let env: Vec<(String, String)> = c
+                    .env
+                    .iter()
+                    .map(|(k, v)| (k.clone(), v.to_string()))
+                    .collect();
                 let spec = StdioSpec {
                     server: &self.name,
                     command,

@@ -223,7 +223,7 @@ pub(crate) async fn connect_stdio(
     let service = handler
         .serve(transport)
         .await
-        .map_err(|e| WireError::Handshake(e.to_string()))?;
+        .map_err(|e| WireError::Handshake(super::plain::init_error(&e)))?;
     Ok(Connection::watch(service, tools_changed, roots))
 }
 
@@ -243,7 +243,7 @@ pub(crate) fn is_needs_login(e: &WireError) -> bool {
 /// with `token_file` (OAuth), requests carry the stored token (refreshed when it expires).
 pub(crate) async fn connect_http(
     url: &str,
-    headers: &BTreeMap<String, String>,
+    headers: &BTreeMap<String, tackle_protocol::config::Secret>,
     token_file: Option<&std::path::Path>,
     elicitor: Elicitor,
     roots: &crate::Roots,
@@ -301,7 +301,7 @@ pub(crate) async fn connect_http(
         if wants_authorization(&e) {
             needs_login(&server)
         } else {
-            WireError::Handshake(e.to_string())
+            WireError::Handshake(super::plain::init_error(&e))
         }
     })?;
     let mut conn = Connection::watch(service, tools_changed, roots);
@@ -467,8 +467,7 @@ impl Connection {
 fn request_error(e: rmcp::service::ServiceError) -> WireError {
     match e {
         rmcp::service::ServiceError::TransportClosed => WireError::Closed,
-        rmcp::service::ServiceError::McpError(data) => WireError::Request(data.message.to_string()),
-        other => WireError::Request(other.to_string()),
+        other => WireError::Request(super::plain::service_error(&other)),
     }
 }
 

@@ -7,6 +7,7 @@
 
 mod child;
 pub(crate) mod client;
+mod plain;
 pub(crate) mod server;
 
 /// What went wrong talking MCP.

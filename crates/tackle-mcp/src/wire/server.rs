@@ -78,6 +78,31 @@ impl Handler {
         Self::new(Arc::clone(&self.service), &format!("{}-{n}", self.session))
     }
 
+    /// A `tools/call` whose parameters are not a call (`name` not a string, `arguments` not an
+    /// object): invalid params, and on record as a refused call, as every other refusal is.
+    async fn malformed_call(&self, params: Option<Value>) -> ErrorData {
+        let params = params.unwrap_or(Value::Null);
+        let name = params.get("name").and_then(Value::as_str);
+        let arguments = params.get("arguments").cloned().unwrap_or(Value::Null);
+        let why = match (name, &arguments) {
+            (None, _) => "`tools/call` needs `name`, the tool's name as a string".to_string(),
+            (Some(_), Value::Object(_) | Value::Null) => {
+                "the parameters of `tools/call` are not valid".to_string()
+            }
+            (Some(_), _) => "`arguments` must be an object of the tool's arguments".to_string(),
+        };
+        let call = ToolCall {
+            id: "mcp-malformed".to_string(),
+            name: name.unwrap_or_default().to_string(),
+            arguments,
+        };
+        let error = self
+            .service
+            .refused(call, &self.session, ToolError::invalid_arguments(why))
+            .await;
+        ErrorData::invalid_params(error.message, None)
+    }
+
     /// Sends `data` as a `notifications/message` at `level` when the session's level lets it.
     async fn log(&self, peer: &Peer<RoleServer>, (level, data): (Level, Value)) {
         if self.level.allows(level) {
@@ -141,6 +166,10 @@ impl ServerHandler for Handler {
                 ),
                 None,
             ));
+        }
+        if request.method == "tools/call" {
+            // The SDK could not read these parameters as a tool call.
+            return Err(self.malformed_call(request.params).await);
         }
         Err(ErrorData::new(
             ErrorCode::METHOD_NOT_FOUND,
@@ -207,6 +236,7 @@ impl ServerHandler for Handler {
         let approver = Arc::new(ElicitApprover {
             peer: cx.peer.clone(),
             cancel: cx.ct.clone(),
+            stdio: self.session == "stdio",
         });
         let started = Instant::now();
         let lines = progress.as_ref().map(Progress::lines);
@@ -455,6 +485,9 @@ struct ElicitApprover {
     peer: Peer<RoleServer>,
     /// The call's cancellation: a cancelled call stops waiting for its answer.
     cancel: CancellationToken,
+    /// Served over stdio: one session, as long as the server runs (over HTTP, one per client
+    /// session), which is how long a `session` answer lasts.
+    stdio: bool,
 }
 
 #[async_trait]
@@ -481,8 +514,10 @@ impl Approver for ElicitApprover {
                 req.tool
             )));
         }
-        let params: ElicitRequestParams = serde_json::from_value(crate::server::approval_form(req))
-            .map_err(|e| ApprovalUnavailable(format!("could not build the approval form: {e}")))?;
+        let params: ElicitRequestParams =
+            serde_json::from_value(crate::server::approval_form(req, self.stdio)).map_err(|e| {
+                ApprovalUnavailable(format!("could not build the approval form: {e}"))
+            })?;
         let result = self.elicit(params).await.map_err(|e| match e {
             Unanswered::Cancelled => ApprovalUnavailable(format!(
                 "the MCP client cancelled the call to `{}` before answering",

@@ -134,14 +134,14 @@ impl Tool for SendMessage {
             });
             let mut hdrs: Vec<(String, String)> =
                 vec![("content-type".into(), "application/json".into())];
-            hdrs.extend(headers.iter().map(|(k, v)| (k.clone(), v.clone())));
+            hdrs.extend(headers.iter().map(|(k, v)| (k.clone(), v.to_string())));
             // The URL may carry a token in its path, the headers one in a value.
             let secrets = Secrets::new(config.secrets());
             let resp = cx
                 .host()
                 .http(HttpRequest {
                     method: "POST".into(),
-                    url: url.clone(),
+                    url: url.to_string(),
                     headers: hdrs,
                     body: Some(body.to_string().into_bytes()),
                     max_bytes: 16 * 1024,

@@ -74,7 +74,9 @@ pub(crate) fn store_error(e: StoreError) -> ToolError {
             e.to_string(),
         )),
         StoreError::InvalidMemory(m) => ToolError::invalid_arguments(m),
-        StoreError::InvalidBankName { .. } => ToolError::invalid_arguments(e.to_string()),
+        StoreError::InvalidBankName { .. } | StoreError::InvalidId(_) => {
+            ToolError::invalid_arguments(e.to_string())
+        }
         other => ToolError::failed(other.to_string()),
     }
 }

@@ -124,12 +124,22 @@ impl Tool for PluginTool {
                 Mode::Argv { template, .. } => data_values(&args, template),
             },
         };
-        let out = cx.host().exec(req).await?;
-        if binary {
+        // The variables a manifest asks for are credentials more often than not (an API
+        // token): a plugin that prints one hands it to nobody.
+        let secrets = crate::secrets::Secrets::new(self.env.iter().map(|(_, v)| v.clone()));
+        let out = cx
+            .host()
+            .exec(req)
+            .await
+            .map_err(|e| secrets.scrub_error(e.into()))?;
+        let result = if binary {
             jsonrpc::response(&self.def.name, &out, self.def.timeout_secs)
         } else {
             finish_exec(&out, self.def.timeout_secs)
-        }
+        };
+        result
+            .map(|o| secrets.scrub_output(o))
+            .map_err(|e| secrets.scrub_error(e))
     }
 }
 

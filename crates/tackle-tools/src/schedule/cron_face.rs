@@ -4,7 +4,7 @@
 use super::manage::{add_recurring, remove, AddRequest};
 use super::plan::parse_time;
 use super::render::schedule_line;
-use super::{now, once_marker, parse_args, store_error, ScheduleSettings};
+use super::{caller, now, once_marker, parse_args, store_error, ScheduleSettings};
 use async_trait::async_trait;
 use serde::Deserialize;
 use serde_json::{json, Value};
@@ -94,7 +94,7 @@ impl Tool for CronTool {
                 let all = self
                     .0
                     .store
-                    .list_schedules(Some(&cx.agent))
+                    .list_owned_schedules(Some(&caller(cx)), Some(&cx.agent))
                     .await
                     .map_err(store_error)?;
                 let shown: Vec<String> = all
@@ -112,7 +112,7 @@ impl Tool for CronTool {
                 let id = args
                     .job_id
                     .ok_or_else(|| ToolError::invalid_arguments("`job_id` is required"))?;
-                remove(&self.0, &cx.agent, &id).await?;
+                remove(&self.0, Some(&caller(cx)), &cx.agent, &id).await?;
                 Ok(ToolOutput::text(format!("Removed job {id}")))
             }
         }
@@ -128,14 +128,8 @@ impl CronTool {
         let name = args
             .name
             .filter(|n| !n.trim().is_empty())
-            .unwrap_or_else(|| {
-                message
-                    .chars()
-                    .take(NAME_CHARS)
-                    .collect::<String>()
-                    .trim()
-                    .to_string()
-            });
+            // Named after the message when the model gives no name, in the one id rule's terms.
+            .unwrap_or_else(|| tackle_protocol::ids::slug(&message, NAME_CHARS, "job"));
         let given = [
             args.every_seconds.is_some(),
             args.cron_expr.is_some(),
@@ -149,7 +143,7 @@ impl CronTool {
         let held = self
             .0
             .store
-            .list_schedules(Some(&cx.agent))
+            .list_owned_schedules(Some(&caller(cx)), Some(&cx.agent))
             .await
             .map_err(store_error)?;
         if held.len() >= MAX_JOBS {
@@ -169,6 +163,7 @@ impl CronTool {
                 &self.0,
                 AddRequest {
                     owner: cx.agent.clone(),
+                    planted_by: Some(caller(cx)),
                     id: name,
                     cron: expr,
                     task: message,
@@ -222,7 +217,12 @@ impl CronTool {
                 expires_at: None,
             }
         };
-        let s = self.0.store.add_schedule(new).await.map_err(store_error)?;
+        let s = self
+            .0
+            .store
+            .add_owned_schedule(new, Some(&caller(cx)))
+            .await
+            .map_err(store_error)?;
         Ok(ToolOutput::text(format!(
             "Added job {}",
             schedule_line(&s, None)

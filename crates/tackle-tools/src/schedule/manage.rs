@@ -3,7 +3,7 @@
 
 use super::plan::{check_recurring, parse_time};
 use super::render::schedule_line;
-use super::{now, parse_args, store_error, ScheduleSettings};
+use super::{caller, names_an_agent, now, parse_args, store_error, ScheduleSettings};
 use async_trait::async_trait;
 use serde::Deserialize;
 use serde_json::{json, Value};
@@ -14,7 +14,11 @@ use tackle_store::{NewSchedule, Schedule, ScheduleKind, ScheduleUpdate, Target};
 /// A recurring schedule to plant: what `schedule_add`, `cron add` and the CLI ask for.
 #[derive(Debug, Clone)]
 pub struct AddRequest {
+    /// The agent it fires as.
     pub owner: String,
+    /// The agent that plants it (its tree path for a child), when not `owner` itself; only
+    /// that agent's schedule tools will see it. `None`: `owner` (or the operator) plants it.
+    pub planted_by: Option<String>,
     pub id: String,
     pub cron: String,
     pub task: String,
@@ -29,12 +33,9 @@ pub async fn add_recurring(
     settings: &ScheduleSettings,
     req: AddRequest,
 ) -> Result<Schedule, ToolError> {
-    let id = req.id.trim();
-    if id.is_empty() || id.chars().count() > 64 || id.chars().any(char::is_control) {
-        return Err(ToolError::invalid_arguments(
-            "`id` must be 1 to 64 characters without control characters",
-        ));
-    }
+    let id = req.id.as_str();
+    tackle_protocol::ids::check(tackle_protocol::ids::IdKind::Schedule, id)
+        .map_err(|e| ToolError::invalid_arguments(e.to_string()))?;
     if req.task.trim().is_empty() {
         return Err(ToolError::invalid_arguments("`task` must not be empty"));
     }
@@ -58,18 +59,21 @@ pub async fn add_recurring(
     };
     settings
         .store
-        .add_schedule(NewSchedule {
-            agent: req.owner,
-            name: id.to_string(),
-            kind: ScheduleKind::Cron,
-            spec: cron.as_str().to_string(),
-            message: req.task,
-            next_fire,
-            target,
-            session_id: req.session_id.filter(|_| target == Target::Pinned),
-            max_fires: req.max_fires,
-            expires_at,
-        })
+        .add_owned_schedule(
+            NewSchedule {
+                agent: req.owner,
+                name: id.to_string(),
+                kind: ScheduleKind::Cron,
+                spec: cron.as_str().to_string(),
+                message: req.task,
+                next_fire,
+                target,
+                session_id: req.session_id.filter(|_| target == Target::Pinned),
+                max_fires: req.max_fires,
+                expires_at,
+            },
+            req.planted_by.as_deref(),
+        )
         .await
         .map_err(store_error)
 }
@@ -85,17 +89,19 @@ pub struct ModifyRequest {
     pub expires_at: Option<Option<String>>,
 }
 
-/// Applies `req` to `owner`'s schedule `id`; a new expression or re-enabling re-plans the
-/// next fire from now. Unknown → `not_found`.
+/// Applies `req` to `owner`'s schedule `id`, if `by` planted it (`None`: the operator, who
+/// may change any); a new expression or re-enabling re-plans the next fire from now. Unknown,
+/// or planted by someone else → `not_found` (which of the two is not said).
 pub async fn modify(
     settings: &ScheduleSettings,
+    by: Option<&str>,
     owner: &str,
     id: &str,
     req: ModifyRequest,
 ) -> Result<Schedule, ToolError> {
     let current = settings
         .store
-        .get_schedule(owner, id)
+        .get_owned_schedule(by, owner, id)
         .await
         .map_err(store_error)?
         .ok_or_else(|| not_found(owner, id))?;
@@ -144,17 +150,23 @@ pub async fn modify(
     }
     settings
         .store
-        .modify_schedule(owner, id, update)
+        .modify_owned_schedule(by, owner, id, update)
         .await
         .map_err(store_error)?
         .ok_or_else(|| not_found(owner, id))
 }
 
-/// Removes `owner`'s schedule `id`; unknown → `not_found`.
-pub async fn remove(settings: &ScheduleSettings, owner: &str, id: &str) -> Result<(), ToolError> {
+/// Removes `owner`'s schedule `id`, if `by` planted it (`None`: the operator); unknown, or
+/// planted by someone else → `not_found`.
+pub async fn remove(
+    settings: &ScheduleSettings,
+    by: Option<&str>,
+    owner: &str,
+    id: &str,
+) -> Result<(), ToolError> {
     let removed = settings
         .store
-        .remove_schedule(owner, id)
+        .remove_owned_schedule(by, owner, id)
         .await
         .map_err(store_error)?;
     if removed {
@@ -164,14 +176,16 @@ pub async fn remove(settings: &ScheduleSettings, owner: &str, id: &str) -> Resul
     }
 }
 
-/// `owner`'s schedules, one line each with the last fire's outcome.
+/// `owner`'s schedules (every agent's for `None`) that `by` planted (`None`: anyone), one
+/// line each with the last fire's outcome.
 pub async fn list_lines(
     settings: &ScheduleSettings,
+    by: Option<&str>,
     owner: Option<&str>,
 ) -> Result<Vec<String>, ToolError> {
     let all = settings
         .store
-        .list_schedules(owner)
+        .list_owned_schedules(by, owner)
         .await
         .map_err(store_error)?;
     let mut lines = Vec::with_capacity(all.len());
@@ -236,7 +250,7 @@ impl Tool for ScheduleAdd {
                 "id": {"type": "string", "minLength": 1, "maxLength": 64},
                 "cron": {"type": "string"},
                 "task": {"type": "string", "minLength": 1},
-                "agent": {"type": "string", "description": "Owner; default: you."},
+                "agent": {"type": "string", "description": "The agent it runs as; default: you. Another agent only where the operator allows it (schedule_for), and a person is always asked."},
                 "target": {"type": "string", "enum": ["pinned", "fresh"]},
                 "max_fires": {"type": "integer", "minimum": 1},
                 "expires_at": {"type": "string", "description": "RFC 3339"}
@@ -246,14 +260,20 @@ impl Tool for ScheduleAdd {
         }))
     }
 
+    /// Planting work that runs as another agent always asks a person.
+    fn approval_for(&self, args: &Value) -> Option<ApprovalMode> {
+        names_an_agent(args).then_some(ApprovalMode::Always)
+    }
+
     async fn call(&self, args: Value, cx: &ToolContext) -> Result<ToolOutput, ToolError> {
         let args: AddArgs = parse_args(args)?;
-        let owner = self.0.owner(args.agent.as_deref(), &cx.agent)?;
+        let owner = self.0.fires_as(args.agent.as_deref(), &cx.agent)?;
         // Another agent's schedule cannot report to this agent's session.
         let session = session(cx).filter(|_| owner == cx.agent);
         let s = add_recurring(
             &self.0,
             AddRequest {
+                planted_by: Some(caller(cx)),
                 owner,
                 id: args.id,
                 cron: args.cron,
@@ -306,7 +326,11 @@ impl Tool for ScheduleModify {
             .iter()
             .any(|k| args.get(k).is_some())
             || args.get("enabled").and_then(Value::as_bool) == Some(true);
-        widens.then_some(ApprovalMode::UnlessAutoApproved)
+        match (widens, names_an_agent(args)) {
+            (false, _) => None,
+            (true, false) => Some(ApprovalMode::UnlessAutoApproved),
+            (true, true) => Some(ApprovalMode::Always),
+        }
     }
 
     async fn call(&self, args: Value, cx: &ToolContext) -> Result<ToolOutput, ToolError> {
@@ -318,11 +342,9 @@ impl Tool for ScheduleModify {
             .and_then(Value::as_str)
             .ok_or_else(|| ToolError::invalid_arguments("`id` is required"))?
             .to_string();
-        let owner = self
-            .0
-            .owner(map.get("agent").and_then(Value::as_str), &cx.agent)?;
+        let owner = ScheduleSettings::among(map.get("agent").and_then(Value::as_str), &cx.agent);
         let req = modify_request(map)?;
-        let s = modify(&self.0, &owner, &id, req).await?;
+        let s = modify(&self.0, Some(&caller(cx)), &owner, &id, req).await?;
         Ok(ToolOutput::text(format!(
             "Updated {}",
             schedule_line(&s, None)
@@ -416,7 +438,7 @@ impl Tool for ScheduleRemove {
     fn spec(&self) -> ToolSpec {
         ToolSpec::new(
             "schedule_remove",
-            "Remove a schedule by id (its fire log stays).",
+            "Remove one of your schedules by id (its fire log stays).",
             super::NAME,
         )
         .parameters(json!({
@@ -429,8 +451,8 @@ impl Tool for ScheduleRemove {
 
     async fn call(&self, args: Value, cx: &ToolContext) -> Result<ToolOutput, ToolError> {
         let args: IdArgs = parse_args(args)?;
-        let owner = self.0.owner(args.agent.as_deref(), &cx.agent)?;
-        remove(&self.0, &owner, &args.id).await?;
+        let owner = ScheduleSettings::among(args.agent.as_deref(), &cx.agent);
+        remove(&self.0, Some(&caller(cx)), &owner, &args.id).await?;
         Ok(ToolOutput::text(format!("Removed schedule {}", args.id)))
     }
 }
@@ -447,7 +469,7 @@ impl Tool for ScheduleList {
     fn spec(&self) -> ToolSpec {
         ToolSpec::new(
             "schedule_list",
-            "List your schedules: id, expression (@time for one-shots), (disabled), bounds, \
+            "List the schedules you planted: id, expression (@time for one-shots), (disabled), bounds, \
              [fired N×], target, next fire, last outcome, task.",
             super::NAME,
         )
@@ -460,10 +482,15 @@ impl Tool for ScheduleList {
 
     async fn call(&self, args: Value, cx: &ToolContext) -> Result<ToolOutput, ToolError> {
         let args: ListArgs = parse_args(args)?;
-        let owner = self.0.owner(args.agent.as_deref(), &cx.agent)?;
-        let lines = list_lines(&self.0, Some(&owner)).await?;
+        // Every schedule this agent planted (also those running as others), never another's.
+        let among = args
+            .agent
+            .as_deref()
+            .map(str::trim)
+            .filter(|a| !a.is_empty());
+        let lines = list_lines(&self.0, Some(&caller(cx)), among).await?;
         if lines.is_empty() {
-            return Ok(ToolOutput::text(format!("Agent {owner} has no schedules.")));
+            return Ok(ToolOutput::text("You have no schedules."));
         }
         Ok(ToolOutput::text(lines.join("\n")))
     }
@@ -480,12 +507,14 @@ mod tests {
             zone: super::super::Zone::default(),
             min_interval: std::time::Duration::from_secs(60),
             agents: vec!["default".into()],
+            schedule_for: Default::default(),
         }
     }
 
     fn req(id: &str, cron: &str) -> AddRequest {
         AddRequest {
             owner: "default".into(),
+            planted_by: None,
             id: id.into(),
             cron: cron.into(),
             task: "check".into(),
@@ -527,6 +556,7 @@ mod tests {
         add_recurring(&s, req("a", "0 0 9 * * *")).await.unwrap();
         let m = modify(
             &s,
+            None,
             "default",
             "a",
             ModifyRequest {
@@ -539,9 +569,9 @@ mod tests {
         .unwrap();
         assert_eq!(m.max_fires, None);
         assert!(!m.enabled);
-        let lines = list_lines(&s, Some("default")).await.unwrap();
+        let lines = list_lines(&s, None, Some("default")).await.unwrap();
         assert!(lines[0].contains("(disabled) [fired 0×]"), "{}", lines[0]);
-        let gone = modify(&s, "default", "nope", ModifyRequest::default())
+        let gone = modify(&s, None, "default", "nope", ModifyRequest::default())
             .await
             .unwrap_err();
         assert_eq!(gone.kind, tackle_protocol::ErrorKind::NotFound);

@@ -66,7 +66,16 @@ impl Tool for ScheduleOnce {
         let now = now();
         let secs = i64::try_from(args.after_seconds).unwrap_or(i64::MAX);
         let at = now + time::Duration::seconds(secs);
-        let s = add_once(&self.0, &cx.agent, &cx.session_id, &args.task, now, at).await?;
+        let by = super::caller(cx);
+        let s = add_once(
+            &self.0,
+            (&cx.agent, &by),
+            &cx.session_id,
+            &args.task,
+            now,
+            at,
+        )
+        .await?;
         Ok(
             ToolOutput::text(format!("Scheduled {} {}: {}", s.name, s.spec, s.message))
                 .with_structured(json!({"id": s.name, "at": s.spec})),
@@ -74,10 +83,11 @@ impl Tool for ScheduleOnce {
     }
 }
 
-/// Adds a one-shot for `agent` due at `at`, pinned to `session` (fresh when there is none).
+/// Adds a one-shot for `agent`, planted by `by`, due at `at`, pinned to `session` (fresh when
+/// there is none).
 pub(crate) async fn add_once(
     settings: &ScheduleSettings,
-    agent: &str,
+    (agent, by): (&str, &str),
     session: &str,
     task: &str,
     now: OffsetDateTime,
@@ -107,7 +117,7 @@ pub(crate) async fn add_once(
             max_fires: Some(1),
             expires_at: None,
         };
-        match settings.store.add_schedule(new).await {
+        match settings.store.add_owned_schedule(new, Some(by)).await {
             Ok(s) => return Ok(s),
             Err(StoreError::DuplicateSchedule { .. }) => continue,
             Err(e) => return Err(store_error(e)),
@@ -127,6 +137,7 @@ mod tests {
             zone: super::super::Zone::default(),
             min_interval: std::time::Duration::from_secs(60),
             agents: vec![],
+            schedule_for: Default::default(),
         }
     }
 
@@ -135,8 +146,12 @@ mod tests {
         let s = settings();
         let now = time::macros::datetime!(2026-01-01 0:00 UTC);
         let at = now + time::Duration::minutes(5);
-        let a = add_once(&s, "default", "sess", "a", now, at).await.unwrap();
-        let b = add_once(&s, "default", "sess", "b", now, at).await.unwrap();
+        let a = add_once(&s, ("default", "default"), "sess", "a", now, at)
+            .await
+            .unwrap();
+        let b = add_once(&s, ("default", "default"), "sess", "b", now, at)
+            .await
+            .unwrap();
         assert_eq!(
             a.name,
             format!("wakeup-{}", super::super::cron::unix_ms(now))

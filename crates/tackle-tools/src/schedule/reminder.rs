@@ -130,7 +130,7 @@ impl Tool for ReminderTool {
                     return Err(ToolError::not_found(format!("no reminder `{id}`")));
                 }
                 store
-                    .remove_schedule(&cx.agent, &schedule_name(id))
+                    .remove_owned_schedule(Some(&super::caller(cx)), &cx.agent, &schedule_name(id))
                     .await
                     .map_err(store_error)?;
                 let done = if args.action == Action::Complete {
@@ -162,7 +162,7 @@ impl Tool for ReminderTool {
                     .map_err(store_error)?;
                 self.0
                     .store
-                    .remove_schedule(&cx.agent, &schedule_name(id))
+                    .remove_owned_schedule(Some(&super::caller(cx)), &cx.agent, &schedule_name(id))
                     .await
                     .map_err(store_error)?;
                 self.plant(cx, &r.id, &r.title, due, r.recurrence.as_deref())
@@ -227,22 +227,25 @@ impl ReminderTool {
         };
         self.0
             .store
-            .add_schedule(NewSchedule {
-                agent: cx.agent.clone(),
-                name: schedule_name(id),
-                kind,
-                spec,
-                message: format!("Reminder: {title}"),
-                next_fire: Some(at),
-                target: if session.is_some() {
-                    Target::Pinned
-                } else {
-                    Target::Fresh
+            .add_owned_schedule(
+                NewSchedule {
+                    agent: cx.agent.clone(),
+                    name: schedule_name(id),
+                    kind,
+                    spec,
+                    message: format!("Reminder: {title}"),
+                    next_fire: Some(at),
+                    target: if session.is_some() {
+                        Target::Pinned
+                    } else {
+                        Target::Fresh
+                    },
+                    session_id: session,
+                    max_fires,
+                    expires_at: None,
                 },
-                session_id: session,
-                max_fires,
-                expires_at: None,
-            })
+                Some(&super::caller(cx)),
+            )
             .await
             .map_err(store_error)?;
         Ok(())
@@ -306,6 +309,7 @@ mod tests {
             zone: super::super::Zone::default(),
             min_interval: std::time::Duration::from_secs(60),
             agents: vec![],
+            schedule_for: Default::default(),
         }))
     }
 

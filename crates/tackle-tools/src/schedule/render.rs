@@ -25,6 +25,10 @@ pub fn schedule_line(s: &Schedule, last: Option<&FireRecord>) -> String {
         line.push_str(&format!(" {}", bounds.join(", ")));
     }
     line.push_str(&format!(" · {}", s.target.as_str()));
+    // Work planted by another agent runs as `s.agent` with both agents' grants intersected.
+    if !s.owner.is_empty() && s.owner != s.agent {
+        line.push_str(&format!(" · runs as {}, planted by {}", s.agent, s.owner));
+    }
     if let Some(n) = s.next_fire.filter(|_| s.enabled) {
         line.push_str(&format!(" · next {}", stamp(n)));
     }

@@ -95,7 +95,11 @@ impl ServicesSettings {
         key_file: &dyn Fn(&str) -> Result<String, String>,
     ) -> Self {
         let gsheets = config.gsheets.as_ref().map(|g| {
-            let token = g.access_token.clone().filter(|t| !t.trim().is_empty());
+            let token = g
+                .access_token
+                .as_deref()
+                .map(str::to_string)
+                .filter(|t| !t.trim().is_empty());
             let file = g
                 .service_account_file
                 .clone()

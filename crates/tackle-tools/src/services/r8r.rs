@@ -69,7 +69,11 @@ struct Request {
 impl R8r {
     pub(crate) fn new(settings: &ServicesSettings) -> Self {
         let target = settings.r8r.as_ref().map(|c| {
-            let token = c.token.clone().filter(|t| !t.trim().is_empty());
+            let token = c
+                .token
+                .as_deref()
+                .map(str::to_string)
+                .filter(|t| !t.trim().is_empty());
             let secrets = Secrets::new(token.clone());
             Target {
                 api: Api::operator(&c.base(), settings.r8r_timeout, secrets),

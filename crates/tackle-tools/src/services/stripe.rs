@@ -98,7 +98,11 @@ impl Stripe {
             let key = c.secret_key.trim().to_string();
             let encoded = base64::engine::general_purpose::STANDARD.encode(format!("{key}:"));
             let authorization = format!("Basic {encoded}");
-            let webhook_secret = c.webhook_secret.clone().filter(|s| !s.trim().is_empty());
+            let webhook_secret = c
+                .webhook_secret
+                .as_deref()
+                .map(str::to_string)
+                .filter(|s| !s.trim().is_empty());
             let secrets = Secrets::new(
                 [key, encoded, authorization.clone()]
                     .into_iter()
@@ -458,7 +462,7 @@ mod tests {
             stripe: Some(StripeConfig {
                 secret_key: KEY.into(),
                 api_base: Some("http://127.0.0.1:9".into()),
-                webhook_secret: webhook_secret.map(str::to_string),
+                webhook_secret: webhook_secret.map(Into::into),
                 currency: Some("eur".into()),
             }),
             ..ServicesSettings::default()

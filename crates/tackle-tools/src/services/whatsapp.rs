@@ -41,7 +41,7 @@ struct Args {
 impl Whatsapp {
     pub(crate) fn new(settings: &ServicesSettings) -> Self {
         let target = settings.whatsapp.as_ref().map(|c| {
-            let secrets = Secrets::new([c.access_token.clone()]);
+            let secrets = Secrets::new([c.access_token.to_string()]);
             Target {
                 api: Api::new(
                     c.api_base.as_deref(),

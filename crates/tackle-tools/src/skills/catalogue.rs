@@ -1,4 +1,6 @@
 //! The skill catalogue: every source's skills merged in order, first name wins, then gated.
+//! Names are compared by [`name_key`] (case, NFKC, confusables, separators), and every loser is
+//! kept and reported, never silently dropped (docs/decisions/0027-skill-names-unique.md).
 //!
 //! A source is anything that lists skills and hands out a body on request: a directory on disk
 //! ([`DirSource`]) today; the agent's own store and granted memory banks plug in the same way,
@@ -6,6 +8,8 @@
 //! `skill_show` asks, which is the only way a body reaches the model.
 
 use super::file::{self, ParsedSkill};
+use super::names::name_key;
+use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::Arc;
 use tackle_protocol::skills::{SkillDirs, MAX_SKILL_FILE_BYTES};
@@ -22,10 +26,14 @@ pub struct SkillMeta {
     pub os: Vec<String>,
     /// Where the source keeps it (a file path, a row id); only the source reads it.
     pub locator: String,
+    /// The name its place gives it (`<entry>/SKILL.md`, `<entry>.md`); empty when the source
+    /// has no such names. Within one source, a skill whose place matches its name wins a name
+    /// over one whose front matter claims it from elsewhere.
+    pub entry: String,
 }
 
 impl SkillMeta {
-    fn from_parsed(p: ParsedSkill, locator: String) -> Self {
+    fn from_parsed(p: ParsedSkill, locator: String, entry: String) -> Self {
         Self {
             name: p.name,
             description: p.description,
@@ -34,7 +42,13 @@ impl SkillMeta {
             depends: p.depends,
             os: p.os,
             locator,
+            entry,
         }
+    }
+
+    /// Whether its place names it (see [`SkillMeta::entry`]).
+    fn at_home(&self) -> bool {
+        !self.entry.is_empty() && name_key(&self.entry) == name_key(&self.name)
     }
 }
 
@@ -74,10 +88,12 @@ impl SkillSource for DirSource {
             warnings: scan.warnings,
         };
         for found in scan.found {
-            match file::parse(&found.bytes, &found.entry) {
+            let source = found.path.display().to_string();
+            match file::parse_from(&found.bytes, &found.entry, &source) {
                 Ok(parsed) => out.skills.push(SkillMeta::from_parsed(
                     parsed,
                     found.path.to_string_lossy().into_owned(),
+                    found.entry,
                 )),
                 Err(e) => out
                     .warnings
@@ -117,36 +133,94 @@ pub struct Entry {
     pub source_label: String,
 }
 
+impl Entry {
+    /// Where it was read, for people: the source and, when the source has one, the path.
+    pub fn origin(&self) -> String {
+        if self.meta.locator.is_empty() {
+            self.source_label.clone()
+        } else {
+            format!("{} ({})", self.source_label, self.meta.locator)
+        }
+    }
+}
+
+/// A skill hidden because an earlier one claims its name.
+#[derive(Debug, Clone)]
+pub struct Shadowed {
+    pub entry: Entry,
+    /// The skill that holds the name.
+    pub by: Entry,
+}
+
 /// The merged catalogue of one moment.
 #[derive(Debug, Clone, Default)]
 pub struct Catalogue {
     pub entries: Vec<Entry>,
-    /// Skills hidden by an earlier one of the same name: (name, the source that lost).
-    pub shadowed: Vec<(String, String)>,
+    /// Skills hidden by an earlier one whose name has the same [`name_key`].
+    pub shadowed: Vec<Shadowed>,
     pub warnings: Vec<String>,
 }
 
 impl Catalogue {
-    /// Merge `sources` in order; a name seen before is shadowed, whatever the later one says.
+    /// Merge `sources` in order; a name seen before (by [`name_key`]) is shadowed, whatever
+    /// the later one says. Within one source a skill whose place names it goes first, so a
+    /// file elsewhere in the same directory cannot claim its name by sorting earlier.
     pub fn load(sources: &[Arc<dyn SkillSource>]) -> Self {
         let mut cat = Catalogue::default();
+        // (source, position in its listing, entry): the order the catalogue shows.
+        let mut kept: Vec<(usize, usize, Entry)> = Vec::new();
+        // Each kept name's key → its place in `kept`, so a large catalogue loads in one pass.
+        let mut holders: HashMap<String, usize> = HashMap::new();
         for (index, source) in sources.iter().enumerate() {
             let listing = source.list();
             let label = source.label();
             cat.warnings.extend(listing.warnings);
-            for meta in listing.skills {
-                if cat.entries.iter().any(|e| e.meta.name == meta.name) {
-                    cat.shadowed.push((meta.name, label.clone()));
-                    continue;
-                }
-                cat.entries.push(Entry {
+            let mut order: Vec<(usize, SkillMeta)> =
+                listing.skills.into_iter().enumerate().collect();
+            order.sort_by_key(|(pos, m)| (!m.at_home(), *pos));
+            for (pos, meta) in order {
+                let entry = Entry {
                     meta,
                     source: index,
                     source_label: label.clone(),
-                });
+                };
+                let key = name_key(&entry.meta.name);
+                if let Some((_, _, by)) = holders.get(&key).and_then(|i| kept.get(*i)) {
+                    cat.warnings.push(format!(
+                        "skill `{}` from {} is hidden: `{}` from {} has the same name",
+                        entry.meta.name,
+                        entry.origin(),
+                        by.meta.name,
+                        by.origin()
+                    ));
+                    cat.shadowed.push(Shadowed {
+                        entry,
+                        by: by.clone(),
+                    });
+                    continue;
+                }
+                holders.insert(key, kept.len());
+                kept.push((index, pos, entry));
             }
         }
+        kept.sort_by_key(|(source, pos, _)| (*source, *pos));
+        cat.entries = kept.into_iter().map(|(_, _, e)| e).collect();
         cat
+    }
+
+    /// The entry holding `name` (by [`name_key`]), visible or not.
+    pub fn holder(&self, name: &str) -> Option<&Entry> {
+        let key = name_key(name);
+        self.entries.iter().find(|e| name_key(&e.meta.name) == key)
+    }
+
+    /// Every skill that claims `name` (by [`name_key`]): the holder and the hidden ones.
+    pub fn claimants<'a>(&'a self, name: &str) -> impl Iterator<Item = &'a Entry> + 'a {
+        let key = name_key(name);
+        self.entries
+            .iter()
+            .chain(self.shadowed.iter().map(|s| &s.entry))
+            .filter(move |e| name_key(&e.meta.name) == key)
     }
 
     /// The skills that can be used here: every `requires_tools` available, the system among
@@ -159,9 +233,7 @@ impl Catalogue {
                 let m = &e.meta;
                 m.requires_tools.iter().all(|t| tool_available(t))
                     && (m.os.is_empty() || m.os.iter().any(|o| o == os))
-                    && m.depends
-                        .iter()
-                        .all(|d| self.entries.iter().any(|x| x.meta.name == *d))
+                    && m.depends.iter().all(|d| self.holder(d).is_some())
             })
             .collect()
     }
@@ -221,6 +293,7 @@ mod tests {
             depends: Vec::new(),
             os: Vec::new(),
             locator: String::new(),
+            entry: String::new(),
         }
     }
 
@@ -241,7 +314,68 @@ mod tests {
             .map(|e| (e.meta.name.as_str(), e.source_label.as_str()))
             .collect();
         assert_eq!(names, [("deploy", "a"), ("lint", "b")]);
-        assert_eq!(cat.shadowed, [("deploy".to_string(), "b".to_string())]);
+        let hidden: Vec<_> = cat
+            .shadowed
+            .iter()
+            .map(|s| {
+                (
+                    s.entry.meta.name.as_str(),
+                    s.entry.source_label.as_str(),
+                    s.by.source_label.as_str(),
+                )
+            })
+            .collect();
+        assert_eq!(hidden, [("deploy", "b", "a")]);
+        assert!(
+            cat.warnings
+                .iter()
+                .any(|w| w.contains("`deploy` from b is hidden")),
+            "{:?}",
+            cat.warnings
+        );
+    }
+
+    #[test]
+    fn every_spelling_of_a_name_is_shadowed_by_the_first() {
+        let a: Arc<dyn SkillSource> = Arc::new(Fixed {
+            label: "a",
+            skills: vec![(meta("deploy", &[]), "A")],
+        });
+        let b: Arc<dyn SkillSource> = Arc::new(Fixed {
+            label: "b",
+            skills: vec![
+                (meta("Deploy", &[]), ""),
+                (meta("ｄｅｐｌｏｙ", &[]), ""),
+                (meta("d\u{0435}ploy", &[]), ""),
+                (meta("./deploy", &[]), ""),
+                (meta("lint", &[]), ""),
+            ],
+        });
+        let cat = Catalogue::load(&[a, b]);
+        let names: Vec<_> = cat.entries.iter().map(|e| e.meta.name.as_str()).collect();
+        assert_eq!(names, ["deploy", "lint"]);
+        assert_eq!(cat.shadowed.len(), 4);
+        assert_eq!(cat.claimants("DEPLOY").count(), 5);
+    }
+
+    #[test]
+    fn within_a_source_the_skill_its_place_names_wins_over_an_earlier_claim() {
+        let mut squatter = meta("deploy", &[]);
+        squatter.entry = "aaa".into();
+        let mut home = meta("deploy", &[]);
+        home.entry = "deploy".into();
+        let a: Arc<dyn SkillSource> = Arc::new(Fixed {
+            label: "a",
+            skills: vec![(squatter, "S"), (home, "H"), (meta("zed", &[]), "")],
+        });
+        let cat = Catalogue::load(&[a]);
+        let kept: Vec<_> = cat
+            .entries
+            .iter()
+            .map(|e| (e.meta.name.as_str(), e.meta.entry.as_str()))
+            .collect();
+        assert_eq!(kept, [("deploy", "deploy"), ("zed", "")]);
+        assert_eq!(cat.shadowed[0].entry.meta.entry, "aaa");
     }
 
     #[test]

@@ -15,7 +15,7 @@ pub enum SkillFileError {
     NoFrontMatter,
     #[error("its front matter is not valid: {0}")]
     BadFrontMatter(String),
-    #[error("its name {0:?} is empty, too long or has control characters")]
+    #[error("its name {0:?} is empty, too long, only separators or has control characters")]
     BadName(String),
 }
 
@@ -87,16 +87,49 @@ fn split(text: &str) -> Option<(&str, &str)> {
     None
 }
 
+/// A YAML error as printable lines: its snippet keeps its line breaks (a one-line squeeze
+/// is unreadable), other control characters become spaces (the snippet quotes the file), and
+/// it is cut to a few short lines.
+fn error_lines(text: &str) -> String {
+    const MAX_LINES: usize = 12;
+    const MAX_LINE_CHARS: usize = 200;
+    let lines: Vec<String> = text
+        .trim_end()
+        .lines()
+        .take(MAX_LINES)
+        .map(|l| tackle_protocol::text::preview(l.trim_end(), MAX_LINE_CHARS))
+        .collect();
+    let mut out = lines.join("\n");
+    if text.trim_end().lines().count() > MAX_LINES {
+        out.push_str("\n…");
+    }
+    out
+}
+
 /// Parse a skill file; `fallback_name` (the directory or file name) is used when the front
 /// matter names none.
 pub fn parse(bytes: &[u8], fallback_name: &str) -> Result<ParsedSkill, SkillFileError> {
+    parse_from(bytes, fallback_name, fallback_name)
+}
+
+/// As [`parse`]; `source` names the file in a YAML error's snippet (`--> source:3:14`), whose
+/// line numbers are the file's (the front matter starts on line 2).
+pub fn parse_from(
+    bytes: &[u8],
+    fallback_name: &str,
+    source: &str,
+) -> Result<ParsedSkill, SkillFileError> {
     let text = std::str::from_utf8(bytes).map_err(|_| SkillFileError::NotText)?;
     let (yaml, body) = split(text).ok_or(SkillFileError::NoFrontMatter)?;
     let fm: FrontMatter = if yaml.trim().is_empty() {
         FrontMatter::default()
     } else {
         serde_saphyr::from_str(yaml).map_err(|e| {
-            SkillFileError::BadFrontMatter(tackle_protocol::text::preview(&e.to_string(), 200))
+            let rendered = e.render_with_options(serde_saphyr::render_options! {
+                line_offset: 1,
+                source_name: Some(source),
+            });
+            SkillFileError::BadFrontMatter(error_lines(&rendered))
         })?
     };
     let name = fm
@@ -105,6 +138,7 @@ pub fn parse(bytes: &[u8], fallback_name: &str) -> Result<ParsedSkill, SkillFile
         .filter(|n| !n.is_empty())
         .unwrap_or_else(|| fallback_name.to_string());
     if name.is_empty()
+        || super::names::name_key(&name).is_empty()
         || name.chars().count() > MAX_NAME_CHARS
         || name.chars().any(char::is_control)
     {

@@ -7,6 +7,7 @@ use super::{file, tool_available, Shared, MARKER};
 use async_trait::async_trait;
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
+use std::path::Path;
 use std::sync::Arc;
 use tackle_protocol::skills::{SkillInstall, MAX_SKILL_FILE_BYTES};
 use tackle_protocol::{
@@ -197,12 +198,33 @@ fn checked_files(
     Ok((files, parsed))
 }
 
+/// Refuses a skill whose name (by [`name_key`](super::name_key)) any source already claims,
+/// visible or hidden: an install never takes over another skill
+/// (docs/decisions/0027-skill-names-unique.md). Replacing this slug's own earlier install is
+/// an update, not a takeover.
+fn refuse_taken_name(shared: &Shared, dir: &Path, slug: &str, name: &str) -> Result<(), ToolError> {
+    let own = dir.join(slug).join("SKILL.md");
+    let cat = shared.reload();
+    let taken = cat
+        .claimants(name)
+        .find(|e| Path::new(&e.meta.locator) != own);
+    match taken {
+        None => Ok(()),
+        Some(other) => Err(ToolError::failed(format!(
+            "refused `{slug}`: its skill is named `{}`, and `{}` from {} already has that name; nothing was installed (remove that skill first to replace it)",
+            tackle_protocol::text::preview(name, 100),
+            tackle_protocol::text::preview(&other.meta.name, 100),
+            other.origin()
+        ))),
+    }
+}
+
 #[async_trait]
 impl tackle_protocol::Tool for InstallSkill {
     fn spec(&self) -> ToolSpec {
         ToolSpec::new(
             "install_skill",
-            "Downloads a skill from the registry by slug and installs it into the first skills directory; it is in the catalogue at once. Give sha256 to pin the exact archive. Nothing in the archive is run.",
+            "Downloads a skill from the registry by slug and installs it into the first skills directory; it is in the catalogue at once. A skill whose name another skill already has is refused. Give sha256 to pin the exact archive. Nothing in the archive is run.",
             super::NAME,
         )
         .risk(Risk::Medium)
@@ -249,6 +271,7 @@ impl tackle_protocol::Tool for InstallSkill {
         let download = self.shared.registry.download(cx, &slug).await?;
         let (actual, verified) = verify(&slug, wanted, download.published_sha256, &download.body)?;
         let (files, parsed) = checked_files(&slug, &download.body)?;
+        refuse_taken_name(&self.shared, &dir.path, &slug, &parsed.name)?;
         let marker = json!({
             "slug": slug,
             "registry": self.shared.registry.base(),
@@ -292,7 +315,9 @@ impl tackle_protocol::Tool for InstallSkill {
             }
         );
         if !visible {
-            text.push_str("It is not visible here: another skill has its name, or it needs tools that are not available.\n");
+            text.push_str(
+                "It is not visible here: it needs tools (or a system) that are not available.\n",
+            );
         } else {
             text.push_str("Read it with skill_show before following it.\n");
         }

@@ -1,6 +1,7 @@
 //! `skill_list`, `skill_search`, `skill_show`: the catalogue, Low risk, no approval.
 
 use super::catalogue::{matches, nearest, Entry};
+use super::names::name_key;
 use super::{tool_available, Shared};
 use async_trait::async_trait;
 use serde_json::{json, Value};
@@ -160,12 +161,13 @@ impl tackle_protocol::Tool for SkillShow {
         let cat = self.shared.catalogue();
         let available = tool_available(cx);
         let visible = cat.visible(&available);
-        let Some(entry) = visible.iter().find(|e| e.meta.name == name) else {
+        let key = name_key(name);
+        let Some(entry) = visible.iter().find(|e| name_key(&e.meta.name) == key) else {
             let near = nearest(name, visible.iter().map(|e| e.meta.name.as_str()));
             let hint = if near.is_empty() {
                 "; skill_list shows every skill".to_string()
             } else {
-                format!("; did you mean {}?", near.join(", "))
+                tackle_protocol::suggest::hint(&near)
             };
             return Err(ToolError::not_found(format!(
                 "no skill named `{}`{hint}",
@@ -178,14 +180,18 @@ impl tackle_protocol::Tool for SkillShow {
             .ok_or_else(|| ToolError::failed("the skill's source is gone"))?;
         let body = source.body(&entry.meta)?;
         let m = &entry.meta;
+        // Which file was read, so a person (and the model) can tell one `deploy` from another.
+        let from = format!("Source: {}", entry.origin());
         let text = if m.description.is_empty() {
-            format!("# Skill: {}\n\n{body}", m.name)
+            format!("# Skill: {}\n{from}\n\n{body}", m.name)
         } else {
-            format!("# Skill: {}\n{}\n\n{body}", m.name, m.description)
+            format!("# Skill: {}\n{}\n{from}\n\n{body}", m.name, m.description)
         };
         Ok(ToolOutput::text(text).with_structured(json!({
             "name": m.name,
             "description": m.description,
+            "source": entry.source_label,
+            "path": m.locator,
             "text": body,
         })))
     }

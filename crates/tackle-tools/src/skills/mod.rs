@@ -4,8 +4,10 @@
 //! Progressive disclosure: listing and searching show names, descriptions and triggers only;
 //! a skill's body reaches the model only through `skill_show`. The catalogue merges its
 //! [`SkillSource`]s in order (the `skills.dirs`, then any further sources such as the agent's
-//! store or granted banks), first name wins, and a skill whose `requires_tools` are not all
-//! registered is invisible everywhere.
+//! store or granted banks), first name wins (names compared by [`name_key`]: case, NFKC,
+//! confusables, separators), the losers are reported, and a skill whose `requires_tools` are
+//! not all registered is invisible everywhere. `install_skill` refuses a skill whose name any
+//! source already claims (docs/decisions/0027-skill-names-unique.md).
 //!
 //! Disk access goes through a [`SkillDirs`] (implemented by `tackle-host`), the registry
 //! through `cx.host().http(..)`; nothing an archive holds is ever run, and installed files
@@ -32,11 +34,13 @@ mod catalogue;
 mod file;
 mod install;
 mod local;
+mod names;
 mod registry;
 
 pub use archive::{unpack, ArchiveError, ArchiveFile, ArchiveLimits};
-pub use catalogue::{Catalogue, DirSource, Entry, SkillMeta, SkillSource, SourceListing};
+pub use catalogue::{Catalogue, DirSource, Entry, Shadowed, SkillMeta, SkillSource, SourceListing};
 pub use file::{parse as parse_skill_file, ParsedSkill, SkillFileError};
+pub use names::name_key;
 
 use std::path::PathBuf;
 use std::sync::{Arc, RwLock};

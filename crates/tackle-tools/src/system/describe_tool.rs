@@ -32,11 +32,7 @@ impl tackle_protocol::Tool for DescribeTool {
         let catalog = cx.catalog()?;
         let Some(spec) = catalog.spec(name) else {
             let suggestions = catalog.suggest(name);
-            let hint = if suggestions.is_empty() {
-                String::new()
-            } else {
-                format!("; did you mean {}?", suggestions.join(", "))
-            };
+            let hint = tackle_protocol::suggest::hint(&suggestions);
             return Err(ToolError::not_found(format!(
                 "no tool named `{name}`{hint}"
             )));

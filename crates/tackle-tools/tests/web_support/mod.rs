@@ -69,7 +69,7 @@ pub fn settings(backends: Vec<SearchBackendConfig>) -> WebSettings {
 pub fn backend(kind: SearchBackendType, key: Option<&str>, url: &str) -> SearchBackendConfig {
     SearchBackendConfig {
         kind,
-        api_key: key.map(str::to_string),
+        api_key: key.map(Into::into),
         url: Some(url.to_string()),
     }
 }

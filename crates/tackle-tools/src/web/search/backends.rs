@@ -352,7 +352,7 @@ mod tests {
     fn cfg(kind: SearchBackendType, key: Option<&str>, url: Option<&str>) -> SearchBackendConfig {
         SearchBackendConfig {
             kind,
-            api_key: key.map(str::to_string),
+            api_key: key.map(Into::into),
             url: url.map(str::to_string),
         }
     }

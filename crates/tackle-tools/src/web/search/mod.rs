@@ -238,7 +238,7 @@ mod tests {
     fn backend(kind: SearchBackendType, key: Option<&str>) -> SearchBackendConfig {
         SearchBackendConfig {
             kind,
-            api_key: key.map(str::to_string),
+            api_key: key.map(Into::into),
             url: Some("http://127.0.0.1:9".into()),
         }
     }
