@@ -546,7 +546,8 @@ fn host_provider(
 }
 
 /// Credentials Tackle holds or hands on outside the config file: a service-account key's
-/// private key, `$GITHUB_TOKEN` (the `project` tool's fallback), and variables passed through to
+/// private key, `$GITHUB_TOKEN` (the `project` tool's fallback), the backend keys discovery
+/// reads (`$OPENAI_API_KEY`, …), and variables passed through to
 /// commands under a credential's name (`security.env_passthrough`), which `printenv` shows.
 fn extra_secrets(
     config: &Config,
@@ -554,6 +555,8 @@ fn extra_secrets(
 ) -> Vec<String> {
     let mut out = services.secrets();
     out.extend(env_var("GITHUB_TOKEN"));
+    // A backend key discovery may take from the environment (no `backends:` configured).
+    out.extend(tackle_llm::EnvSnapshot::from_vars(std::env::vars()).keys());
     out.extend(tackle_protocol::env::inherited_credentials(
         std::env::vars_os(),
         &config.security.env_passthrough,

@@ -66,6 +66,10 @@ pub enum Command {
     /// Schedules: list them with their fires; add, remove, enable, disable one.
     #[command(subcommand)]
     Schedule(crate::commands::schedule::ScheduleCommand),
+    /// Calls waiting for a person's answer (a schedule's fire in the daemon): list them,
+    /// allow or deny one.
+    #[command(subcommand)]
+    Approvals(crate::commands::approvals::ApprovalsCommand),
     /// Fire schedules until SIGINT or SIGTERM (one stderr line per fire), then exit 0.
     Daemon,
     /// Write a minimal starter config to the config path (`tackle config path`); never

@@ -11,6 +11,7 @@ macro_rules! outln {
 
 mod app;
 mod approval;
+mod approval_queue;
 mod background;
 mod cli;
 mod cli_words;
@@ -20,6 +21,7 @@ mod elicit;
 mod errors;
 mod exit;
 mod fs_watch;
+mod gateway;
 mod grant_words;
 mod log_format;
 mod log_redact;
@@ -94,6 +96,7 @@ async fn run(cli: cli::Cli) -> anyhow::Result<i32> {
         cli::Command::Memory(cmd) => commands::memory::run(&cli.global, cmd).await,
         cli::Command::Plugins(cmd) => commands::plugins::run(&cli.global, cmd).await,
         cli::Command::Schedule(cmd) => commands::schedule::run(&cli.global, cmd).await,
+        cli::Command::Approvals(cmd) => commands::approvals::run(&cli.global, cmd).await,
         cli::Command::Daemon => commands::daemon::run(&cli.global).await,
         cli::Command::Init(args) => commands::init::run(&cli.global, args),
         cli::Command::Config(cmd) => commands::config::run(&cli.global, cmd),
@@ -102,9 +105,10 @@ async fn run(cli: cli::Cli) -> anyhow::Result<i32> {
     }
 }
 
-/// Short read-only commands run on one thread: a worker pool costs more to start than they
-/// take. Everything that runs tools, models or servers gets the multi-threaded runtime (chat's
-/// line editor blocks in place, which only that runtime allows). `mcp serve` over stdio answers
+/// Short commands that run no tools (listings, `init`, `config`, completions, the man page) run
+/// on one thread: a worker pool costs more to start than they take. Everything that runs
+/// tools, models or servers gets the multi-threaded runtime (chat's line editor blocks in
+/// place, which only that runtime allows). `mcp serve` over stdio answers
 /// one client, one message at a time on its pipe: a single worker (file and database work still
 /// goes to the blocking pool) spares each call the wake-ups of idle workers looking for work to
 /// steal, a third of the server's CPU time per call (docs/decisions/0022).
@@ -115,6 +119,10 @@ fn runtime_for(command: &cli::Command) -> tokio::runtime::Builder {
         Command::Tools(ToolsCommand::List { mcp: false, .. })
             | Command::Audit(_)
             | Command::Sessions(_)
+            | Command::Init(_)
+            | Command::Config(_)
+            | Command::Completions { .. }
+            | Command::Man
     );
     if short {
         return tokio::runtime::Builder::new_current_thread();
@@ -146,4 +154,35 @@ fn init_tracing(verbose: u8, quiet: bool) {
         .with_ansi(ansi)
         .event_format(log_format::PlainEvents::new(ansi))
         .try_init();
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[test]
+    fn commands_that_run_no_tools_get_the_single_threaded_runtime() {
+        for args in [
+            &["tackle", "init"][..],
+            &["tackle", "config", "show"],
+            &["tackle", "config", "path"],
+            &["tackle", "completions", "bash"],
+            &["tackle", "man"],
+        ] {
+            let cli = cli::Cli::try_parse_from(args).unwrap();
+            let rt = runtime_for(&cli.command).build().unwrap();
+            assert_eq!(
+                rt.handle().runtime_flavor(),
+                tokio::runtime::RuntimeFlavor::CurrentThread,
+                "{args:?}"
+            );
+        }
+        let cli = cli::Cli::try_parse_from(["tackle", "run", "hi"]).unwrap();
+        let rt = runtime_for(&cli.command).build().unwrap();
+        assert_eq!(
+            rt.handle().runtime_flavor(),
+            tokio::runtime::RuntimeFlavor::MultiThread
+        );
+    }
 }

@@ -184,10 +184,9 @@ fn unknown_backend(config: &Config, name: &str) -> anyhow::Error {
         ));
     }
     let near = tackle_protocol::suggest::nearest(name, names.iter().copied(), 0.7);
-    let hint = if near.is_empty() {
-        format!("; configured: {}", names.join(", "))
-    } else {
-        format!("; did you mean {}?", near.join(", "))
+    let hint = match tackle_protocol::suggest::hint(&near) {
+        h if h.is_empty() => format!("; configured: {}", names.join(", ")),
+        h => h,
     };
     crate::exit::not_found(format!("no backend named `{name}` under `backends:`{hint}"))
 }

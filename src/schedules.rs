@@ -2,6 +2,7 @@
 //! turns one fire into one agent turn, and the watch that wakes the engine on changes made by
 //! other processes.
 
+use crate::approval_queue::{ApprovalQueue, QueueApprover, APPROVE_SCOPE};
 use crate::cli::Global;
 use crate::exit::usage;
 use crate::runtime::Runtime;
@@ -40,11 +41,15 @@ pub fn settings(config: &Config, store: &Store) -> Result<ScheduleSettings> {
 }
 
 /// Runs a fire as one turn of its agent, through the same [`Runtime`] and loop as `tackle
-/// run`. Approvals have no one to ask, so a call that needs one ends `needs_approval`.
+/// run`. A call that needs approval waits in the approval queue for
+/// `schedules.approval_timeout_secs` (`tackle approvals`), then ends `needs_approval`; with
+/// 0 it ends so at once.
 pub struct TurnRunner {
     global: Global,
     /// One runtime per agent, built at its first fire (MCP servers start once).
     runtimes: tokio::sync::Mutex<HashMap<String, Arc<Runtime>>>,
+    /// The process's one wait on the approval queue, made at the first fire that uses it.
+    queue: tokio::sync::OnceCell<Arc<ApprovalQueue>>,
 }
 
 impl TurnRunner {
@@ -52,7 +57,42 @@ impl TurnRunner {
         Self {
             global,
             runtimes: tokio::sync::Mutex::new(HashMap::new()),
+            queue: tokio::sync::OnceCell::new(),
         }
+    }
+
+    /// Who answers the approvals of a fire of `agent` in `session`.
+    async fn approver(
+        &self,
+        rt: &Runtime,
+        agent: &str,
+        session: &str,
+        cancel: &CancellationToken,
+    ) -> Result<Arc<dyn tackle_protocol::Approver>, String> {
+        // Read at each fire, as the planters' grants are: a changed timeout applies to the next.
+        let secs = crate::app::load_config(&self.global)
+            .map_err(|e| format!("{e:#}"))?
+            .config
+            .schedules
+            .approval_timeout_secs;
+        if secs == 0 {
+            return Ok(Arc::new(crate::approval::UnattendedApprover));
+        }
+        let queue = self
+            .queue
+            .get_or_init(|| async { ApprovalQueue::new(rt.store.clone()) })
+            .await;
+        Ok(Arc::new(
+            QueueApprover::new(
+                Arc::clone(queue),
+                agent,
+                session,
+                vec![APPROVE_SCOPE.to_string()],
+                Duration::from_secs(secs),
+                cancel.clone(),
+            )
+            .announcing(!self.global.quiet),
+        ))
     }
 
     async fn runtime(&self, agent: &str) -> Result<Arc<Runtime>> {
@@ -182,16 +222,11 @@ impl FireRunner for TurnRunner {
             _ => Session::create(rt.store.clone(), &s.agent).await,
         }
         .map_err(|e| format!("session: {e}"))?;
+        let approver = self.approver(&rt, &s.agent, session.id(), &cancel).await?;
         let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
         let drain = tokio::spawn(async move { while rx.recv().await.is_some() {} });
         let outcome = agent_loop
-            .run_turn(
-                &mut session,
-                &s.message,
-                Arc::new(crate::approval::UnattendedApprover),
-                &tx,
-                &cancel,
-            )
+            .run_turn(&mut session, &s.message, approver, &tx, &cancel)
             .await;
         drop(tx);
         let _ = drain.await;
@@ -208,6 +243,11 @@ impl FireRunner for TurnRunner {
                 o.needs_approval
             )),
             _ if o.denied > 0 => Err(format!("denied: {} call(s) (session {id})", o.denied)),
+            // A person answered no in the approval queue.
+            _ if o.declined > 0 => Err(format!(
+                "declined: {} call(s) not approved (session {id})",
+                o.declined
+            )),
             _ => Ok(format!("session {id}")),
         }
     }
@@ -221,7 +261,21 @@ pub struct MarkerWatch {
 }
 
 pub fn watch_marker(store: &Store, wake: Arc<Notify>) -> Option<MarkerWatch> {
-    let marker = store.schedules_marker()?;
+    watch_file(
+        &store.schedules_marker()?,
+        "schedule changes by other processes are seen only at the next fire",
+        move || wake.notify_one(),
+    )
+}
+
+/// Calls `changed` whenever the file `marker` is written, created or replaced (a store's
+/// change marker). `None` when it cannot be watched, after a warning that says what is lost
+/// (`lost`).
+pub fn watch_file(
+    marker: &std::path::Path,
+    lost: &'static str,
+    changed: impl Fn() + Send + 'static,
+) -> Option<MarkerWatch> {
     let dir = marker.parent()?.to_path_buf();
     let name = marker.file_name()?.to_os_string();
     let handler = move |event: notify::Result<notify::Event>| {
@@ -234,21 +288,19 @@ pub fn watch_marker(store: &Store, wake: Arc<Notify>) -> Option<MarkerWatch> {
             .iter()
             .any(|p| p.file_name() == Some(name.as_os_str()))
         {
-            wake.notify_one();
+            changed();
         }
     };
     let mut watcher = match notify::recommended_watcher(handler) {
         Ok(w) => w,
         Err(e) => {
-            tracing::warn!(
-                "schedule changes by other processes are seen only at the next fire: {e}"
-            );
+            tracing::warn!("{lost}: {e}");
             return None;
         }
     };
     // The directory, not the file: the file may not exist yet, and a rename replaces it.
     if let Err(e) = watcher.watch(&dir, RecursiveMode::NonRecursive) {
-        tracing::warn!("schedule changes by other processes are seen only at the next fire: {e}");
+        tracing::warn!("{lost}: {e}");
         return None;
     }
     Some(MarkerWatch { _watcher: watcher })

@@ -98,8 +98,9 @@ fn a_fired_call_needing_approval_tells_the_model_no_one_can_approve_not_to_pass_
         return;
     };
     let sb = Sandbox::new();
+    // No time to wait in the approval queue: the refusal is the unattended one.
     let config = sb.config(&format!(
-        "{}schedules:\n  min_interval_secs: 1\n",
+        "{}schedules:\n  min_interval_secs: 1\n  approval_timeout_secs: 0\n",
         llm.backend_yaml("openai", true)
     ));
     let args = r#"{"id": "ls", "cron": "*/2 * * * * *", "task": "list files", "max_fires": 1}"#;

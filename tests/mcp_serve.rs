@@ -594,7 +594,8 @@ fn audit_records(state: &Path) -> Vec<tackle_store::AuditRecord> {
 }
 
 fn assert_cancelled_call_was_audited(state: &Path, sleep: &str) {
-    // The record is written as the call ends, which may be just after its process is gone.
+    // The record is written as the call ends, which may be just after its process is gone;
+    // until then the row may exist with the outcome `running`.
     let find = || {
         audit_records(state)
             .into_iter()
@@ -603,7 +604,7 @@ fn assert_cancelled_call_was_audited(state: &Path, sleep: &str) {
     let mut shell = None;
     within(5, || {
         shell = find();
-        shell.is_some()
+        shell.as_ref().is_some_and(|r| r.outcome != "running")
     });
     let shell = shell.unwrap_or_else(|| panic!("no audit record for `sleep {sleep}`"));
     assert_eq!(shell.outcome, "failed", "{shell:?}");

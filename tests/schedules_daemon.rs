@@ -66,6 +66,15 @@ fn wait_for(
     }
 }
 
+/// A time of `schedule list --json` (RFC 3339, UTC) in milliseconds since the epoch.
+fn ms(v: &Value) -> i64 {
+    let text = v.as_str().unwrap_or_else(|| panic!("{v} is not a time"));
+    assert!(text.ends_with('Z'), "{text} is not in UTC");
+    let at = time::OffsetDateTime::parse(text, &time::format_description::well_known::Rfc3339)
+        .unwrap_or_else(|e| panic!("{text} is not RFC 3339: {e}"));
+    i64::try_from(at.unix_timestamp_nanos() / 1_000_000).unwrap()
+}
+
 fn fires_with(s: &Value, status: &str) -> Vec<Value> {
     s["fires"]
         .as_array()
@@ -113,8 +122,8 @@ fn the_daemon_fires_a_two_second_schedule_three_times_on_time_then_lists_it_reti
     assert_eq!(ok.len(), 3, "{s}");
     // Lateness from the fire records (claim time − due time), not the test's wall clock.
     for f in &ok {
-        let due = f["due"].as_i64().unwrap();
-        let started = f["started"].as_i64().unwrap();
+        let due = ms(&f["due"]);
+        let started = ms(&f["started"]);
         assert!(due % 2000 == 0, "due on an even second: {f}");
         assert!(
             (0..1000).contains(&(started - due)),
@@ -149,7 +158,12 @@ fn planting_a_schedule_needs_approval_and_a_fired_call_with_no_approver_ends_nee
         return;
     };
     let sb = Sandbox::new();
-    let config = config(&sb, &llm, "schedules:\n  min_interval_secs: 1\n");
+    // No time to wait in the approval queue: no one is asked.
+    let config = config(
+        &sb,
+        &llm,
+        "schedules:\n  min_interval_secs: 1\n  approval_timeout_secs: 0\n",
+    );
     let args = r#"{"id": "ls", "cron": "*/2 * * * * *", "task": "list files", "max_fires": 1}"#;
     let refused = run(sb.tackle(&config, &["tools", "call", "schedule_add", args]));
     assert_eq!(refused.code, 4, "no approver, no schedule: {refused}");
@@ -340,4 +354,104 @@ fn with_daemon_mcp_http_the_daemon_also_serves_mcp_and_stops_both_on_sigterm() {
         )),
         "{stderr}"
     );
+}
+
+#[test]
+fn a_one_shot_added_from_the_cli_fires_once_and_lists_its_times_in_rfc3339() {
+    let Some(llm) = FakeLlm::start("rules:\n  - name: any\n    respond: {content: \"hi\"}\n")
+    else {
+        return;
+    };
+    let sb = Sandbox::new();
+    let config = config(&sb, &llm, "");
+    let before = time::OffsetDateTime::now_utc();
+    let add = run(sb.tackle(
+        &config,
+        &[
+            "schedule", "add", "hello", "--in", "2s", "--task", "say hi", "--json",
+        ],
+    ));
+    assert_eq!(add.code, 0, "{add}");
+    let added: Value = serde_json::from_str(&add.stdout).expect("add --json prints JSON");
+    assert_eq!(added["kind"], "once", "{added}");
+    let due = ms(&added["next_fire"]);
+    let ahead = due - i64::try_from(before.unix_timestamp_nanos() / 1_000_000).unwrap();
+    assert!(
+        (1_000..10_000).contains(&ahead),
+        "due {ahead} ms after the add"
+    );
+
+    let child = daemon(&sb, &config);
+    // A one-shot is removed once its fire has run.
+    let list = wait_for(&sb, &config, Duration::from_secs(40), <[Value]>::is_empty);
+    let (code, stderr) = stop(child);
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(
+        list.is_empty(),
+        "the one-shot never ran: {list:?}\n{stderr}"
+    );
+    let fires: Vec<&str> = stderr
+        .lines()
+        .filter(|l| l.starts_with("fire default/hello"))
+        .collect();
+    assert_eq!(fires.len(), 1, "one fire: {stderr}");
+    assert!(fires[0].contains(" ok"), "{stderr}");
+}
+
+#[test]
+fn schedule_add_needs_exactly_one_of_cron_at_and_in_and_refuses_a_past_time() {
+    let sb = Sandbox::new();
+    let cfg = sb.config("");
+    for args in [
+        &["schedule", "add", "x", "--task", "t"][..],
+        &[
+            "schedule",
+            "add",
+            "x",
+            "--task",
+            "t",
+            "--in",
+            "1h",
+            "--at",
+            "2099-01-01T00:00:00Z",
+        ],
+        &[
+            "schedule",
+            "add",
+            "x",
+            "--task",
+            "t",
+            "--in",
+            "1h",
+            "--max-fires",
+            "2",
+        ],
+        &[
+            "schedule",
+            "add",
+            "x",
+            "--task",
+            "t",
+            "--at",
+            "2099-01-01T00:00:00Z",
+            "--expires-at",
+            "2099-01-02T00:00:00Z",
+        ],
+        &["schedule", "add", "x", "--task", "t", "--in", "soon"],
+        &[
+            "schedule",
+            "add",
+            "x",
+            "--task",
+            "t",
+            "--at",
+            "2000-01-01T00:00:00Z",
+        ],
+        &["schedule", "add", "x", "--task", "t", "--at", "tomorrow"],
+    ] {
+        let r = run(sb.tackle(&cfg, args));
+        assert_eq!(r.code, 2, "{args:?}: {r}");
+    }
+    let r = run(sb.tackle(&cfg, &["schedule", "list", "--json"]));
+    assert_eq!(r.stdout.trim(), "[]", "nothing was added: {r}");
 }

@@ -12,7 +12,7 @@ use anyhow::Result;
 use rustyline::error::ReadlineError;
 use rustyline::DefaultEditor;
 use tackle_agent::profiles::mode_name;
-use tackle_agent::Session;
+use tackle_agent::{DoneReason, Session};
 use tackle_protocol::message::Role;
 use tackle_protocol::text::preview;
 
@@ -143,13 +143,12 @@ async fn unknown_session(rt: &Runtime, id: &str) -> String {
         .map(|list| list.into_iter().map(|s| s.id.0).collect())
         .unwrap_or_default();
     let near = tackle_protocol::suggest::nearest(id, ids.iter().map(String::as_str), 0.75);
-    let hint = if near.is_empty() {
-        "`tackle sessions list` shows the stored ones".to_string()
-    } else {
-        format!("did you mean {}?", near.join(", "))
+    let hint = match tackle_protocol::suggest::hint(&near) {
+        h if h.is_empty() => "; `tackle sessions list` shows the stored ones".to_string(),
+        h => h,
     };
     format!(
-        "no session `{}`: {hint} (add --new to start a session with that id)",
+        "no session `{}`{hint} (add --new to start a session with that id)",
         preview(id, 80)
     )
 }
@@ -194,12 +193,17 @@ async fn turn(
     approver: std::sync::Arc<dyn tackle_protocol::Approver>,
 ) {
     // A cancelled turn is reported by the renderer (`(cancelled)`); the chat goes on.
-    if let Err(e) = run_rendered(rt, session, input, approver, false, false).await {
-        term::err_line(&format!(
+    match run_rendered(rt, session, input, approver, false, false).await {
+        // Said as `tackle run` says it, or the turn looks as if it never ended.
+        Ok(o) if o.reason == DoneReason::Answer && o.text.trim().is_empty() => {
+            term::err_line("(the model's answer was empty)");
+        }
+        Ok(_) => {}
+        Err(e) => term::err_line(&format!(
             "{} {}",
             Paint::Error.on_stderr("error:"),
             crate::errors::render_error(&e)
-        ));
+        )),
     }
 }
 

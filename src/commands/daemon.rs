@@ -1,9 +1,10 @@
 //! `tackle daemon`: fires schedules until SIGINT or SIGTERM, one stderr line per fire (and a
 //! line saying what fires next), and with `daemon.mcp_http` also serves MCP over HTTP as
-//! `tackle mcp serve --http` does. It refuses to start without a model backend: every fire
-//! would fail.
-//! On a signal it takes no new fires, lets running ones finish for
-//! `schedules.shutdown_grace_secs`, records any still going as failed, and exits 0.
+//! `tackle mcp serve --http` does, and with `gateway:` the HTTP API (src/gateway). It refuses
+//! to start without a model backend: every fire would fail.
+//! On a signal it takes no new fires or requests, lets running ones finish for
+//! `schedules.shutdown_grace_secs`, records any still going as failed (a fire) or cancelled
+//! (an API turn), and exits 0.
 
 use crate::app::{load_config, open_store, App};
 use crate::cli::Global;
@@ -23,6 +24,17 @@ pub async fn run(global: &Global) -> Result<i32> {
     let store = open_store(&App::state_dir_for(&config))?;
     let zone = schedules::zone(&config)?;
     check_backends(&config).await?;
+    // Bound and checked before anything runs, so a taken port, a refused address or a bad
+    // token hash stops the start.
+    let api_listener = match &config.gateway {
+        Some(g) => {
+            let listener = crate::gateway::bind(g).await?;
+            let addr = listener.local_addr()?;
+            let gw = crate::gateway::gateway(global, &config, g, addr, store.clone())?;
+            Some((listener, addr, gw))
+        }
+        None => None,
+    };
     let runner = Arc::new(TurnRunner::new(global.clone()));
     let mut engine_config = EngineConfig::new(owner_id());
     engine_config.zone = zone;
@@ -48,6 +60,23 @@ pub async fn run(global: &Global) -> Result<i32> {
             served
         })
     });
+    let grace = Duration::from_secs(config.schedules.shutdown_grace_secs);
+    let api = match (api_listener, &config.gateway) {
+        (Some((listener, addr, gw)), Some(g)) => {
+            if !global.quiet {
+                eprintln!("daemon: HTTP API on http://{addr} (GET /openapi.json lists it)");
+            }
+            let (stop, max_body) = (stop.clone(), g.max_body_bytes);
+            Some(tokio::spawn(async move {
+                let served =
+                    crate::gateway::serve(gw, listener, max_body, stop.clone(), grace).await;
+                // A server that stops stops the daemon rather than leaving half of it.
+                stop.cancel();
+                served
+            }))
+        }
+        _ => None,
+    };
     if !global.quiet {
         eprintln!(
             "daemon: firing schedules ({}); {}; stop with Ctrl-C or SIGTERM",
@@ -58,6 +87,10 @@ pub async fn run(global: &Global) -> Result<i32> {
     let ran = engine.run(stop).await;
     signals.abort();
     runner.shutdown().await;
+    if let Some(api) = api {
+        api.await
+            .map_err(|e| anyhow::anyhow!("HTTP API task: {e}"))??;
+    }
     if let Some(mcp) = mcp {
         mcp.await
             .map_err(|e| anyhow::anyhow!("MCP server task: {e}"))??;

@@ -315,6 +315,59 @@ fn print_explanation(explanation: &tackle_agent::Explanation, as_json: bool) -> 
     Ok(())
 }
 
+/// What the sandbox holds for this call whatever the rules allow, in plain words: a call the
+/// rules allow (`rm -rf ~`) still writes only where the view has writable mounts.
+fn print_sandbox_summary(out: &mut exit::Stdout, view: &Value) -> Result<()> {
+    let mounts = view["mounts"].as_array().cloned().unwrap_or_default();
+    let at = |m: &Value| m["at"].as_str().unwrap_or_default().to_string();
+    let mut writable: Vec<String> = Vec::new();
+    for m in mounts.iter().filter(|m| m["kind"] == "read_write") {
+        let path = at(m);
+        if !writable.contains(&path) {
+            writable.push(path);
+        }
+    }
+    let mut masked: Vec<String> = Vec::new();
+    for m in view["masked_programs"].as_array().into_iter().flatten() {
+        let name = m["program"].as_str().unwrap_or_default().to_string();
+        if !masked.contains(&name) {
+            masked.push(name);
+        }
+    }
+    writeln!(out, "the sandbox holds, whatever the rules allow:")?;
+    writeln!(
+        out,
+        "  writes land only in: {} (the rest is read-only, or empty and thrown away after the command)",
+        if writable.is_empty() {
+            "nowhere".to_string()
+        } else {
+            writable.join(", ")
+        }
+    )?;
+    // `~` inside is the operator's home only if the view shows it; an empty directory there
+    // means a command that names `~` reaches none of the operator's files.
+    if let Some(home) = std::env::var_os("HOME").map(std::path::PathBuf::from) {
+        let home = home.to_string_lossy().into_owned();
+        if mounts.iter().any(|m| m["kind"] == "tmpfs" && at(m) == home) {
+            writeln!(
+                out,
+                "  ~ ({home}): an empty directory; of your home only the paths above and toolchains (read-only) show through"
+            )?;
+        }
+    }
+    match view["visible_programs"].as_array() {
+        Some(_) => writeln!(out, "  programs: only the allowed ones exist")?,
+        None if masked.is_empty() => writeln!(out, "  masked programs: none")?,
+        None => writeln!(out, "  masked programs: {}", masked.join(", "))?,
+    }
+    writeln!(
+        out,
+        "  network: {}",
+        view["network"].as_str().unwrap_or_default()
+    )?;
+    Ok(())
+}
+
 /// The sandbox part of `--explain`: each shell rule with the layer enforcing it, then what the
 /// command's sandbox view holds (the same value `exec` spawns from).
 fn print_sandbox(out: &mut exit::Stdout, view: &Value) -> Result<()> {
@@ -346,6 +399,7 @@ fn print_sandbox(out: &mut exit::Stdout, view: &Value) -> Result<()> {
         }
         return Ok(());
     }
+    print_sandbox_summary(out, view)?;
     writeln!(
         out,
         "sandbox: bubblewrap, {} mounts, cwd {}",

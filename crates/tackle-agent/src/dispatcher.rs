@@ -456,20 +456,17 @@ impl Dispatcher {
             why: decision.why.clone(),
             remedy: plan.remedy(),
         };
-        match req.approver.ask(&ask).await {
-            Ok(ApprovalAnswer::Once) => Ok(req.approver.name().to_string()),
-            Ok(ApprovalAnswer::ForSession) => {
+        match req.approver.ask_who(&ask).await {
+            Ok((ApprovalAnswer::Once, who)) => Ok(who),
+            Ok((ApprovalAnswer::ForSession, who)) => {
                 if !escalated {
                     req.approvals.allow(name);
                 }
-                Ok(req.approver.name().to_string())
+                Ok(who)
             }
-            Ok(ApprovalAnswer::Deny) => Err(Refusal {
-                error: ToolError::declined(
-                    req.approver.name(),
-                    format!("`{name}` was not approved by the user"),
-                ),
-                approver: req.approver.name().to_string(),
+            Ok((ApprovalAnswer::Deny, who)) => Err(Refusal {
+                error: ToolError::declined(&who, format!("`{name}` was not approved by the user")),
+                approver: who,
             }),
             Err(unavailable) => Err(ToolError::needs_approval(unavailable.0).into()),
         }

@@ -31,6 +31,16 @@ impl EnvSnapshot {
         }
     }
 
+    /// The API keys among the variables: secrets to redact like the config's own, since
+    /// discovery may send one to a server whose error quotes it back.
+    pub fn keys(&self) -> Vec<String> {
+        KEY_SOURCES
+            .iter()
+            .filter_map(|s| self.get(s.var))
+            .map(str::to_string)
+            .collect()
+    }
+
     fn get(&self, name: &str) -> Option<&str> {
         self.vars
             .get(name)

@@ -67,7 +67,7 @@ pub use content::{ResultSpill, SpillError};
 pub use elicit::{ElicitAnswer, ElicitError, ElicitRequest, ElicitationHandler};
 pub use roots::Roots;
 pub use sampling::{SampleAnswer, SampleError, SampleRequest, SamplingHandler};
-pub use server::{bind_http, serve_http, serve_http_on, serve_stdio, ToolService};
+pub use server::{bind_http, serve_http, serve_http_on, serve_stdio, LocalOnly, ToolService};
 
 use std::net::SocketAddr;
 

@@ -183,15 +183,20 @@ fn allowed_hosts(addr: SocketAddr) -> Vec<String> {
 ///   the browser's eyes and sends no foreign `Origin`, but its `Host` still says
 ///   `evil.example`). It costs one header comparison. The SDK checks `Host` too; it is checked
 ///   here as well so that the guard does not depend on an SDK default.
-struct LocalOnly {
+///
+/// Tackle's HTTP API (the daemon's gateway) uses the same guard with an exact list of origins
+/// instead of the loopback names ([`Self::with_exact_origins`]).
+pub struct LocalOnly {
     /// Accepted `Host` names; empty turns the `Host` check off (an unspecified bind).
     hosts: Vec<String>,
     /// Accepted `Origin` host names (any port, `http` or `https`).
     origin_hosts: Vec<String>,
+    /// When set, only these serialised origins (lower-cased, no trailing `/`) pass.
+    exact_origins: Option<Vec<String>>,
 }
 
 impl LocalOnly {
-    fn for_bind(addr: SocketAddr) -> Self {
+    pub fn for_bind(addr: SocketAddr) -> Self {
         let mut origin_hosts: Vec<String> = LOOPBACK_NAMES.map(String::from).to_vec();
         if !addr.ip().is_loopback() && !addr.ip().is_unspecified() {
             origin_hosts.push(addr.ip().to_string());
@@ -199,12 +204,35 @@ impl LocalOnly {
         Self {
             hosts: allowed_hosts(addr),
             origin_hosts,
+            exact_origins: None,
         }
     }
 
+    /// Browser requests are served only from these origins (`http://localhost:3000`,
+    /// compared without case); an empty list refuses every request carrying an `Origin`.
+    pub fn with_exact_origins(mut self, origins: &[String]) -> Self {
+        self.exact_origins = Some(
+            origins
+                .iter()
+                .map(|o| o.trim_end_matches('/').to_ascii_lowercase())
+                .collect(),
+        );
+        self
+    }
+
     /// Why the request is refused, if it is.
-    fn refuse(&self, headers: &axum::http::HeaderMap) -> Option<&'static str> {
+    pub fn refuse(&self, headers: &axum::http::HeaderMap) -> Option<&'static str> {
         for origin in headers.get_all(axum::http::header::ORIGIN) {
+            if let Some(exact) = &self.exact_origins {
+                let allowed = origin
+                    .to_str()
+                    .ok()
+                    .is_some_and(|o| exact.iter().any(|a| a.eq_ignore_ascii_case(o)));
+                if !allowed {
+                    return Some("requests from this Origin are not served: it is not in gateway.allowed_origins\n");
+                }
+                continue;
+            }
             let allowed = origin
                 .to_str()
                 .ok()
@@ -439,6 +467,40 @@ mod tests {
             );
         }
         map
+    }
+
+    #[test]
+    fn exact_origins_pass_only_as_listed_and_the_host_is_still_checked() {
+        let addr = "127.0.0.1:8787".parse().unwrap();
+        let host = ("host", "127.0.0.1:8787");
+        let none = LocalOnly::for_bind(addr).with_exact_origins(&[]);
+        assert!(none
+            .refuse(&headers(&[host, ("origin", "http://localhost:8787")]))
+            .is_some());
+        assert_eq!(none.refuse(&headers(&[host])), None, "no Origin");
+        let listed =
+            LocalOnly::for_bind(addr).with_exact_origins(&["http://LocalHost:3000/".into()]);
+        assert_eq!(
+            listed.refuse(&headers(&[host, ("origin", "http://localhost:3000")])),
+            None
+        );
+        for bad in [
+            "http://localhost:3001",
+            "http://localhost",
+            "null",
+            "http://evil.example",
+        ] {
+            assert!(
+                listed.refuse(&headers(&[host, ("origin", bad)])).is_some(),
+                "{bad}"
+            );
+        }
+        assert!(listed
+            .refuse(&headers(&[
+                ("host", "evil.example:8787"),
+                ("origin", "http://localhost:3000")
+            ]))
+            .is_some());
     }
 
     #[test]

@@ -46,6 +46,17 @@ pub trait Approver: Send + Sync {
     fn name(&self) -> &str;
     async fn ask(&self, req: &ApprovalRequest) -> Result<ApprovalAnswer, ApprovalUnavailable>;
 
+    /// As [`Approver::ask`], with who answered, which the audit log records: [`Approver::name`]
+    /// unless the front end knows the person (a queued approval answered by `cli:alice` is
+    /// `queue:cli:alice`).
+    async fn ask_who(
+        &self,
+        req: &ApprovalRequest,
+    ) -> Result<(ApprovalAnswer, String), ApprovalUnavailable> {
+        let answer = self.ask(req).await?;
+        Ok((answer, self.name().to_string()))
+    }
+
     /// The same person, for a form a third party wants filled in during the call (an MCP
     /// server's elicitation), when this front end can pass one on; `None` (the default)
     /// leaves such forms to the process's own handler.

@@ -55,6 +55,9 @@ pub struct Config {
     /// What `tackle daemon` runs besides the schedule engine.
     #[serde(default)]
     pub daemon: DaemonConfig,
+    /// The HTTP API `tackle daemon` serves when this is present.
+    #[serde(default)]
+    pub gateway: Option<GatewayConfig>,
     /// Credentials of the `services` extension's tools (`services.NAME`).
     #[serde(default)]
     pub services: ServicesConfig,
@@ -697,6 +700,11 @@ pub struct SchedulesConfig {
     /// third of it): after a crash, the schedule fires again this long after the last renewal.
     #[serde(default = "default_lease_secs")]
     pub lease_secs: u64,
+    /// How long a fire's call that needs approval waits in the approval queue
+    /// (`tackle approvals`) for an answer before it ends `needs_approval`; 0: no one is asked,
+    /// such calls end `needs_approval` at once (docs/decisions/0030-one-approval-queue.md).
+    #[serde(default = "default_approval_timeout_secs")]
+    pub approval_timeout_secs: u64,
 }
 
 impl Default for SchedulesConfig {
@@ -708,6 +716,7 @@ impl Default for SchedulesConfig {
             max_concurrent_per_agent: default_max_concurrent_per_agent(),
             shutdown_grace_secs: default_shutdown_grace_secs(),
             lease_secs: default_lease_secs(),
+            approval_timeout_secs: default_approval_timeout_secs(),
         }
     }
 }
@@ -735,6 +744,10 @@ fn default_max_concurrent_per_agent() -> usize {
 
 fn default_shutdown_grace_secs() -> u64 {
     30
+}
+
+fn default_approval_timeout_secs() -> u64 {
+    300
 }
 
 fn default_lease_secs() -> u64 {
@@ -788,6 +801,77 @@ pub struct DaemonConfig {
     /// Also serve MCP over Streamable HTTP at this address (as `tackle mcp serve --http`).
     #[serde(default)]
     pub mcp_http: Option<String>,
+}
+
+/// `gateway:` the HTTP API `tackle daemon` serves (an OpenAI-compatible chat endpoint whose
+/// models are the agents). Every request needs a bearer token listed here; tokens are kept as
+/// SHA-256 hashes so the config never holds one.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GatewayConfig {
+    /// `host:port`; a non-loopback address is refused unless `allow_remote` is set.
+    #[serde(default = "default_gateway_bind")]
+    pub bind: String,
+    #[serde(default)]
+    pub allow_remote: bool,
+    #[serde(default)]
+    pub tokens: Vec<GatewayToken>,
+    /// Larger request bodies are refused with 413.
+    #[serde(default = "default_gateway_max_body_bytes")]
+    pub max_body_bytes: usize,
+    /// Requests per minute per token; more are refused with 429.
+    #[serde(default = "default_gateway_rate_limit")]
+    pub rate_limit_per_minute: u32,
+    /// Origins (`http://localhost:3000`) whose browser requests are served; a request
+    /// carrying any other `Origin` is refused with 403. Empty: none.
+    #[serde(default)]
+    pub allowed_origins: Vec<String>,
+}
+
+impl Default for GatewayConfig {
+    fn default() -> Self {
+        Self {
+            bind: default_gateway_bind(),
+            allow_remote: false,
+            tokens: Vec::new(),
+            max_body_bytes: default_gateway_max_body_bytes(),
+            rate_limit_per_minute: default_gateway_rate_limit(),
+            allowed_origins: Vec::new(),
+        }
+    }
+}
+
+/// One API token of `gateway.tokens`: its name (what the audit log records), the hex SHA-256
+/// of the token, and what it may do.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GatewayToken {
+    pub name: String,
+    pub sha256: String,
+    #[serde(default)]
+    pub scopes: Vec<GatewayScope>,
+}
+
+/// What a gateway token may do.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum GatewayScope {
+    Read,
+    Chat,
+    Approve,
+    Admin,
+}
+
+fn default_gateway_bind() -> String {
+    "127.0.0.1:8787".to_string()
+}
+
+fn default_gateway_max_body_bytes() -> usize {
+    1024 * 1024
+}
+
+fn default_gateway_rate_limit() -> u32 {
+    120
 }
 
 /// `services:` credentials of the `services` extension's tools. A tool whose section is

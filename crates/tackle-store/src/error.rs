@@ -74,6 +74,17 @@ pub enum StoreError {
     #[error("this memory store has no room for more memories or banks")]
     ScopeFull,
 
+    #[error("no approval `{0}`; `tackle approvals list` shows those pending")]
+    UnknownApproval(String),
+
+    /// The first answer won (or the deadline passed) before this one.
+    #[error("approval {id} was already answered: {}{}", .status.as_str(), .by.as_deref().map(|b| format!(" by {b}")).unwrap_or_default())]
+    AlreadyAnswered {
+        id: String,
+        status: crate::approvals::ApprovalStatus,
+        by: Option<String>,
+    },
+
     #[error("the state store's worker thread failed: {0}")]
     Task(String),
 }

@@ -21,6 +21,7 @@
 //! # Ok::<(), tackle_store::StoreError>(()) }).unwrap();
 //! ```
 
+mod approvals;
 mod audit;
 mod checkpoint;
 mod error;
@@ -34,6 +35,9 @@ mod reminders;
 mod schedules;
 mod sessions;
 
+pub use approvals::{
+    Approval, ApprovalReply, ApprovalStatus, NewApproval, APPROVALS_MARKER, PREVIEW_MAX_BYTES,
+};
 pub use audit::{
     AuditEntry, AuditOutcome, AuditQuery, AuditRecord, AuditSince, IntentId,
     ARGS_SUMMARY_MAX_BYTES, INTERRUPTED, RUNNING,

@@ -222,6 +222,28 @@ const MIGRATIONS: &[(i64, &str)] = &[
         9,
         "ALTER TABLE schedules ADD COLUMN created_by TEXT;",
     ),
+    (
+        // The approval queue (docs/decisions/0030-one-approval-queue.md): one row per call
+        // waiting for a person, answered once. The partial index keeps the pending look-up
+        // and the expiry sweep off the answered history.
+        10,
+        "CREATE TABLE approvals (
+            id TEXT PRIMARY KEY,
+            created_ms INTEGER NOT NULL,
+            deadline_ms INTEGER NOT NULL,
+            agent TEXT NOT NULL,
+            session_id TEXT NOT NULL DEFAULT '',
+            tool TEXT NOT NULL,
+            preview TEXT NOT NULL,
+            approvers TEXT NOT NULL DEFAULT '[]',
+            status TEXT NOT NULL DEFAULT 'pending' CHECK (status IN
+                ('pending', 'allowed', 'allowed_for_session', 'denied', 'expired', 'cancelled')),
+            answered_by TEXT,
+            answered_ms INTEGER
+        );
+        CREATE INDEX approvals_pending ON approvals (deadline_ms) WHERE status = 'pending';
+        CREATE INDEX approvals_recent ON approvals (created_ms);",
+    ),
 ];
 
 /// The newest schema version this build knows.

@@ -9,6 +9,7 @@ mod child;
 pub(crate) mod client;
 mod plain;
 pub(crate) mod server;
+mod stdio;
 
 /// What went wrong talking MCP.
 #[derive(Debug, thiserror::Error)]

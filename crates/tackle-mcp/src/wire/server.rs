@@ -601,9 +601,11 @@ impl FormAsker for ElicitApprover {
 /// Serve over stdin/stdout until the client disconnects. When both are pipes (as MCP clients
 /// launch servers) they are driven by the IO reactor instead of tokio's blocking pool, which
 /// saves a thread hand-off per message each way; anything else falls back to blocking stdio.
+/// Input that is no JSON-RPC message is answered with an error rather than dropped.
 pub(crate) async fn serve_stdio(handler: Handler) -> Result<(), String> {
+    let (read, write) = rmcp::transport::stdio_pipes();
     let running = handler
-        .serve(rmcp::transport::stdio_pipes())
+        .serve(super::stdio::CheckedStdio::new(read, write))
         .await
         .map_err(|e| e.to_string())?;
     running.waiting().await.map_err(|e| e.to_string())?;

@@ -247,7 +247,7 @@ impl Tool for ScheduleAdd {
         .parameters(json!({
             "type": "object",
             "properties": {
-                "id": {"type": "string", "minLength": 1, "maxLength": 64},
+                "id": {"type": "string", "minLength": 1, "maxLength": tackle_protocol::ids::MAX_LEN},
                 "cron": {"type": "string"},
                 "task": {"type": "string", "minLength": 1},
                 "agent": {"type": "string", "description": "The agent it runs as; default: you. Another agent only where the operator allows it (schedule_for), and a person is always asked."},

@@ -25,7 +25,7 @@ pub use manage::{
     add_recurring, list_lines, modify, remove, AddRequest, ModifyRequest, ScheduleAdd,
     ScheduleList, ScheduleModify, ScheduleRemove,
 };
-pub use once::{once_marker, ScheduleOnce, ONCE_PREFIX};
+pub use once::{add_named_once, once_marker, ScheduleOnce, ONCE_PREFIX};
 pub use plan::{check_recurring, next_fire, parse_time};
 pub use reminder::ReminderTool;
 pub use render::{fire_line, schedule_line};

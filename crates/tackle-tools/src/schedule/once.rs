@@ -101,22 +101,7 @@ pub(crate) async fn add_once(
         } else {
             format!("{base}-{n}")
         };
-        let new = NewSchedule {
-            agent: agent.to_string(),
-            name,
-            kind: ScheduleKind::Once,
-            spec: once_marker(at),
-            message: task.to_string(),
-            next_fire: Some(at),
-            target: if session.is_some() {
-                Target::Pinned
-            } else {
-                Target::Fresh
-            },
-            session_id: session.clone(),
-            max_fires: Some(1),
-            expires_at: None,
-        };
+        let new = once_schedule(agent, name, task, at, session.clone());
         match settings.store.add_owned_schedule(new, Some(by)).await {
             Ok(s) => return Ok(s),
             Err(StoreError::DuplicateSchedule { .. }) => continue,
@@ -124,6 +109,61 @@ pub(crate) async fn add_once(
         }
     }
     Err(ToolError::failed("no free one-shot id; try again"))
+}
+
+/// A one-shot the operator plants under a name of their choosing: `id` runs `task` once at
+/// `at` as a fresh session of `owner`. Checked as the tool checks its own: a valid id, a task,
+/// and a time still to come.
+pub async fn add_named_once(
+    settings: &ScheduleSettings,
+    owner: &str,
+    id: &str,
+    task: &str,
+    at: OffsetDateTime,
+) -> Result<tackle_store::Schedule, ToolError> {
+    tackle_protocol::ids::check(tackle_protocol::ids::IdKind::Schedule, id)
+        .map_err(|e| ToolError::invalid_arguments(e.to_string()))?;
+    if task.trim().is_empty() {
+        return Err(ToolError::invalid_arguments("`task` must not be empty"));
+    }
+    if at <= now() {
+        return Err(ToolError::invalid_arguments(format!(
+            "the time {} has passed; give one still to come",
+            stamp(at)
+        )));
+    }
+    let new = once_schedule(owner, id.to_string(), task, at, None);
+    settings
+        .store
+        .add_owned_schedule(new, None)
+        .await
+        .map_err(store_error)
+}
+
+/// The stored form of a one-shot: one fire at `at`, reported to `session` when there is one.
+fn once_schedule(
+    agent: &str,
+    name: String,
+    task: &str,
+    at: OffsetDateTime,
+    session: Option<String>,
+) -> NewSchedule {
+    NewSchedule {
+        agent: agent.to_string(),
+        name,
+        kind: ScheduleKind::Once,
+        spec: once_marker(at),
+        message: task.to_string(),
+        next_fire: Some(at),
+        target: if session.is_some() {
+            Target::Pinned
+        } else {
+            Target::Fresh
+        },
+        session_id: session,
+        max_fires: Some(1),
+        expires_at: None,
+    }
 }
 
 #[cfg(test)]
@@ -160,5 +200,37 @@ mod tests {
         assert_eq!(a.spec, "@2026-01-01 00:05:00Z");
         assert_eq!(a.target, Target::Pinned);
         assert_eq!(a.session_id.as_deref(), Some("sess"));
+    }
+
+    #[tokio::test]
+    async fn a_named_one_shot_fires_once_fresh_and_refuses_a_past_time_or_a_bad_id() {
+        let s = settings();
+        // Whole seconds: the store keeps milliseconds.
+        let at = now().replace_nanosecond(0).unwrap() + time::Duration::hours(1);
+        let o = add_named_once(&s, "default", "standup", "say hi", at)
+            .await
+            .unwrap();
+        assert_eq!(o.name, "standup");
+        assert_eq!(o.kind, ScheduleKind::Once);
+        assert_eq!(o.max_fires, Some(1));
+        assert_eq!(o.target, Target::Fresh);
+        assert_eq!(o.next_fire, Some(at));
+        let past = now() - time::Duration::minutes(1);
+        let e = add_named_once(&s, "default", "late", "x", past)
+            .await
+            .unwrap_err();
+        assert_eq!(
+            e.kind,
+            tackle_protocol::ErrorKind::InvalidArguments,
+            "{e:?}"
+        );
+        let e = add_named_once(&s, "default", "bad id!", "x", at)
+            .await
+            .unwrap_err();
+        assert_eq!(
+            e.kind,
+            tackle_protocol::ErrorKind::InvalidArguments,
+            "{e:?}"
+        );
     }
 }

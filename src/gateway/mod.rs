@@ -1,0 +1,165 @@
+//! The daemon's HTTP API (`gateway:` in the config): an OpenAI-compatible chat endpoint whose
+//! models are the agents, served on the daemon's runtime beside the schedule engine. Every
+//! request passes the browser guard and a bearer token with the route's scope
+//! ([`auth::guard`]), and is audited with the token's name. The route table [`ROUTES`] is the
+//! one list of endpoints: the guard reads each one's scope from it and `/openapi.json` is
+//! built from it.
+
+mod approver;
+mod audit;
+mod auth;
+mod errors;
+mod openai;
+mod openapi;
+mod sse;
+mod turns;
+
+use crate::cli::Global;
+use crate::exit::usage;
+use anyhow::Result;
+use axum::extract::DefaultBodyLimit;
+use axum::http::Method;
+use axum::routing::{get, post};
+use std::sync::Arc;
+use std::time::Duration;
+use tackle_mcp::LocalOnly;
+use tackle_protocol::config::{Config, GatewayConfig, GatewayScope};
+use tackle_protocol::Approver;
+use tackle_store::Store;
+use tokio::net::TcpListener;
+use tokio_util::sync::CancellationToken;
+
+use openapi::{schema, Route};
+
+/// Every endpoint, with its scope and its types (for the guard and `/openapi.json`).
+pub const ROUTES: &[Route] = &[
+    Route {
+        method: "GET",
+        path: "/v1/models",
+        scope: Some(GatewayScope::Read),
+        summary: "The agents, each as a model named `tackle:NAME`",
+        request: None,
+        response: schema::<openai::ModelList>,
+        events: None,
+    },
+    Route {
+        method: "POST",
+        path: "/v1/chat/completions",
+        scope: Some(GatewayScope::Chat),
+        summary: "Run the last user message as a turn of the agent `model` names (header X-Tackle-Session continues a session)",
+        request: Some(schema::<openai::ChatCompletionRequest>),
+        response: schema::<openai::ChatCompletion>,
+        events: Some(schema::<sse::ChatCompletionChunk>),
+    },
+    Route {
+        method: "GET",
+        path: "/openapi.json",
+        scope: None,
+        summary: "This document",
+        request: None,
+        response: schema::<serde_json::Value>,
+        events: None,
+    },
+];
+
+/// The route `method path` is, if any.
+pub fn route_for(method: &Method, path: &str) -> Option<&'static Route> {
+    ROUTES
+        .iter()
+        .find(|r| r.path == path && r.method == method.as_str())
+}
+
+/// The approver of API turns' calls. Today nobody can answer: a call that needs approval ends
+/// `needs_approval`, said in the response. The store's approval queue approver replaces this.
+pub fn approver_for_api() -> Arc<dyn Approver> {
+    Arc::new(approver::NoOneToAsk)
+}
+
+/// What every handler shares.
+pub struct Gateway {
+    store: Store,
+    tokens: auth::Tokens,
+    rate: auth::RateLimit,
+    local: LocalOnly,
+    turns: turns::Turns,
+}
+
+/// Binds `gateway.bind`, refusing a non-loopback address unless `allow_remote` is set.
+pub async fn bind(cfg: &GatewayConfig) -> Result<TcpListener> {
+    let addr = crate::serve_addr::resolve(&cfg.bind, "gateway.bind").await?;
+    if !addr.ip().is_loopback() && !cfg.allow_remote {
+        return Err(usage(format!(
+            "gateway.bind {}: not a loopback address; the API is served to this machine only unless gateway.allow_remote is true",
+            cfg.bind
+        )));
+    }
+    TcpListener::bind(addr).await.map_err(|e| {
+        usage(format!(
+            "gateway.bind {}: cannot listen there: {e}",
+            cfg.bind
+        ))
+    })
+}
+
+/// The gateway's state for `config` (the tokens checked), ready to serve.
+pub fn gateway(
+    global: &Global,
+    config: &Config,
+    cfg: &GatewayConfig,
+    addr: std::net::SocketAddr,
+    store: Store,
+) -> Result<Arc<Gateway>> {
+    Ok(Arc::new(Gateway {
+        store,
+        tokens: auth::Tokens::new(&cfg.tokens)?,
+        rate: auth::RateLimit::new(cfg.rate_limit_per_minute),
+        local: LocalOnly::for_bind(addr).with_exact_origins(&cfg.allowed_origins),
+        turns: turns::Turns::new(global.clone(), config.clone(), approver_for_api()),
+    }))
+}
+
+/// Serves until `stop`; then takes no new requests, lets running turns finish for `grace`,
+/// cancels any still going (each recorded as cancelled) and waits for their responses.
+pub async fn serve(
+    gw: Arc<Gateway>,
+    listener: TcpListener,
+    max_body_bytes: usize,
+    stop: CancellationToken,
+    grace: Duration,
+) -> Result<()> {
+    if gw.tokens.is_empty() {
+        tracing::warn!("gateway.tokens is empty: every API request will be refused with 401");
+    }
+    let router = axum::Router::new()
+        .route("/v1/models", get(openai::models))
+        .route("/v1/chat/completions", post(openai::chat_completions))
+        .route("/openapi.json", get(openapi::document))
+        .fallback(not_found)
+        .layer(DefaultBodyLimit::max(max_body_bytes))
+        .layer(axum::middleware::from_fn_with_state(
+            Arc::clone(&gw),
+            auth::guard,
+        ))
+        .with_state(Arc::clone(&gw));
+    let drain = {
+        let (gw, stop) = (Arc::clone(&gw), stop.clone());
+        tokio::spawn(async move {
+            stop.cancelled().await;
+            tokio::time::sleep(grace).await;
+            gw.turns.cancel_all();
+        })
+    };
+    let served = axum::serve(listener, router)
+        .with_graceful_shutdown(stop.cancelled_owned())
+        .await;
+    drain.abort();
+    gw.turns.shutdown().await;
+    served.map_err(|e| anyhow::anyhow!("HTTP API: {e}"))
+}
+
+async fn not_found(method: Method, uri: axum::http::Uri) -> errors::ApiError {
+    errors::ApiError::not_found(format!(
+        "no endpoint {method} {}; GET /openapi.json lists them",
+        tackle_protocol::text::preview(uri.path(), 200)
+    ))
+}

@@ -1,0 +1,177 @@
+//! Runs API turns: one runtime per agent (built at its first request, as the schedule runner
+//! does), a stored session per request (or the one `X-Tackle-Session` names), the real agent
+//! loop and dispatcher. Every turn is a task of its own with a cancellation token: a client
+//! that goes away or the daemon's drain ends it as cancelled, recorded like any other.
+//!
+//! An agent's turns run one at a time: a runtime's loop has one iteration pool, reset at each
+//! turn's start and shared with the agents its tree spawns, so two turns at once would refill
+//! and drain each other's. Turns of different agents run at once.
+
+use super::errors::ApiError;
+use crate::app::Selection;
+use crate::cli::Global;
+use crate::runtime::Runtime;
+use std::collections::HashMap;
+use std::sync::Arc;
+use tackle_agent::{AgentEvent, LoopError, TurnOutcome};
+use tackle_protocol::config::Config;
+use tackle_protocol::Approver;
+use tokio::sync::mpsc::UnboundedReceiver;
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+
+pub struct Turns {
+    global: Global,
+    config: Config,
+    runtimes: tokio::sync::Mutex<HashMap<String, Agent>>,
+    approver: Arc<dyn Approver>,
+    /// Cancelled when the daemon's drain grace is over: every running turn ends.
+    all: CancellationToken,
+}
+
+/// An agent's runtime and the lock its turns take in turn.
+#[derive(Clone)]
+struct Agent {
+    runtime: Arc<Runtime>,
+    turn: Arc<tokio::sync::Mutex<()>>,
+}
+
+/// A turn under way: its session, its events as they come, and its end.
+pub struct Running {
+    pub agent: String,
+    pub session: String,
+    pub events: UnboundedReceiver<AgentEvent>,
+    pub done: JoinHandle<Result<TurnOutcome, LoopError>>,
+    /// Cancels this turn only; dropped guards cancel it when the client goes away.
+    pub cancel: CancellationToken,
+}
+
+impl Turns {
+    pub fn new(global: Global, config: Config, approver: Arc<dyn Approver>) -> Self {
+        Self {
+            global,
+            config,
+            runtimes: tokio::sync::Mutex::new(HashMap::new()),
+            approver,
+            all: CancellationToken::new(),
+        }
+    }
+
+    /// The agents a request may name: those under `agents:`, or the built-in `default`.
+    pub fn agents(&self) -> Vec<String> {
+        if self.config.agents.is_empty() {
+            vec!["default".to_string()]
+        } else {
+            self.config.agents.iter().map(|a| a.name.clone()).collect()
+        }
+    }
+
+    /// The agent a `model` names: `tackle:NAME`, or `NAME` alone.
+    pub fn agent_for_model(&self, model: &str) -> Result<String, ApiError> {
+        let name = model.strip_prefix("tackle:").unwrap_or(model);
+        if self.agents().iter().any(|a| a == name) {
+            return Ok(name.to_string());
+        }
+        let message = match crate::exit::unknown_agent(&self.config, name).to_string() {
+            m if self.config.agents.is_empty() => {
+                format!("{m}; with no agents configured, the one model is `tackle:default`")
+            }
+            m => m,
+        };
+        Err(ApiError::not_found(message))
+    }
+
+    async fn runtime(&self, agent: &str) -> Result<Agent, ApiError> {
+        let mut runtimes = self.runtimes.lock().await;
+        if let Some(known) = runtimes.get(agent) {
+            return Ok(known.clone());
+        }
+        let selection = Selection {
+            agent: (!self.config.agents.is_empty()).then(|| agent.to_string()),
+            watch_plugins: true,
+            ..Selection::default()
+        };
+        let rt = Runtime::build(&self.global, &selection)
+            .await
+            .map_err(|e| ApiError::failed(crate::errors::render(&e)))?;
+        let known = Agent {
+            runtime: Arc::new(rt),
+            turn: Arc::default(),
+        };
+        runtimes.insert(agent.to_string(), known.clone());
+        Ok(known)
+    }
+
+    /// Starts `task` as a turn of `agent` in a new session, or in `session` (resumed, or
+    /// created with that id).
+    pub async fn start(
+        &self,
+        agent: &str,
+        session: Option<&str>,
+        task: String,
+    ) -> Result<Running, ApiError> {
+        if let Some(id) = session {
+            tackle_protocol::ids::check(tackle_protocol::ids::IdKind::Session, id)
+                .map_err(|e| ApiError::bad_request(format!("X-Tackle-Session: {e}")))?;
+        }
+        if self.all.is_cancelled() {
+            return Err(ApiError::new(
+                axum::http::StatusCode::SERVICE_UNAVAILABLE,
+                tackle_protocol::ErrorKind::Failed,
+                "the daemon is stopping and takes no new turns",
+            ));
+        }
+        let Agent { runtime: rt, turn } = self.runtime(agent).await?;
+        let mut stored = rt
+            .session(session)
+            .await
+            .map_err(|e| ApiError::failed(crate::errors::render(&e)))?;
+        let (tx, events) = tokio::sync::mpsc::unbounded_channel();
+        let cancel = self.all.child_token();
+        let approver = Arc::clone(&self.approver);
+        let id = stored.id().to_string();
+        let turn_cancel = cancel.clone();
+        let done = tokio::spawn(async move {
+            // Waiting for the agent's previous turn ends like the turn would: cancelled.
+            let _one_at_a_time = tokio::select! {
+                held = turn.lock_owned() => held,
+                () = turn_cancel.cancelled() => return Ok(not_started()),
+            };
+            rt.agent_loop
+                .run_turn(&mut stored, &task, approver, &tx, &turn_cancel)
+                .await
+        });
+        Ok(Running {
+            agent: agent.to_string(),
+            session: id,
+            events,
+            done,
+            cancel,
+        })
+    }
+
+    /// Ends every running turn (cancelled, recorded): the drain's grace is over.
+    pub fn cancel_all(&self) {
+        self.all.cancel();
+    }
+
+    /// Stops what the runtimes started (MCP servers, background work).
+    pub async fn shutdown(&self) {
+        self.all.cancel();
+        for known in self.runtimes.lock().await.values() {
+            known.runtime.app.shutdown().await;
+        }
+    }
+}
+
+/// The outcome of a turn cancelled before it started.
+fn not_started() -> TurnOutcome {
+    TurnOutcome {
+        reason: tackle_agent::DoneReason::Cancelled,
+        text: String::new(),
+        iterations: 0,
+        denied: 0,
+        needs_approval: 0,
+        declined: 0,
+    }
+}

@@ -1,0 +1,647 @@
+//! The daemon's HTTP API end to end: the real binary (`tackle daemon` with `gateway:`), a
+//! scripted model (fakellm), the official `openai` Python SDK as the client, and raw HTTP for
+//! what a client must not get through (no or wrong token, wrong scope, foreign Origin or Host,
+//! too large, too many, unknown agent).
+
+mod common;
+
+use common::{drain, free_port, repo_root, run, FakeLlm, Sandbox};
+use serde_json::Value;
+use sha2::{Digest, Sha256};
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// The tokens the tests present; only their hashes go in the config.
+const CHAT_TOKEN: &str = "tk-chat-5b1e0c7d9a2f4e68";
+const READ_TOKEN: &str = "tk-read-0f9e8d7c6b5a4932";
+const LIMITED_TOKEN: &str = "tk-limited-77aa31c2e4b9";
+
+const RULES: &str = concat!(
+    "rules:\n",
+    "  - name: answer\n    when: {tool_result_contains: \"42\"}\n    respond: {content: \"The answer is 42.\"}\n",
+    "  - name: ask\n    when: {messages_contain: \"compute\"}\n    respond:\n      tool_calls:\n        - {name: calculate, arguments: {expression: \"6*7\"}}\n",
+    "  - name: after\n    when: {tool_result_contains: \"approval\"}\n    respond: {content: \"That needs approval.\"}\n",
+    "  - name: touch\n    when: {messages_contain: \"make the marker\"}\n    respond:\n      tool_calls:\n        - {name: shell, arguments: {command: \"touch MARKER\"}}\n",
+);
+
+fn sha256_hex(token: &str) -> String {
+    Sha256::digest(token.as_bytes())
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+struct Daemon {
+    child: Option<Child>,
+    stderr: Option<std::thread::JoinHandle<String>>,
+    port: u16,
+}
+
+impl Daemon {
+    fn start(sb: &Sandbox, config: &Path, port: u16) -> Self {
+        let mut child = sb
+            .tackle(config, &["-vv", "daemon"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn tackle daemon");
+        let stderr = Some(drain(child.stderr.take()));
+        let mut daemon = Self {
+            child: Some(child),
+            stderr,
+            port,
+        };
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while Instant::now() < deadline {
+            if daemon.get("/openapi.json", None).0 == 200 {
+                return daemon;
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        let (code, log) = daemon.stop();
+        panic!("the API did not come up (exit {code:?})\n{log}");
+    }
+
+    /// SIGTERM, then the exit code and stderr.
+    fn stop(&mut self) -> (Option<i32>, String) {
+        let Some(child) = self.child.take() else {
+            return (None, String::new());
+        };
+        let _ = Command::new("kill")
+            .args(["-TERM", &child.id().to_string()])
+            .status();
+        let status = child.wait_with_output().expect("wait daemon").status;
+        let log = self
+            .stderr
+            .take()
+            .map(|h| h.join().unwrap_or_default())
+            .unwrap_or_default();
+        (status.code(), log)
+    }
+
+    fn get(&self, path: &str, token: Option<&str>) -> (u16, String) {
+        let auth = token.map_or(String::new(), |t| format!("Authorization: Bearer {t}\r\n"));
+        self.raw(&format!(
+            "GET {path} HTTP/1.1\r\nHost: 127.0.0.1:{}\r\n{auth}Connection: close\r\n\r\n",
+            self.port
+        ))
+    }
+
+    fn post(&self, path: &str, headers: &str, body: &str) -> (u16, String) {
+        self.raw(&format!(
+            "POST {path} HTTP/1.1\r\nHost: 127.0.0.1:{}\r\n{headers}Content-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+            self.port,
+            body.len()
+        ))
+    }
+
+    /// One request as written; the status and the body.
+    fn raw(&self, request: &str) -> (u16, String) {
+        let Ok(mut s) = TcpStream::connect(("127.0.0.1", self.port)) else {
+            return (0, String::new());
+        };
+        let _ = s.set_read_timeout(Some(Duration::from_secs(60)));
+        if s.write_all(request.as_bytes()).is_err() {
+            return (0, String::new());
+        }
+        let mut buf = Vec::new();
+        let _ = s.read_to_end(&mut buf);
+        let text = String::from_utf8_lossy(&buf).into_owned();
+        let (head, body) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
+        let status = head
+            .split_whitespace()
+            .nth(1)
+            .and_then(|c| c.parse().ok())
+            .unwrap_or(0);
+        (status, body.to_string())
+    }
+}
+
+impl Drop for Daemon {
+    fn drop(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+fn config(sb: &Sandbox, llm: &FakeLlm, port: u16, extra: &str) -> PathBuf {
+    config_with(sb, &llm.backend_yaml("openai", true), port, extra)
+}
+
+fn config_with(sb: &Sandbox, backend_yaml: &str, port: u16, extra: &str) -> PathBuf {
+    sb.config(&format!(
+        "{}agents:\n  - name: default\n    backend: fake\n    model: fake-model\n  - name: helper\n    backend: fake\n    model: fake-model\n  - name: strict\n    backend: fake\n    model: fake-model\n    max_iterations: 3\n\
+gateway:\n  bind: 127.0.0.1:{port}\n  tokens:\n    - {{name: ci, sha256: {}, scopes: [read, chat]}}\n    - {{name: reader, sha256: {}, scopes: [read]}}\n    - {{name: limited, sha256: {}, scopes: [read]}}\n{extra}",
+        backend_yaml,
+        sha256_hex(CHAT_TOKEN),
+        sha256_hex(READ_TOKEN),
+        sha256_hex(LIMITED_TOKEN),
+    ))
+}
+
+fn python() -> Option<PathBuf> {
+    let py = repo_root().join(".ci/venv/bin/python");
+    let ok = py.exists()
+        && Command::new(&py)
+            .args(["-c", "import openai"])
+            .status()
+            .is_ok_and(|s| s.success());
+    if !ok {
+        eprintln!("SKIP: the openai SDK is not installed in .ci/venv; run .ci/llm-peers.sh");
+    }
+    ok.then_some(py)
+}
+
+/// The SDK driver's report for `task` as `model`.
+fn sdk(py: &Path, port: u16, model: &str, task: &str) -> Value {
+    let out = Command::new(py)
+        .arg(repo_root().join("tests/gateway_openai_client.py"))
+        .args([
+            &format!("http://127.0.0.1:{port}/v1"),
+            CHAT_TOKEN,
+            model,
+            task,
+        ])
+        .output()
+        .expect("run the openai driver");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "driver failed\n{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_str(&stdout).unwrap_or_else(|e| panic!("{e}: {stdout}"))
+}
+
+fn audit(sb: &Sandbox, config: &Path) -> Vec<Value> {
+    let r = run(sb.tackle(config, &["audit", "--json"]));
+    assert_eq!(r.code, 0, "{r}");
+    serde_json::from_str::<Value>(&r.stdout)
+        .unwrap_or_else(|e| panic!("{e}\n{r}"))
+        .as_array()
+        .cloned()
+        .unwrap_or_default()
+}
+
+#[test]
+fn the_openai_sdk_gets_whole_and_streamed_answers_with_tools_run_server_side() {
+    let (Some(llm), Some(py)) = (FakeLlm::start(RULES), python()) else {
+        return;
+    };
+    let sb = Sandbox::new();
+    let port = free_port();
+    let config = config(&sb, &llm, port, "");
+    let mut daemon = Daemon::start(&sb, &config, port);
+    let out = sdk(&py, port, "tackle:default", "compute six times seven");
+    let (code, log) = daemon.stop();
+    assert_eq!(code, Some(0), "SIGTERM drains and exits 0\n{log}");
+
+    assert_eq!(
+        out["models"],
+        serde_json::json!(["tackle:default", "tackle:helper", "tackle:strict"]),
+        "{out}"
+    );
+    let whole = &out["whole"];
+    assert_eq!(whole["text"], "The answer is 42.", "{out}");
+    assert_eq!(whole["finish_reason"], "stop", "{out}");
+    assert!(whole["usage"]["total_tokens"].is_u64(), "{out}");
+    assert_eq!(whole["tackle"]["outcome"], "ok", "{out}");
+    assert_eq!(
+        whole["tackle"]["tool_calls"][0]["name"], "calculate",
+        "{out}"
+    );
+    assert_eq!(whole["tackle"]["tool_calls"][0]["ok"], true, "{out}");
+    let stream = &out["stream"];
+    assert_eq!(stream["text"], "The answer is 42.", "{out}");
+    assert_eq!(stream["finish_reason"], "stop", "{out}");
+    assert!(stream["usage"]["total_tokens"].is_u64(), "{out}");
+    let events: Vec<&str> = stream["events"]
+        .as_array()
+        .map(|e| e.iter().filter_map(|e| e["event"].as_str()).collect())
+        .unwrap_or_default();
+    assert_eq!(
+        events,
+        ["session", "tool_call_started", "tool_call_finished", "done"],
+        "{out}"
+    );
+    let sessions = [
+        whole["tackle"]["session"].as_str().unwrap_or_default(),
+        stream["events"][0]["session"].as_str().unwrap_or_default(),
+    ];
+    assert!(
+        sessions.iter().all(|s| !s.is_empty()) && sessions[0] != sessions[1],
+        "a new session per request: {sessions:?}"
+    );
+
+    let records = audit(&sb, &config);
+    for session in sessions {
+        let calc = records.iter().any(|r| {
+            r["tool"] == "calculate" && r["session_id"] == session && r["outcome"] == "ok"
+        });
+        assert!(
+            calc,
+            "the calculate call of {session} is audited: {records:#?}"
+        );
+        let request = records.iter().any(|r| {
+            r["tool"] == "api"
+                && r["caller"] == "api:ci"
+                && r["session_id"] == session
+                && r["args_summary"]
+                    .as_str()
+                    .is_some_and(|a| a.starts_with("POST /v1/chat/completions → 200"))
+        });
+        assert!(
+            request,
+            "the request of {session} is audited with the token's name: {records:#?}"
+        );
+    }
+    assert!(
+        records
+            .iter()
+            .any(|r| r["caller"] == "api:ci" && r["args_summary"] == "GET /v1/models → 200"),
+        "{records:#?}"
+    );
+}
+
+#[test]
+fn a_call_that_needs_approval_is_said_in_the_answer_and_the_stream_and_does_not_run() {
+    let (Some(llm), Some(py)) = (FakeLlm::start(RULES), python()) else {
+        return;
+    };
+    let sb = Sandbox::new();
+    let port = free_port();
+    let config = config(&sb, &llm, port, "");
+    let mut daemon = Daemon::start(&sb, &config, port);
+    let out = sdk(&py, port, "tackle:helper", "make the marker");
+    let (code, log) = daemon.stop();
+    assert_eq!(code, Some(0), "{log}");
+    assert!(
+        !sb.workspace().join("MARKER").exists(),
+        "the shell call ran without approval"
+    );
+    let whole = &out["whole"]["tackle"];
+    assert_eq!(whole["outcome"], "needs_approval", "{out}");
+    assert_eq!(
+        whole["tool_calls"][0]["error_kind"], "needs_approval",
+        "{out}"
+    );
+    let said = out["stream"]["events"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    let asked = said.iter().find(|e| e["event"] == "needs_approval");
+    assert!(
+        asked.is_some_and(|e| e["call"]["name"] == "shell"
+            && e["message"]
+                .as_str()
+                .is_some_and(|m| m.contains("needs approval"))),
+        "{out}"
+    );
+    assert_eq!(
+        said.last().map(|e| e["outcome"].clone()),
+        Some("needs_approval".into()),
+        "{out}"
+    );
+}
+
+#[test]
+fn the_api_refuses_what_it_must_and_never_stores_or_logs_a_token() {
+    let Some(llm) = FakeLlm::start(RULES) else {
+        return;
+    };
+    let sb = Sandbox::new();
+    let port = free_port();
+    let config = config(
+        &sb,
+        &llm,
+        port,
+        "  max_body_bytes: 2048\n  rate_limit_per_minute: 6\n  allowed_origins: [\"http://localhost:3000\"]\n",
+    );
+    let mut daemon = Daemon::start(&sb, &config, port);
+    let chat = |headers: &str, body: &str| daemon.post("/v1/chat/completions", headers, body);
+    let bearer = |t: &str| format!("Authorization: Bearer {t}\r\n");
+    let ask = r#"{"model":"tackle:default","messages":[{"role":"user","content":"compute it"}]}"#;
+    let kind = |body: &str| -> String {
+        serde_json::from_str::<Value>(body)
+            .map(|v| v["error"]["kind"].as_str().unwrap_or_default().to_string())
+            .unwrap_or_else(|e| panic!("{e}: {body}"))
+    };
+
+    let (s, b) = chat("", ask);
+    assert_eq!((s, kind(&b).as_str()), (401, "denied"), "no token: {b}");
+    let (s, b) = chat(&bearer("tk-chat-5b1e0c7d9a2f4e6"), ask);
+    assert_eq!(
+        (s, kind(&b).as_str()),
+        (401, "denied"),
+        "a wrong token: {b}"
+    );
+    let (s, b) = chat(&bearer(&sha256_hex(CHAT_TOKEN)), ask);
+    assert_eq!(s, 401, "the stored hash is not a token: {b}");
+    let (s, b) = chat(&bearer(READ_TOKEN), ask);
+    assert_eq!(
+        (s, kind(&b).as_str()),
+        (403, "denied"),
+        "read scope cannot chat: {b}"
+    );
+    let (s, b) = chat(
+        &format!("{}Origin: http://evil.example\r\n", bearer(CHAT_TOKEN)),
+        ask,
+    );
+    assert_eq!(s, 403, "a foreign Origin: {b}");
+    let (s, b) = chat(
+        &format!("{}Origin: http://localhost:{port}\r\n", bearer(CHAT_TOKEN)),
+        ask,
+    );
+    assert_eq!(s, 403, "a local Origin not listed in allowed_origins: {b}");
+    let (s, b) = daemon.raw(&format!(
+        "GET /v1/models HTTP/1.1\r\nHost: localhost:{port}\r\nOrigin: http://localhost:3000\r\n{}Connection: close\r\n\r\n",
+        bearer(READ_TOKEN)
+    ));
+    assert_eq!(s, 200, "a listed Origin: {b}");
+    let (s, b) = daemon.raw(&format!(
+        "GET /v1/models HTTP/1.1\r\nHost: [::1]:{port}\r\nauthorization: bearer {READ_TOKEN}\r\nConnection: close\r\n\r\n"
+    ));
+    assert_eq!(
+        s, 200,
+        "the scheme is case-insensitive and [::1] names this machine: {b}"
+    );
+    let (s, b) = daemon.raw(&format!(
+        "GET /v1/models HTTP/1.1\r\nHost: evil.example:{port}\r\n{}Connection: close\r\n\r\n",
+        bearer(CHAT_TOKEN)
+    ));
+    assert_eq!(s, 403, "a rebound Host: {b}");
+    let big = format!(
+        r#"{{"model":"tackle:default","messages":[{{"role":"user","content":"{}"}}]}}"#,
+        "x".repeat(4096)
+    );
+    let (s, b) = chat(&bearer(CHAT_TOKEN), &big);
+    assert_eq!((s, kind(&b).as_str()), (413, "invalid_arguments"), "{b}");
+    let (s, b) = chat(
+        &bearer(CHAT_TOKEN),
+        r#"{"model":"tackle:nobody","messages":[{"role":"user","content":"hi"}]}"#,
+    );
+    assert_eq!((s, kind(&b).as_str()), (404, "not_found"), "{b}");
+    let (s, b) = chat(
+        &bearer(CHAT_TOKEN),
+        r#"{"model":"tackle:default","messages":[]}"#,
+    );
+    assert_eq!((s, kind(&b).as_str()), (400, "invalid_arguments"), "{b}");
+
+    // The limit is per token: `limited` runs out, `reader` does not.
+    let statuses: Vec<u16> = (0..8)
+        .map(|_| daemon.get("/v1/models", Some(LIMITED_TOKEN)).0)
+        .collect();
+    assert_eq!(
+        statuses,
+        [200, 200, 200, 200, 200, 200, 429, 429],
+        "rate limit 6 a minute"
+    );
+    let (s, b) = daemon.get("/v1/models", Some(READ_TOKEN));
+    assert_eq!(s, 200, "{b}");
+    let models: Value = serde_json::from_str(&b).unwrap_or_else(|e| panic!("{e}: {b}"));
+    assert_eq!(models["data"][1]["id"], "tackle:helper", "{b}");
+
+    let (s, b) = daemon.get("/openapi.json", None);
+    assert_eq!(s, 200, "{b}");
+    let doc: Value = serde_json::from_str(&b).unwrap_or_else(|e| panic!("{e}: {b}"));
+    assert_eq!(doc["openapi"], "3.1.0");
+    for path in ["/v1/models", "/v1/chat/completions", "/openapi.json"] {
+        assert!(doc["paths"][path].is_object(), "{path} missing: {b}");
+    }
+    assert!(
+        doc["components"]["schemas"]["ChatCompletionRequest"]["properties"]["messages"].is_object(),
+        "{b}"
+    );
+
+    let (code, log) = daemon.stop();
+    assert_eq!(code, Some(0), "{log}");
+    let records = audit(&sb, &config);
+    let refused = |caller: &str, status: &str| {
+        records.iter().any(|r| {
+            r["caller"] == caller
+                && r["verdict"] == "deny"
+                && r["args_summary"]
+                    .as_str()
+                    .is_some_and(|a| a.ends_with(status))
+        })
+    };
+    assert!(refused("api:-", "→ 401"), "{records:#?}");
+    assert!(refused("api:reader", "→ 403"), "{records:#?}");
+    assert!(refused("api:limited", "→ 429"), "{records:#?}");
+
+    // The tokens are in no file the daemon wrote and in none of its log lines (-vv).
+    for token in [CHAT_TOKEN, READ_TOKEN, LIMITED_TOKEN] {
+        assert!(!log.contains(token), "a token in the log");
+        for file in files_under(sb.dir.path()) {
+            let bytes = std::fs::read(&file).unwrap_or_default();
+            let found = bytes.windows(token.len()).any(|w| w == token.as_bytes());
+            assert!(!found, "{token} found in {}", file.display());
+        }
+    }
+}
+
+#[test]
+fn concurrent_turns_of_one_agent_each_get_their_whole_iteration_budget() {
+    let Some(llm) = FakeLlm::start(RULES) else {
+        return;
+    };
+    let sb = Sandbox::new();
+    let port = free_port();
+    let config = config(&sb, &llm, port, "");
+    let mut daemon = Daemon::start(&sb, &config, port);
+    // `strict` has three iterations a turn, one more than a tool call and the answer take.
+    // Turns sharing one pool would take each other's.
+    let answers: Vec<(u16, String)> = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..4)
+            .map(|i| {
+                let daemon = &daemon;
+                s.spawn(move || {
+                    daemon.post(
+                        "/v1/chat/completions",
+                        &format!("Authorization: Bearer {CHAT_TOKEN}\r\n"),
+                        &format!(r#"{{"model":"tackle:strict","messages":[{{"role":"user","content":"compute number {i}"}}]}}"#),
+                    )
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().unwrap_or_default())
+            .collect()
+    });
+    let (code, log) = daemon.stop();
+    assert_eq!(code, Some(0), "{log}");
+    for (status, body) in &answers {
+        assert_eq!(*status, 200, "{body}");
+        let v: Value = serde_json::from_str(body).unwrap_or_else(|e| panic!("{e}: {body}"));
+        assert_eq!(
+            v["choices"][0]["message"]["content"], "The answer is 42.",
+            "{answers:#?}"
+        );
+        assert_eq!(v["tackle"]["outcome"], "ok", "{body}");
+    }
+}
+
+#[test]
+fn the_daemon_refuses_a_remote_bind_or_a_bad_token_hash_before_serving() {
+    let Some(llm) = FakeLlm::start(RULES) else {
+        return;
+    };
+    let sb = Sandbox::new();
+    let port = free_port();
+    let remote = config(&sb, &llm, port, "").to_string_lossy().into_owned();
+    let text = std::fs::read_to_string(&remote).unwrap_or_default();
+    std::fs::write(&remote, text.replace("bind: 127.0.0.1:", "bind: 0.0.0.0:")).expect("write");
+    let r = run(sb.tackle(Path::new(&remote), &["daemon"]));
+    assert_eq!(r.code, 2, "{r}");
+    assert!(r.stderr.contains("gateway.allow_remote"), "{r}");
+    std::fs::write(&remote, text.replace(&sha256_hex(READ_TOKEN), "abc123")).expect("write");
+    let r = run(sb.tackle(Path::new(&remote), &["daemon"]));
+    assert_eq!(r.code, 2, "{r}");
+    assert!(r.stderr.contains("gateway.tokens `reader`"), "{r}");
+}
+
+#[test]
+fn sigterm_lets_a_running_turn_have_its_grace_then_cancels_it_and_answers() {
+    // A model server that takes the request and never answers: the turn is in flight until
+    // the drain cancels it.
+    let silent = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let model_port = silent.local_addr().expect("addr").port();
+    let (got, asked) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let mut held = Vec::new();
+        for sock in silent.incoming().flatten() {
+            held.push(sock);
+            let _ = got.send(());
+        }
+    });
+    let sb = Sandbox::new();
+    let port = free_port();
+    let backend = format!(
+        "backends:\n  - name: fake\n    type: openai\n    api_base: http://127.0.0.1:{model_port}/v1\n    api_key: test-key-not-secret\n    models:\n      - name: fake-model\n"
+    );
+    let config = config_with(
+        &sb,
+        &backend,
+        port,
+        "schedules:\n  shutdown_grace_secs: 1\n",
+    );
+    let mut daemon = Daemon::start(&sb, &config, port);
+    let client = Daemon {
+        child: None,
+        stderr: None,
+        port,
+    };
+    let request = std::thread::spawn(move || {
+        client.post(
+            "/v1/chat/completions",
+            &format!("Authorization: Bearer {CHAT_TOKEN}\r\n"),
+            r#"{"model":"tackle:default","messages":[{"role":"user","content":"hello"}]}"#,
+        )
+    });
+    asked
+        .recv_timeout(Duration::from_secs(30))
+        .expect("the turn reached the model");
+    let stopping = Instant::now();
+    let (code, log) = daemon.stop();
+    let took = stopping.elapsed();
+    assert_eq!(code, Some(0), "{log}");
+    assert!(
+        took >= Duration::from_secs(1),
+        "the running turn had its grace: {took:?}"
+    );
+    assert!(
+        took < Duration::from_secs(15),
+        "then it was cancelled: {took:?}\n{log}"
+    );
+    let (status, body) = request.join().expect("client thread");
+    assert_eq!(
+        status, 200,
+        "the client got its answer, not a dropped connection: {body}"
+    );
+    let answer: Value = serde_json::from_str(&body).unwrap_or_else(|e| panic!("{e}: {body}"));
+    assert_eq!(answer["tackle"]["outcome"], "cancelled", "{body}");
+    let session = answer["tackle"]["session"].as_str().unwrap_or_default();
+    let r = run(sb.tackle(&config, &["sessions", "show", session, "--json"]));
+    assert_eq!(r.code, 0, "the cancelled turn's session is stored: {r}");
+    assert!(r.stdout.contains("hello"), "{r}");
+}
+
+fn files_under(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let mut todo = vec![dir.to_path_buf()];
+    while let Some(d) = todo.pop() {
+        for entry in std::fs::read_dir(&d).into_iter().flatten().flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                todo.push(path);
+            } else {
+                out.push(path);
+            }
+        }
+    }
+    out
+}
+
+/// The added latency of an API turn: p50 of a whole completion through the gateway (an
+/// instant scripted answer, a new session each time, the request audited) against p50 of the
+/// same model request sent to the model server directly. Prints the figures; run with
+/// `cargo test --test gateway_api -- --ignored --nocapture` (TACKLE_TEST_BIN for a release build).
+#[test]
+#[ignore = "a measurement, not a check"]
+fn measure_the_latency_an_api_turn_adds() {
+    let Some(llm) = FakeLlm::start("rules:\n  - name: any\n    respond: {content: \"ok\"}\n")
+    else {
+        return;
+    };
+    let sb = Sandbox::new();
+    let port = free_port();
+    let config = config(&sb, &llm, port, "  rate_limit_per_minute: 100000\n");
+    let mut daemon = Daemon::start(&sb, &config, port);
+    let body = |i: usize| {
+        format!(
+            r#"{{"model":"tackle:default","messages":[{{"role":"user","content":"hello {i}"}}]}}"#
+        )
+    };
+    let direct = Daemon {
+        child: None,
+        stderr: None,
+        port: llm.port,
+    };
+    let p50 = |f: &dyn Fn(usize) -> u16| {
+        let mut took: Vec<Duration> = (0..220)
+            .filter_map(|i| {
+                let at = Instant::now();
+                let status = f(i);
+                assert_eq!(status, 200);
+                (i >= 20).then(|| at.elapsed())
+            })
+            .collect();
+        took.sort();
+        took[took.len() / 2]
+    };
+    let bearer = format!("Authorization: Bearer {CHAT_TOKEN}\r\n");
+    let api = p50(&|i| daemon.post("/v1/chat/completions", &bearer, &body(i)).0);
+    let model_body = |i: usize| {
+        format!(
+            r#"{{"model":"fake-model","stream":true,"messages":[{{"role":"user","content":"hello {i}"}}]}}"#
+        )
+    };
+    let model = p50(&|i| direct.post("/v1/chat/completions", "", &model_body(i)).0);
+    // The request's own cost (guard, token, audit line) without a turn.
+    let listed = p50(&|_| daemon.get("/v1/models", Some(CHAT_TOKEN)).0);
+    let (code, log) = daemon.stop();
+    assert_eq!(code, Some(0), "{log}");
+    println!(
+        "p50 whole completion over the API: {:.2} ms; the model request alone: {:.2} ms; added: {:.2} ms; GET /v1/models (guard and audit only): {:.2} ms",
+        api.as_secs_f64() * 1e3,
+        model.as_secs_f64() * 1e3,
+        (api.as_secs_f64() - model.as_secs_f64()) * 1e3,
+        listed.as_secs_f64() * 1e3
+    );
+}
