@@ -133,7 +133,12 @@ pub struct QueueApprover {
     cancel: CancellationToken,
     /// Print a line on stderr for each queued approval (the daemon's log).
     announce: bool,
+    /// Told of each queued approval (a front end that says where to answer it).
+    on_queued: Option<OnQueued>,
 }
+
+/// What a front end does when one of its calls is queued: gets the entry.
+pub type OnQueued = Arc<dyn Fn(&Approval) + Send + Sync>;
 
 impl QueueApprover {
     /// Asks for `agent`'s calls in `session_id`, each waiting up to `timeout`; `approvers`
@@ -154,7 +159,14 @@ impl QueueApprover {
             timeout,
             cancel,
             announce: false,
+            on_queued: None,
         }
+    }
+
+    /// Call `f` with each entry as it is queued (before the wait).
+    pub fn on_queued(mut self, f: OnQueued) -> Self {
+        self.on_queued = Some(f);
+        self
     }
 
     /// Say on stderr what waits and how to answer it.
@@ -232,6 +244,9 @@ impl Approver for QueueApprover {
                 self.unavailable(req, format!("it could not be queued for approval: {e}"))
             })?;
         let id = queued.id.clone();
+        if let Some(tell) = &self.on_queued {
+            tell(&queued);
+        }
         if self.announce {
             eprintln!(
                 "approval {id}: `{}` of {} waits up to {} s for an answer: tackle approvals allow {id} (or deny {id})",

@@ -246,6 +246,15 @@ impl Renderer {
                     ));
                 }
             }
+            AgentEvent::ApprovalQueued {
+                id,
+                tool,
+                deadline_secs,
+            } => {
+                term::err_line(&format!(
+                    "  ⏸ {tool} waits in the approval queue up to {deadline_secs} s: tackle approvals allow {id} (or deny {id})"
+                ));
+            }
             AgentEvent::Iteration { .. } | AgentEvent::Usage { .. } => {}
         }
     }

@@ -275,7 +275,7 @@ fn a_call_that_needs_approval_is_said_in_the_answer_and_the_stream_and_does_not_
     };
     let sb = Sandbox::new();
     let port = free_port();
-    let config = config(&sb, &llm, port, "");
+    let config = config(&sb, &llm, port, "  approval_timeout_secs: 2\n");
     let mut daemon = Daemon::start(&sb, &config, port);
     let out = sdk(&py, port, "tackle:helper", "make the marker");
     let (code, log) = daemon.stop();
@@ -294,18 +294,176 @@ fn a_call_that_needs_approval_is_said_in_the_answer_and_the_stream_and_does_not_
         .as_array()
         .cloned()
         .unwrap_or_default();
+    // It waited in the queue, said where to answer, and ended needs_approval unanswered.
+    let queued = said.iter().find(|e| e["event"] == "approval_pending");
+    assert!(
+        queued.is_some_and(|e| e["approval"].as_str().is_some_and(|id| !id.is_empty())
+            && e["message"]
+                .as_str()
+                .is_some_and(|m| m.contains("POST /v1/approvals/"))),
+        "{out}"
+    );
     let asked = said.iter().find(|e| e["event"] == "needs_approval");
     assert!(
         asked.is_some_and(|e| e["call"]["name"] == "shell"
             && e["message"]
                 .as_str()
-                .is_some_and(|m| m.contains("needs approval"))),
+                .is_some_and(|m| m.contains("needed approval"))),
         "{out}"
     );
     assert_eq!(
         said.last().map(|e| e["outcome"].clone()),
         Some("needs_approval".into()),
         "{out}"
+    );
+}
+
+const APPROVE_TOKEN: &str = "tk-approve-3c4d5e6f7a8b9c0d";
+
+/// The model makes a marker with the shell (which asks first), then says what came back.
+const MARKER_RULES: &str = concat!(
+    "rules:\n",
+    "  - name: made\n    when: {tool_result_contains: \"marker-made\"}\n    respond: {content: \"Made it.\"}\n",
+    "  - name: other\n    when: {tool_result_contains: \"\"}\n    respond: {content: \"It did not run.\"}\n",
+    "  - name: touch\n    when: {messages_contain: \"make the marker\"}\n    respond:\n      tool_calls:\n        - {name: shell, arguments: {command: \"touch MARKER && echo marker-made\"}}\n",
+);
+
+fn approver_config(sb: &Sandbox, llm: &FakeLlm, port: u16) -> PathBuf {
+    config(
+        sb,
+        llm,
+        port,
+        &format!(
+            "    - {{name: approver, sha256: {}, scopes: [approve]}}\n  approval_timeout_secs: 60\n",
+            sha256_hex(APPROVE_TOKEN)
+        ),
+    )
+}
+
+/// Waits for the one pending approval and returns its id and preview.
+fn pending(daemon: &Daemon) -> (String, String) {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while Instant::now() < deadline {
+        let (code, body) = daemon.get("/v1/approvals", Some(APPROVE_TOKEN));
+        assert_eq!(code, 200, "{body}");
+        let list: Value = serde_json::from_str(&body).unwrap_or_else(|e| panic!("{e}: {body}"));
+        if let Some(first) = list["approvals"].as_array().and_then(|a| a.first()) {
+            return (
+                first["id"].as_str().unwrap_or_default().to_string(),
+                first["preview"].as_str().unwrap_or_default().to_string(),
+            );
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    panic!("no approval was queued");
+}
+
+fn answer(daemon: &Daemon, token: &str, id: &str, answer: &str) -> (u16, String) {
+    daemon.post(
+        &format!("/v1/approvals/{id}"),
+        &format!("Authorization: Bearer {token}\r\n"),
+        &format!("{{\"answer\": \"{answer}\"}}"),
+    )
+}
+
+fn complete(daemon: &Daemon, model: &str, task: &str) -> (u16, String) {
+    daemon.post(
+        "/v1/chat/completions",
+        &format!("Authorization: Bearer {CHAT_TOKEN}\r\n"),
+        &format!("{{\"model\": \"{model}\", \"messages\": [{{\"role\": \"user\", \"content\": \"{task}\"}}]}}"),
+    )
+}
+
+#[test]
+fn an_api_turns_call_waits_in_the_queue_until_an_approver_allows_it_over_the_api() {
+    let Some(llm) = FakeLlm::start(MARKER_RULES) else {
+        return;
+    };
+    let sb = Sandbox::new();
+    let port = free_port();
+    let config = approver_config(&sb, &llm, port);
+    let mut daemon = Daemon::start(&sb, &config, port);
+    let marker = sb.workspace().join("MARKER");
+    let (status, body) = std::thread::scope(|scope| {
+        let turn = scope.spawn(|| complete(&daemon, "tackle:helper", "make the marker"));
+        let (id, preview) = pending(&daemon);
+        assert!(preview.contains("touch MARKER"), "{preview}");
+        assert!(!marker.exists(), "the call ran before anyone answered");
+        // Neither a chat token nor a read token may answer.
+        for token in [CHAT_TOKEN, READ_TOKEN] {
+            let (code, body) = answer(&daemon, token, &id, "allow");
+            assert_eq!(code, 403, "{body}");
+        }
+        assert!(!marker.exists());
+        let (code, body) = answer(&daemon, APPROVE_TOKEN, &id, "allow");
+        assert_eq!(code, 200, "{body}");
+        let settled: Value = serde_json::from_str(&body).unwrap_or_default();
+        assert_eq!(settled["status"], "allowed", "{body}");
+        assert_eq!(settled["answered_by"], "api:approver", "{body}");
+        // The first answer won; a second one is told so.
+        let (code, body) = answer(&daemon, APPROVE_TOKEN, &id, "deny");
+        assert_eq!(code, 409, "{body}");
+        assert!(body.contains("already answered"), "{body}");
+        turn.join().expect("the completion's thread")
+    });
+    assert_eq!(status, 200, "{body}");
+    let done: Value = serde_json::from_str(&body).unwrap_or_else(|e| panic!("{e}: {body}"));
+    assert_eq!(done["tackle"]["outcome"], "ok", "{body}");
+    assert_eq!(
+        done["choices"][0]["message"]["content"], "Made it.",
+        "{body}"
+    );
+    assert!(marker.exists(), "the allowed call did not run");
+    let (code, log) = daemon.stop();
+    assert_eq!(code, Some(0), "{log}");
+    let records = audit(&sb, &config);
+    let shell = records
+        .iter()
+        .find(|r| r["tool"] == "shell")
+        .unwrap_or_else(|| panic!("no shell record: {records:?}"));
+    assert_eq!(shell["approver"], "queue:api:approver", "{shell}");
+    assert_eq!(shell["outcome"], "ok", "{shell}");
+}
+
+#[test]
+fn a_call_denied_over_the_api_does_not_run_and_unknown_or_malformed_answers_are_refused() {
+    let Some(llm) = FakeLlm::start(MARKER_RULES) else {
+        return;
+    };
+    let sb = Sandbox::new();
+    let port = free_port();
+    let config = approver_config(&sb, &llm, port);
+    let mut daemon = Daemon::start(&sb, &config, port);
+    let marker = sb.workspace().join("MARKER");
+    let (status, body) = std::thread::scope(|scope| {
+        let turn = scope.spawn(|| complete(&daemon, "tackle:helper", "make the marker"));
+        let (id, _) = pending(&daemon);
+        for bad in ["yes", "ALLOW", ""] {
+            let (code, body) = answer(&daemon, APPROVE_TOKEN, &id, bad);
+            assert_eq!(code, 400, "{bad}: {body}");
+        }
+        let (code, body) = answer(&daemon, APPROVE_TOKEN, "0123456789abcdef01234567", "allow");
+        assert_eq!(code, 404, "{body}");
+        assert!(!marker.exists());
+        let (code, body) = answer(&daemon, APPROVE_TOKEN, &id, "deny");
+        assert_eq!(code, 200, "{body}");
+        turn.join().expect("the completion's thread")
+    });
+    assert_eq!(status, 200, "{body}");
+    assert!(!marker.exists(), "a denied call ran");
+    let done: Value = serde_json::from_str(&body).unwrap_or_default();
+    assert_eq!(
+        done["tackle"]["tool_calls"][0]["error_kind"], "denied",
+        "{body}"
+    );
+    let (code, log) = daemon.stop();
+    assert_eq!(code, Some(0), "{log}");
+    let records = audit(&sb, &config);
+    assert!(
+        records
+            .iter()
+            .any(|r| r["tool"] == "shell" && r["approver"] == "queue:api:approver"),
+        "{records:?}"
     );
 }
 

@@ -1,7 +1,7 @@
-//! Who answers an approval an API turn's call asks for. Until the approval queue in the store
-//! answers them (its approver replaces this one in [`super::approver_for_api`]), nobody can:
-//! the call ends `needs_approval` at once, the turn goes on without it, and the response says
-//! so (`tackle.tool_calls`, and a `needs_approval` chunk when streamed).
+//! The approver of API turns when the operator turned the approval queue off for them
+//! (`gateway.approval_timeout_secs: 0`): nobody can answer, so a call that needs approval
+//! ends `needs_approval` at once, the turn goes on without it, and the response says so
+//! (`tackle.tool_calls`, and a `needs_approval` chunk when streamed).
 
 use async_trait::async_trait;
 use tackle_protocol::{ApprovalAnswer, ApprovalRequest, ApprovalUnavailable, Approver};
@@ -21,7 +21,7 @@ impl Approver for NoOneToAsk {
             format!("; the operator can let such calls run: {}", req.remedy)
         };
         Err(ApprovalUnavailable(format!(
-            "{}; this turn came over the HTTP API, where no one can approve a call yet: do the task without this call, or say that it needs approval{remedy}",
+            "{}; this turn came over the HTTP API, where gateway.approval_timeout_secs is 0, so no one is asked: do the task without this call, or say that it needs approval{remedy}",
             req.why
         )))
     }

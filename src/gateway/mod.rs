@@ -5,6 +5,7 @@
 //! one list of endpoints: the guard reads each one's scope from it and `/openapi.json` is
 //! built from it.
 
+mod approvals;
 mod approver;
 mod audit;
 mod auth;
@@ -24,7 +25,6 @@ use std::sync::Arc;
 use std::time::Duration;
 use tackle_mcp::LocalOnly;
 use tackle_protocol::config::{Config, GatewayConfig, GatewayScope};
-use tackle_protocol::Approver;
 use tackle_store::Store;
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
@@ -53,6 +53,24 @@ pub const ROUTES: &[Route] = &[
     },
     Route {
         method: "GET",
+        path: "/v1/approvals",
+        scope: Some(GatewayScope::Approve),
+        summary: "The calls waiting in the approval queue (API turns, schedules' fires), each with what it will do",
+        request: None,
+        response: schema::<approvals::ApprovalList>,
+        events: None,
+    },
+    Route {
+        method: "POST",
+        path: "/v1/approvals/{id}",
+        scope: Some(GatewayScope::Approve),
+        summary: "Answer a queued approval: allow, allow_for_session or deny; the first answer wins (409 after)",
+        request: Some(schema::<approvals::AnswerRequest>),
+        response: schema::<approvals::ApprovalView>,
+        events: None,
+    },
+    Route {
+        method: "GET",
         path: "/openapi.json",
         scope: None,
         summary: "This document",
@@ -62,17 +80,40 @@ pub const ROUTES: &[Route] = &[
     },
 ];
 
-/// The route `method path` is, if any.
+/// The route `method path` is, if any; a `{name}` segment of a route matches any one
+/// non-empty segment.
 pub fn route_for(method: &Method, path: &str) -> Option<&'static Route> {
     ROUTES
         .iter()
-        .find(|r| r.path == path && r.method == method.as_str())
+        .find(|r| r.method == method.as_str() && path_matches(r.path, path))
 }
 
-/// The approver of API turns' calls. Today nobody can answer: a call that needs approval ends
-/// `needs_approval`, said in the response. The store's approval queue approver replaces this.
-pub fn approver_for_api() -> Arc<dyn Approver> {
-    Arc::new(approver::NoOneToAsk)
+fn path_matches(pattern: &str, path: &str) -> bool {
+    let (mut want, mut got) = (pattern.split('/'), path.split('/'));
+    loop {
+        match (want.next(), got.next()) {
+            (None, None) => return true,
+            (Some(w), Some(g)) if w.starts_with('{') && w.ends_with('}') => {
+                if g.is_empty() {
+                    return false;
+                }
+            }
+            (Some(w), Some(g)) if w == g => {}
+            _ => return false,
+        }
+    }
+}
+
+/// Who answers API turns' calls: the store's approval queue, unless the operator set
+/// `gateway.approval_timeout_secs: 0` (then no one, and such calls end `needs_approval`).
+fn approvals_for_api(cfg: &GatewayConfig, store: &Store) -> turns::Approvals {
+    match cfg.approval_timeout_secs {
+        0 => turns::Approvals::NoOne,
+        secs => turns::Approvals::Queue {
+            queue: crate::approval_queue::ApprovalQueue::new(store.clone()),
+            timeout: Duration::from_secs(secs),
+        },
+    }
 }
 
 /// What every handler shares.
@@ -110,11 +151,15 @@ pub fn gateway(
     store: Store,
 ) -> Result<Arc<Gateway>> {
     Ok(Arc::new(Gateway {
-        store,
+        store: store.clone(),
         tokens: auth::Tokens::new(&cfg.tokens)?,
         rate: auth::RateLimit::new(cfg.rate_limit_per_minute),
         local: LocalOnly::for_bind(addr).with_exact_origins(&cfg.allowed_origins),
-        turns: turns::Turns::new(global.clone(), config.clone(), approver_for_api()),
+        turns: turns::Turns::new(
+            global.clone(),
+            config.clone(),
+            approvals_for_api(cfg, &store),
+        ),
     }))
 }
 
@@ -133,6 +178,8 @@ pub async fn serve(
     let router = axum::Router::new()
         .route("/v1/models", get(openai::models))
         .route("/v1/chat/completions", post(openai::chat_completions))
+        .route("/v1/approvals", get(approvals::list))
+        .route("/v1/approvals/{id}", post(approvals::answer))
         .route("/openapi.json", get(openapi::document))
         .fallback(not_found)
         .layer(DefaultBodyLimit::max(max_body_bytes))

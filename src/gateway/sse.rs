@@ -1,7 +1,8 @@
 //! `stream: true`: the turn as server-sent events in OpenAI's `chat.completion.chunk` format,
 //! ending with `data: [DONE]`. Text deltas are `delta.content`; each tool call's start and end
-//! is a chunk with an empty delta and a `tackle` object, and a call that needs approval says
-//! so there (`"event": "needs_approval"`) before the turn goes on without it. The last chunk
+//! is a chunk with an empty delta and a `tackle` object; a call that waits in the approval
+//! queue says so with its id and where to answer (`"event": "approval_pending"`), and one
+//! that got no answer in time ends `"needs_approval"` before the turn goes on without it. The last chunk
 //! carries `finish_reason`, `usage` and the turn's outcome. A turn that fails mid-stream ends
 //! with `data: {"error": {"kind", "message"}}`, which OpenAI clients raise as an error.
 
@@ -47,13 +48,17 @@ pub struct Delta {
 /// What a chunk says beyond OpenAI's fields.
 #[derive(Debug, Default, Serialize, JsonSchema)]
 pub struct ChunkInfo {
-    /// `session`, `tool_call_started`, `tool_call_finished`, `needs_approval` or `done`.
+    /// `session`, `tool_call_started`, `approval_pending`, `tool_call_finished`,
+    /// `needs_approval` or `done`.
     pub event: String,
     pub session: String,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub call: Option<ToolCallNote>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub message: Option<String>,
+    /// On `approval_pending`: the queued approval's id (`POST /v1/approvals/ID` answers it).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub approval: Option<String>,
     /// On `done`: the turn's outcome, as in a whole completion's `tackle.outcome`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub outcome: Option<String>,
@@ -168,10 +173,20 @@ async fn forward(mut running: Running, model: String, tx: mpsc::Sender<Event>) {
                 });
                 if needs {
                     info.message = Some(
-                        "this call needs approval and no one can answer it for API turns yet: it ended needs_approval and the turn goes on without it".into(),
+                        "this call needed approval and none was given in time: it ended needs_approval and the turn goes on without it".into(),
                     );
                 }
                 info.call = note;
+                c.chunk(Delta::default(), Some(info))
+            }
+            AgentEvent::ApprovalQueued {
+                id,
+                tool,
+                deadline_secs,
+            } => {
+                let mut info = c.info("approval_pending");
+                info.approval = Some(id.clone());
+                info.message = Some(super::approvals::where_to_answer(id, tool, *deadline_secs));
                 c.chunk(Delta::default(), Some(info))
             }
             _ => continue,

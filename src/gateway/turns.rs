@@ -9,10 +9,12 @@
 
 use super::errors::ApiError;
 use crate::app::Selection;
+use crate::approval_queue::{ApprovalQueue, QueueApprover, APPROVE_SCOPE};
 use crate::cli::Global;
 use crate::runtime::Runtime;
 use std::collections::HashMap;
 use std::sync::Arc;
+use std::time::Duration;
 use tackle_agent::{AgentEvent, LoopError, TurnOutcome};
 use tackle_protocol::config::Config;
 use tackle_protocol::Approver;
@@ -24,9 +26,20 @@ pub struct Turns {
     global: Global,
     config: Config,
     runtimes: tokio::sync::Mutex<HashMap<String, Agent>>,
-    approver: Arc<dyn Approver>,
+    approvals: Approvals,
     /// Cancelled when the daemon's drain grace is over: every running turn ends.
     all: CancellationToken,
+}
+
+/// Who answers what an API turn's calls ask: the approval queue (any front end with the
+/// `approve` scope, waiting up to the timeout), or, with `gateway.approval_timeout_secs: 0`,
+/// no one (the call ends `needs_approval` at once).
+pub enum Approvals {
+    Queue {
+        queue: Arc<ApprovalQueue>,
+        timeout: Duration,
+    },
+    NoOne,
 }
 
 /// An agent's runtime and the lock its turns take in turn.
@@ -47,12 +60,12 @@ pub struct Running {
 }
 
 impl Turns {
-    pub fn new(global: Global, config: Config, approver: Arc<dyn Approver>) -> Self {
+    pub fn new(global: Global, config: Config, approvals: Approvals) -> Self {
         Self {
             global,
             config,
             runtimes: tokio::sync::Mutex::new(HashMap::new()),
-            approver,
+            approvals,
             all: CancellationToken::new(),
         }
     }
@@ -128,8 +141,8 @@ impl Turns {
             .map_err(|e| ApiError::failed(crate::errors::render(&e)))?;
         let (tx, events) = tokio::sync::mpsc::unbounded_channel();
         let cancel = self.all.child_token();
-        let approver = Arc::clone(&self.approver);
         let id = stored.id().to_string();
+        let approver = self.approver(agent, &id, &cancel, &tx);
         let turn_cancel = cancel.clone();
         let done = tokio::spawn(async move {
             // Waiting for the agent's previous turn ends like the turn would: cancelled.
@@ -148,6 +161,40 @@ impl Turns {
             done,
             cancel,
         })
+    }
+
+    /// The approver of one turn's calls: each ask queued under the turn's session and
+    /// cancelled with the turn; the stream is told where to answer it.
+    fn approver(
+        &self,
+        agent: &str,
+        session: &str,
+        cancel: &CancellationToken,
+        events: &tokio::sync::mpsc::UnboundedSender<AgentEvent>,
+    ) -> Arc<dyn Approver> {
+        let Approvals::Queue { queue, timeout } = &self.approvals else {
+            return Arc::new(super::approver::NoOneToAsk);
+        };
+        let events = events.clone();
+        let secs = timeout.as_secs();
+        let tell: crate::approval_queue::OnQueued = Arc::new(move |queued| {
+            let _ = events.send(AgentEvent::ApprovalQueued {
+                id: queued.id.clone(),
+                tool: queued.tool.clone(),
+                deadline_secs: secs,
+            });
+        });
+        Arc::new(
+            QueueApprover::new(
+                Arc::clone(queue),
+                agent,
+                session,
+                vec![APPROVE_SCOPE.to_string()],
+                *timeout,
+                cancel.clone(),
+            )
+            .on_queued(tell),
+        )
     }
 
     /// Ends every running turn (cancelled, recorded): the drain's grace is over.

@@ -49,6 +49,13 @@ pub enum AgentEvent {
         input_tokens: u64,
         output_tokens: u64,
     },
+    /// A call waits in the approval queue (docs/decisions/0030-one-approval-queue.md) for an
+    /// answer from any front end: approval `id`, until `deadline_secs` from now.
+    ApprovalQueued {
+        id: String,
+        tool: String,
+        deadline_secs: u64,
+    },
     /// A proactive message from an agent of the tree to this front end (`message`).
     Message { from: String, content: String },
     /// A background task (`spawn`) finished; its result is also in the parent session.

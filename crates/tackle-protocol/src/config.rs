@@ -826,6 +826,15 @@ pub struct GatewayConfig {
     /// carrying any other `Origin` is refused with 403. Empty: none.
     #[serde(default)]
     pub allowed_origins: Vec<String>,
+    /// How long a call of an API turn waits in the approval queue for an answer
+    /// (`POST /v1/approvals/ID`, `tackle approvals allow ID`) before it ends
+    /// `needs_approval`; 0: no one is asked, the call ends `needs_approval` at once.
+    #[serde(default = "default_gateway_approval_timeout")]
+    pub approval_timeout_secs: u64,
+}
+
+fn default_gateway_approval_timeout() -> u64 {
+    300
 }
 
 impl Default for GatewayConfig {
@@ -837,6 +846,7 @@ impl Default for GatewayConfig {
             max_body_bytes: default_gateway_max_body_bytes(),
             rate_limit_per_minute: default_gateway_rate_limit(),
             allowed_origins: Vec::new(),
+            approval_timeout_secs: default_gateway_approval_timeout(),
         }
     }
 }
