@@ -55,27 +55,47 @@ fn approver(yes: bool, session: bool) -> Arc<dyn Approver> {
     }
 }
 
-/// A scheduled fire (`tackle daemon`): no one is there to ask, and the refusal is read by the
-/// model first, so it says no one can approve (never "pass --yes", which the model cannot) and
-/// which setting would let such calls run.
-pub struct UnattendedApprover;
+/// The refusal a call gets when no person can answer it, read by the model first: why the
+/// call needed approval, `what` happened instead, what to do (never "pass --yes", which the
+/// model cannot), and which setting would let such calls run.
+pub fn unavailable(req: &ApprovalRequest, what: &str) -> ApprovalUnavailable {
+    let remedy = if req.remedy.is_empty() {
+        String::new()
+    } else {
+        format!("; the operator can let such calls run: {}", req.remedy)
+    };
+    ApprovalUnavailable(format!(
+        "{}; {what}: do the task without this call, or report that it needs approval{remedy}",
+        req.why
+    ))
+}
+
+/// Where no one is there to ask: a scheduled fire, or an API turn, with the approval queue
+/// turned off (`approval_timeout_secs: 0`).
+pub struct NoOneToAsk {
+    name: &'static str,
+    what: &'static str,
+}
+
+impl NoOneToAsk {
+    pub const SCHEDULED: Self = Self {
+        name: "unattended",
+        what: "this is a scheduled run and no one is there to approve it",
+    };
+    pub const API: Self = Self {
+        name: "api",
+        what: "this turn came over the HTTP API, where gateway.approval_timeout_secs is 0, so no one is asked",
+    };
+}
 
 #[async_trait]
-impl Approver for UnattendedApprover {
+impl Approver for NoOneToAsk {
     fn name(&self) -> &str {
-        "unattended"
+        self.name
     }
 
     async fn ask(&self, req: &ApprovalRequest) -> Result<ApprovalAnswer, ApprovalUnavailable> {
-        let remedy = if req.remedy.is_empty() {
-            String::new()
-        } else {
-            format!("; the operator can let such calls run: {}", req.remedy)
-        };
-        Err(ApprovalUnavailable(format!(
-            "{}; this is a scheduled run and no one is there to approve it: do the task without this call, or report that it needs approval{remedy}",
-            req.why
-        )))
+        Err(unavailable(req, self.what))
     }
 }
 

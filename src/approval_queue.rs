@@ -176,15 +176,7 @@ impl QueueApprover {
     }
 
     fn unavailable(&self, req: &ApprovalRequest, what: String) -> ApprovalUnavailable {
-        let remedy = if req.remedy.is_empty() {
-            String::new()
-        } else {
-            format!("; the operator can let such calls run: {}", req.remedy)
-        };
-        ApprovalUnavailable(format!(
-            "{}; {what}: do the task without this call, or report that it needs approval{remedy}",
-            req.why
-        ))
+        crate::approval::unavailable(req, &what)
     }
 }
 

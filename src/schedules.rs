@@ -76,7 +76,7 @@ impl TurnRunner {
             .schedules
             .approval_timeout_secs;
         if secs == 0 {
-            return Ok(Arc::new(crate::approval::UnattendedApprover));
+            return Ok(Arc::new(crate::approval::NoOneToAsk::SCHEDULED));
         }
         let queue = self
             .queue

@@ -803,3 +803,346 @@ fn measure_the_latency_an_api_turn_adds() {
         listed.as_secs_f64() * 1e3
     );
 }
+
+const ADMIN_TOKEN: &str = "tk-admin-4c2d8e1f6a0b9357";
+
+/// One request with any method, `token` as the bearer; the status and the JSON body.
+fn call(daemon: &Daemon, method: &str, path: &str, token: &str, body: &str) -> (u16, Value) {
+    let (code, text) = daemon.raw(&format!(
+        "{method} {path} HTTP/1.1\r\nHost: 127.0.0.1:{}\r\nAuthorization: Bearer {token}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        daemon.port,
+        body.len()
+    ));
+    let json = serde_json::from_str(&text).unwrap_or_else(|e| panic!("{e}: {code} {text}"));
+    (code, json)
+}
+
+#[test]
+fn sessions_and_the_audit_log_are_read_posted_to_and_deleted_over_the_api_by_scope() {
+    let Some(llm) = FakeLlm::start(RULES) else {
+        return;
+    };
+    let sb = Sandbox::new();
+    let port = free_port();
+    let admin = format!(
+        "    - {{name: admin, sha256: {}, scopes: [read, admin]}}\n",
+        sha256_hex(ADMIN_TOKEN)
+    );
+    let config = config(&sb, &llm, port, &admin);
+    let mut daemon = Daemon::start(&sb, &config, port);
+
+    // A completion names its session; another runs in a session of its own.
+    let (code, body) = daemon.post(
+        "/v1/chat/completions",
+        &format!("Authorization: Bearer {CHAT_TOKEN}\r\nX-Tackle-Session: api-first\r\n"),
+        r#"{"model": "tackle:helper", "messages": [{"role": "user", "content": "compute six times seven"}]}"#,
+    );
+    assert_eq!(code, 200, "{body}");
+    let (code, body) = complete(&daemon, "tackle:default", "compute it elsewhere");
+    assert_eq!(code, 200, "{body}");
+    let other: Value = serde_json::from_str(&body).unwrap_or_default();
+    let other = other["tackle"]["session"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    assert!(!other.is_empty() && other != "api-first", "{body}");
+
+    // Listed newest first, cut by ?limit=, readable with a read token.
+    let (code, list) = call(&daemon, "GET", "/v1/sessions", READ_TOKEN, "");
+    assert_eq!(code, 200, "{list}");
+    let ids: Vec<&str> = list["sessions"]
+        .as_array()
+        .map(|a| a.iter().filter_map(|s| s["id"].as_str()).collect())
+        .unwrap_or_default();
+    assert_eq!(ids, [other.as_str(), "api-first"], "{list}");
+    let (code, list) = call(&daemon, "GET", "/v1/sessions?limit=1", READ_TOKEN, "");
+    assert_eq!(code, 200, "{list}");
+    assert_eq!(list["sessions"].as_array().map(Vec::len), Some(1), "{list}");
+    assert_eq!(list["sessions"][0]["id"], other.as_str(), "{list}");
+    for bad in [
+        "/v1/sessions?limit=0",
+        "/v1/sessions?limit=x",
+        "/v1/sessions?limt=2",
+    ] {
+        let (code, body) = call(&daemon, "GET", bad, READ_TOKEN, "");
+        assert_eq!(code, 400, "{bad}: {body}");
+        assert_eq!(body["error"]["kind"], "invalid_arguments", "{body}");
+    }
+
+    // One session's entries: the task, the tool call and its result, the answer.
+    let (code, one) = call(&daemon, "GET", "/v1/sessions/api-first", READ_TOKEN, "");
+    assert_eq!(code, 200, "{one}");
+    assert_eq!(one["agent"], "helper", "{one}");
+    let entries = one["entries"].as_array().cloned().unwrap_or_default();
+    let before = entries.len();
+    assert!(
+        entries
+            .iter()
+            .any(|e| e["kind"] == "user"
+                && e["content"].to_string().contains("compute six times seven")),
+        "{one}"
+    );
+    assert!(entries.iter().any(|e| e["kind"] == "tool_result"), "{one}");
+
+    // A message posted to it runs a turn there; a read token may not post.
+    let message = r#"{"content": "compute it once more"}"#;
+    let path = "/v1/sessions/api-first/messages";
+    let (code, body) = call(&daemon, "POST", path, READ_TOKEN, message);
+    assert_eq!(code, 403, "{body}");
+    let (code, reply) = call(&daemon, "POST", path, CHAT_TOKEN, message);
+    assert_eq!(code, 200, "{reply}");
+    assert_eq!(reply["session"], "api-first", "{reply}");
+    assert_eq!(reply["agent"], "helper", "{reply}");
+    assert_eq!(reply["outcome"], "ok", "{reply}");
+    assert!(
+        reply["text"].as_str().is_some_and(|t| t.contains("42")),
+        "{reply}"
+    );
+    let (_, one) = call(&daemon, "GET", "/v1/sessions/api-first", READ_TOKEN, "");
+    let after = one["entries"].as_array().map_or(0, Vec::len);
+    assert!(after > before, "{before} → {after}: {one}");
+    assert!(
+        one["entries"].to_string().contains("compute it once more"),
+        "{one}"
+    );
+    let (code, body) = call(
+        &daemon,
+        "POST",
+        path,
+        CHAT_TOKEN,
+        r#"{"content": "x", "agent": "nobody"}"#,
+    );
+    assert_eq!(code, 404, "{body}");
+
+    // The audit log filtered by session holds that session's calls and no other's.
+    let (code, log) = call(
+        &daemon,
+        "GET",
+        "/v1/audit?session=api-first",
+        READ_TOKEN,
+        "",
+    );
+    assert_eq!(code, 200, "{log}");
+    let records = log["records"].as_array().cloned().unwrap_or_default();
+    assert!(records.iter().any(|r| r["tool"] == "calculate"), "{log}");
+    assert!(records.iter().all(|r| r["session"] == "api-first"), "{log}");
+    let (_, all) = call(
+        &daemon,
+        "GET",
+        "/v1/audit?since=1h&tool=calculate",
+        READ_TOKEN,
+        "",
+    );
+    let all = all["records"].as_array().cloned().unwrap_or_default();
+    assert!(
+        all.iter().any(|r| r["session"] == other.as_str()),
+        "{all:?}"
+    );
+    let mine = records.iter().filter(|r| r["tool"] == "calculate").count();
+    assert!(
+        all.len() > mine,
+        "the session filter did not narrow: {all:?}"
+    );
+    let (_, one_rec) = call(&daemon, "GET", "/v1/audit?limit=1", READ_TOKEN, "");
+    assert_eq!(
+        one_rec["records"].as_array().map(Vec::len),
+        Some(1),
+        "{one_rec}"
+    );
+    for bad in [
+        "/v1/audit?since=yesterday-ish",
+        "/v1/audit?session=-x",
+        "/v1/audit?verdict=deny",
+    ] {
+        let (code, body) = call(&daemon, "GET", bad, READ_TOKEN, "");
+        assert_eq!(code, 400, "{bad}: {body}");
+    }
+
+    // Bad ids are 400, unknown ones 404, for every session route.
+    for (method, path) in [
+        ("GET", "/v1/sessions/-x"),
+        ("GET", "/v1/sessions/a%24b"),
+        ("DELETE", "/v1/sessions/_hidden"),
+        ("POST", "/v1/sessions/a%20b/messages"),
+    ] {
+        let token = if method == "DELETE" {
+            ADMIN_TOKEN
+        } else {
+            CHAT_TOKEN
+        };
+        let (code, body) = call(&daemon, method, path, token, message);
+        assert_eq!(code, 400, "{method} {path}: {body}");
+    }
+    for (method, path) in [
+        ("GET", "/v1/sessions/no-such-session"),
+        ("DELETE", "/v1/sessions/no-such-session"),
+        ("POST", "/v1/sessions/no-such-session/messages"),
+    ] {
+        let token = if method == "DELETE" {
+            ADMIN_TOKEN
+        } else {
+            CHAT_TOKEN
+        };
+        let (code, body) = call(&daemon, method, path, token, message);
+        assert_eq!(code, 404, "{method} {path}: {body}");
+        assert_eq!(body["error"]["kind"], "not_found", "{body}");
+    }
+
+    // Deleting takes `admin`: neither a read nor a chat token may.
+    for token in [READ_TOKEN, CHAT_TOKEN] {
+        let (code, body) = call(&daemon, "DELETE", "/v1/sessions/api-first", token, "");
+        assert_eq!(code, 403, "{body}");
+    }
+    let (code, _) = call(&daemon, "GET", "/v1/sessions/api-first", READ_TOKEN, "");
+    assert_eq!(code, 200, "a refused delete deleted");
+    let (code, body) = call(&daemon, "DELETE", "/v1/sessions/api-first", ADMIN_TOKEN, "");
+    assert_eq!(code, 200, "{body}");
+    assert!(
+        body["entries_deleted"]
+            .as_u64()
+            .is_some_and(|n| n >= after as u64),
+        "{body}"
+    );
+    let (code, body) = call(&daemon, "GET", "/v1/sessions/api-first", READ_TOKEN, "");
+    assert_eq!(code, 404, "{body}");
+    // The audit log keeps the deleted session's calls.
+    let (_, log) = call(
+        &daemon,
+        "GET",
+        "/v1/audit?session=api-first",
+        READ_TOKEN,
+        "",
+    );
+    assert!(
+        !log["records"].as_array().is_none_or(Vec::is_empty),
+        "{log}"
+    );
+
+    let (code, log) = daemon.stop();
+    assert_eq!(code, Some(0), "{log}");
+    assert!(!log.contains(ADMIN_TOKEN), "a token was logged");
+}
+
+#[test]
+fn schedules_are_listed_switched_and_removed_over_the_api_and_openapi_lists_every_route() {
+    let Some(llm) = FakeLlm::start(RULES) else {
+        return;
+    };
+    let sb = Sandbox::new();
+    let port = free_port();
+    let admin = format!(
+        "    - {{name: admin, sha256: {}, scopes: [read, admin]}}\n",
+        sha256_hex(ADMIN_TOKEN)
+    );
+    let config = config(&sb, &llm, port, &admin);
+    let mut daemon = Daemon::start(&sb, &config, port);
+    let added = run(sb.tackle(
+        &config,
+        &[
+            "schedule",
+            "add",
+            "nightly",
+            "--cron",
+            "0 0 3 * * *",
+            "--task",
+            "tidy up",
+            "--agent",
+            "helper",
+        ],
+    ));
+    assert_eq!(added.code, 0, "{added}");
+
+    let (code, list) = call(&daemon, "GET", "/v1/schedules", READ_TOKEN, "");
+    assert_eq!(code, 200, "{list}");
+    let first = &list["schedules"][0];
+    assert_eq!(first["id"], "nightly", "{list}");
+    assert_eq!(first["agent"], "helper", "{list}");
+    assert_eq!(first["enabled"], true, "{list}");
+    let next = first["next_fire"].as_str().unwrap_or_default();
+    assert!(
+        next.len() >= 20 && next.ends_with('Z'),
+        "not RFC 3339: {list}"
+    );
+    let (_, none) = call(
+        &daemon,
+        "GET",
+        "/v1/schedules?agent=default",
+        READ_TOKEN,
+        "",
+    );
+    assert_eq!(
+        none["schedules"].as_array().map(Vec::len),
+        Some(0),
+        "{none}"
+    );
+
+    // Switching and removing take `admin`.
+    for token in [READ_TOKEN, CHAT_TOKEN] {
+        let (code, body) = call(&daemon, "POST", "/v1/schedules/nightly/disable", token, "");
+        assert_eq!(code, 403, "{body}");
+        let (code, body) = call(&daemon, "DELETE", "/v1/schedules/nightly", token, "");
+        assert_eq!(code, 403, "{body}");
+    }
+    let (code, s) = call(
+        &daemon,
+        "POST",
+        "/v1/schedules/nightly/disable",
+        ADMIN_TOKEN,
+        "",
+    );
+    assert_eq!(code, 200, "{s}");
+    assert_eq!(s["enabled"], false, "{s}");
+    let shown = run(sb.tackle(&config, &["schedule", "list", "--json"]));
+    assert!(shown.stdout.contains("\"enabled\": false"), "{shown}");
+    let (code, s) = call(
+        &daemon,
+        "POST",
+        "/v1/schedules/nightly/enable",
+        ADMIN_TOKEN,
+        "",
+    );
+    assert_eq!(code, 200, "{s}");
+    assert_eq!(s["enabled"], true, "{s}");
+    for (path, want) in [
+        ("/v1/schedules/-x/enable", 400),
+        ("/v1/schedules/nosuch/enable", 404),
+        ("/v1/schedules/nightly/enable?agent=default", 404),
+        ("/v1/schedules/nightly/enable?agent=-x", 400),
+    ] {
+        let (code, body) = call(&daemon, "POST", path, ADMIN_TOKEN, "");
+        assert_eq!(code, want, "{path}: {body}");
+    }
+    let (code, body) = call(&daemon, "DELETE", "/v1/schedules/nightly", ADMIN_TOKEN, "");
+    assert_eq!(code, 200, "{body}");
+    let (_, list) = call(&daemon, "GET", "/v1/schedules", READ_TOKEN, "");
+    assert_eq!(
+        list["schedules"].as_array().map(Vec::len),
+        Some(0),
+        "{list}"
+    );
+    let (code, body) = call(&daemon, "DELETE", "/v1/schedules/nightly", ADMIN_TOKEN, "");
+    assert_eq!(code, 404, "{body}");
+
+    // The document lists every route with its scope.
+    let (code, doc) = daemon.get("/openapi.json", None);
+    assert_eq!(code, 200);
+    let doc: Value = serde_json::from_str(&doc).unwrap_or_default();
+    for (path, method, scope) in [
+        ("/v1/sessions", "get", "read"),
+        ("/v1/sessions/{id}", "get", "read"),
+        ("/v1/sessions/{id}", "delete", "admin"),
+        ("/v1/sessions/{id}/messages", "post", "chat"),
+        ("/v1/audit", "get", "read"),
+        ("/v1/schedules", "get", "read"),
+        ("/v1/schedules/{id}/enable", "post", "admin"),
+        ("/v1/schedules/{id}/disable", "post", "admin"),
+        ("/v1/schedules/{id}", "delete", "admin"),
+    ] {
+        assert_eq!(
+            doc["paths"][path][method]["x-tackle-scope"], scope,
+            "{method} {path}"
+        );
+    }
+    let (code, log) = daemon.stop();
+    assert_eq!(code, Some(0), "{log}");
+}

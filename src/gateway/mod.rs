@@ -6,12 +6,15 @@
 //! built from it.
 
 mod approvals;
-mod approver;
 mod audit;
+mod audit_api;
 mod auth;
 mod errors;
 mod openai;
 mod openapi;
+mod query;
+mod schedules_api;
+mod sessions;
 mod sse;
 mod turns;
 
@@ -20,7 +23,7 @@ use crate::exit::usage;
 use anyhow::Result;
 use axum::extract::DefaultBodyLimit;
 use axum::http::Method;
-use axum::routing::{get, post};
+use axum::routing::{delete, get, post};
 use std::sync::Arc;
 use std::time::Duration;
 use tackle_mcp::LocalOnly;
@@ -67,6 +70,87 @@ pub const ROUTES: &[Route] = &[
         summary: "Answer a queued approval: allow, allow_for_session or deny; the first answer wins (409 after)",
         request: Some(schema::<approvals::AnswerRequest>),
         response: schema::<approvals::ApprovalView>,
+        events: None,
+    },
+    Route {
+        method: "GET",
+        path: "/v1/sessions",
+        scope: Some(GatewayScope::Read),
+        summary: "The sessions, most recently active first (`?limit=N`)",
+        request: None,
+        response: schema::<sessions::SessionList>,
+        events: None,
+    },
+    Route {
+        method: "GET",
+        path: "/v1/sessions/{id}",
+        scope: Some(GatewayScope::Read),
+        summary: "One session with every entry it holds, in order",
+        request: None,
+        response: schema::<sessions::SessionDetail>,
+        events: None,
+    },
+    Route {
+        method: "DELETE",
+        path: "/v1/sessions/{id}",
+        scope: Some(GatewayScope::Admin),
+        summary: "Delete a session and its entries (the audit log keeps its records)",
+        request: None,
+        response: schema::<sessions::Deleted>,
+        events: None,
+    },
+    Route {
+        method: "POST",
+        path: "/v1/sessions/{id}/messages",
+        scope: Some(GatewayScope::Chat),
+        summary: "Run `content` as a turn in the session (its agent unless `agent` names another) and answer with the text, outcome and tool calls",
+        request: Some(schema::<sessions::PostMessage>),
+        response: schema::<sessions::MessageReply>,
+        events: None,
+    },
+    Route {
+        method: "GET",
+        path: "/v1/audit",
+        scope: Some(GatewayScope::Read),
+        summary: "The audit log, oldest first, filtered as `tackle audit` filters it (`?session=`, `?tool=`, `?since=30m` or a time, `?limit=N`)",
+        request: None,
+        response: schema::<audit_api::AuditList>,
+        events: None,
+    },
+    Route {
+        method: "GET",
+        path: "/v1/schedules",
+        scope: Some(GatewayScope::Read),
+        summary: "Every schedule (`?agent=NAME`: one agent's), times in RFC 3339",
+        request: None,
+        response: schema::<schedules_api::ScheduleList>,
+        events: None,
+    },
+    Route {
+        method: "POST",
+        path: "/v1/schedules/{id}/enable",
+        scope: Some(GatewayScope::Admin),
+        summary: "Enable a schedule (`?agent=NAME` when two agents use the id)",
+        request: None,
+        response: schema::<schedules_api::ScheduleView>,
+        events: None,
+    },
+    Route {
+        method: "POST",
+        path: "/v1/schedules/{id}/disable",
+        scope: Some(GatewayScope::Admin),
+        summary: "Disable a schedule; it stays listed (`?agent=NAME` when two agents use the id)",
+        request: None,
+        response: schema::<schedules_api::ScheduleView>,
+        events: None,
+    },
+    Route {
+        method: "DELETE",
+        path: "/v1/schedules/{id}",
+        scope: Some(GatewayScope::Admin),
+        summary: "Remove a schedule (its fire records stay) and answer with it as it was",
+        request: None,
+        response: schema::<schedules_api::ScheduleView>,
         events: None,
     },
     Route {
@@ -123,6 +207,7 @@ pub struct Gateway {
     rate: auth::RateLimit,
     local: LocalOnly,
     turns: turns::Turns,
+    schedules: tackle_tools::schedule::ScheduleSettings,
 }
 
 /// Binds `gateway.bind`, refusing a non-loopback address unless `allow_remote` is set.
@@ -153,6 +238,7 @@ pub fn gateway(
     Ok(Arc::new(Gateway {
         store: store.clone(),
         tokens: auth::Tokens::new(&cfg.tokens)?,
+        schedules: crate::schedules::settings(config, &store)?,
         rate: auth::RateLimit::new(cfg.rate_limit_per_minute),
         local: LocalOnly::for_bind(addr).with_exact_origins(&cfg.allowed_origins),
         turns: turns::Turns::new(
@@ -180,6 +266,17 @@ pub async fn serve(
         .route("/v1/chat/completions", post(openai::chat_completions))
         .route("/v1/approvals", get(approvals::list))
         .route("/v1/approvals/{id}", post(approvals::answer))
+        .route("/v1/sessions", get(sessions::list))
+        .route(
+            "/v1/sessions/{id}",
+            get(sessions::show).delete(sessions::delete),
+        )
+        .route("/v1/sessions/{id}/messages", post(sessions::post_message))
+        .route("/v1/audit", get(audit_api::list))
+        .route("/v1/schedules", get(schedules_api::list))
+        .route("/v1/schedules/{id}/enable", post(schedules_api::enable))
+        .route("/v1/schedules/{id}/disable", post(schedules_api::disable))
+        .route("/v1/schedules/{id}", delete(schedules_api::remove))
         .route("/openapi.json", get(openapi::document))
         .fallback(not_found)
         .layer(DefaultBodyLimit::max(max_body_bytes))

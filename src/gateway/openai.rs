@@ -176,9 +176,42 @@ pub async fn chat_completions(
 
 /// The turn to its end, as one `chat.completion`.
 async fn whole(
-    mut running: super::turns::Running,
+    running: super::turns::Running,
     model: String,
 ) -> Result<Json<ChatCompletion>, ApiError> {
+    let Finished {
+        outcome,
+        usage,
+        info,
+    } = finish(running).await?;
+    Ok(Json(ChatCompletion {
+        id: completion_id(&info.session),
+        object: "chat.completion".into(),
+        created: now_secs(),
+        model,
+        choices: vec![Choice {
+            index: 0,
+            message: AssistantMessage {
+                role: "assistant".into(),
+                content: outcome.text.clone(),
+            },
+            finish_reason: finish_reason(&outcome).into(),
+        }],
+        usage,
+        tackle: info,
+    }))
+}
+
+/// A turn run to its end: how it ended, what it cost and what its calls did.
+pub struct Finished {
+    pub outcome: TurnOutcome,
+    pub usage: Usage,
+    pub info: TurnInfo,
+}
+
+/// Runs the turn to its end, collecting its usage and finished calls (every whole answer,
+/// whichever endpoint asked); a loop that failed is a 502.
+pub async fn finish(mut running: super::turns::Running) -> Result<Finished, ApiError> {
     // The client going away drops this future: the turn is cancelled and recorded so.
     let _cancel_on_drop = running.cancel.clone().drop_guard();
     let mut usage = Usage::default();
@@ -206,22 +239,11 @@ async fn whole(
             format!("the turn failed: {}", outcome.text),
         ));
     }
-    Ok(Json(ChatCompletion {
-        id: completion_id(&running.session),
-        object: "chat.completion".into(),
-        created: now_secs(),
-        model,
-        choices: vec![Choice {
-            index: 0,
-            message: AssistantMessage {
-                role: "assistant".into(),
-                content: outcome.text.clone(),
-            },
-            finish_reason: finish_reason(&outcome).into(),
-        }],
+    Ok(Finished {
+        outcome,
         usage,
-        tackle: info,
-    }))
+        info,
+    })
 }
 
 /// The turn's outcome, or the error a loop that could not run ends in.

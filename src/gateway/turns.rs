@@ -173,7 +173,7 @@ impl Turns {
         events: &tokio::sync::mpsc::UnboundedSender<AgentEvent>,
     ) -> Arc<dyn Approver> {
         let Approvals::Queue { queue, timeout } = &self.approvals else {
-            return Arc::new(super::approver::NoOneToAsk);
+            return Arc::new(crate::approval::NoOneToAsk::API);
         };
         let events = events.clone();
         let secs = timeout.as_secs();

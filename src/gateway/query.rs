@@ -1,0 +1,47 @@
+//! The API's query strings (`?limit=`, `?agent=`, the audit filters): `name=value` pairs,
+//! percent-decoded, each name one the endpoint reads (a misspelt filter is refused rather
+//! than silently matching everything).
+
+use super::errors::ApiError;
+use axum::http::Uri;
+use std::collections::HashMap;
+
+/// The pairs of `uri`'s query; a name outside `known`, or given twice, is a 400.
+pub fn pairs(uri: &Uri, known: &[&str]) -> Result<HashMap<String, String>, ApiError> {
+    let mut out = HashMap::new();
+    let raw = uri.query().unwrap_or_default();
+    for (name, value) in form_urlencoded::parse(raw.as_bytes()) {
+        if !known.contains(&name.as_ref()) {
+            return Err(ApiError::bad_request(format!(
+                "unknown query parameter `{}`; this endpoint reads {}",
+                tackle_protocol::text::preview(&name, 40),
+                known.join(", ")
+            )));
+        }
+        if out.insert(name.to_string(), value.into_owned()).is_some() {
+            return Err(ApiError::bad_request(format!(
+                "query parameter `{name}` is given twice"
+            )));
+        }
+    }
+    Ok(out)
+}
+
+/// `limit`, when given: a whole number of at least 1.
+pub fn limit(pairs: &HashMap<String, String>) -> Result<Option<usize>, ApiError> {
+    pairs
+        .get("limit")
+        .map(|text| match text.trim().parse::<usize>() {
+            Ok(n) if n > 0 => Ok(n),
+            _ => Err(ApiError::bad_request(format!(
+                "limit `{}` is not a whole number of at least 1",
+                tackle_protocol::text::preview(text, 40)
+            ))),
+        })
+        .transpose()
+}
+
+/// An id from a path or a filter, checked as the CLI checks it.
+pub fn checked_id(kind: tackle_protocol::ids::IdKind, id: &str) -> Result<(), ApiError> {
+    tackle_protocol::ids::check(kind, id).map_err(|e| ApiError::bad_request(e.to_string()))
+}
