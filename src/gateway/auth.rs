@@ -182,7 +182,18 @@ fn admit(gw: &Gateway, req: &Request) -> Result<Option<Caller>, Refusal> {
         );
         return Err((Some(caller), e));
     }
-    if let Some(needed) = route.and_then(|r| r.scope) {
+    // Only what the route table lists is reachable, each with its scope: a path the router
+    // might match but the table does not know (a spelling of a route, a handler added without
+    // its row) is refused here rather than served with no scope check.
+    let Some(route) = route else {
+        let e = ApiError::not_found(format!(
+            "no endpoint {} {}; GET /openapi.json lists them",
+            req.method(),
+            tackle_protocol::text::preview(req.uri().path(), 200)
+        ));
+        return Err((Some(caller), e));
+    };
+    if let Some(needed) = route.scope {
         if !token.scopes.contains(&needed) && !token.scopes.contains(&GatewayScope::Admin) {
             let e = ApiError::forbidden(format!(
                 "token `{}` lacks the `{}` scope this endpoint needs",
