@@ -646,6 +646,39 @@ fn concurrent_turns_of_one_agent_each_get_their_whole_iteration_budget() {
 }
 
 #[test]
+fn a_known_path_with_another_method_passes_the_token_check_and_is_audited() {
+    let Some(llm) = FakeLlm::start(RULES) else {
+        return;
+    };
+    let sb = Sandbox::new();
+    let port = free_port();
+    let config = config(&sb, &llm, port, "");
+    let mut daemon = Daemon::start(&sb, &config, port);
+    // No token: refused before the router could say anything about the path.
+    let (code, body) = daemon.post("/v1/models", "", "{}");
+    assert_eq!(code, 401, "{body}");
+    // A read token on a path the table lists only for another method: not served.
+    let (code, body) = daemon.post(
+        "/v1/models",
+        &format!("Authorization: Bearer {READ_TOKEN}\r\n"),
+        "{}",
+    );
+    assert_eq!(code, 404, "{body}");
+    let (code, log) = daemon.stop();
+    assert_eq!(code, Some(0), "{log}");
+    let records = audit(&sb, &config);
+    for caller in ["api:-", "api:reader"] {
+        assert!(
+            records.iter().any(|r| r["caller"] == caller
+                && r["args_summary"]
+                    .as_str()
+                    .is_some_and(|a| a.starts_with("POST /v1/models"))),
+            "{caller}: {records:?}"
+        );
+    }
+}
+
+#[test]
 fn the_daemon_refuses_a_remote_bind_or_a_bad_token_hash_before_serving() {
     let Some(llm) = FakeLlm::start(RULES) else {
         return;
