@@ -4,24 +4,38 @@
 //! result (`completed` or `failed`) into the session before this returns, so nothing is lost
 //! when the process exits.
 
+use crate::render::render;
 use crate::runtime::Runtime;
 use crate::term;
 use tackle_agent::tree::OpenTask;
 
-pub async fn finish(rt: &Runtime, no_wait: bool, quiet: bool) {
+/// `json` renders the tasks' events as JSON lines, as the turn before did.
+pub async fn finish(rt: &Runtime, no_wait: bool, json: bool, quiet: bool) {
     let open = rt.tree.open_tasks();
     if open.is_empty() {
         return;
     }
+    // The turn's renderer is gone; the tasks' own events (their tool calls and the line each
+    // posts when it ends) need one while we wait, or a task that ends now ends unseen.
+    let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+    let renderer = tokio::spawn(render(rx, json, quiet));
+    rt.tree.set_front_end(Some(tx));
+    wait(rt, &open, no_wait, quiet).await;
+    // The renderer ends when its last sender (the tree's) is gone.
+    rt.tree.set_front_end(None);
+    let _ = renderer.await;
+}
+
+async fn wait(rt: &Runtime, open: &[OpenTask], no_wait: bool, quiet: bool) {
     if no_wait {
         rt.tree.cancel_tasks();
-        say_cancelled(&open, "--no-wait");
+        say_cancelled(open, "--no-wait");
     } else if !quiet {
         term::err_line(&format!(
             "waiting for {} background task{} ({}) (Ctrl-C cancels)…",
             open.len(),
             if open.len() == 1 { "" } else { "s" },
-            names(&open)
+            names(open)
         ));
     }
     tokio::select! {

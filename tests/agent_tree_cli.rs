@@ -170,6 +170,29 @@ fn run_waits_for_a_background_task_and_its_answer_lands_in_the_session() {
     );
 }
 
+fn slow_answer(_: &Value) -> Value {
+    // Long after the root's turn has ended and `run` is waiting.
+    std::thread::sleep(Duration::from_millis(800));
+    text("late answer 77")
+}
+
+#[test]
+fn a_task_that_ends_while_run_waits_is_shown_when_it_ends() {
+    let port = model(|req| root_or(req, slow_answer));
+    let sb = Sandbox::new();
+    let cfg = config(&sb, port);
+    let r = run(sb.tackle(&cfg, &["run", "-m", "go", "--yes"]));
+    assert_eq!(r.code, 0, "{r}");
+    let waiting = r.stderr.find("waiting for 1 background task");
+    let shown = r
+        .stderr
+        .find("[Background task 'bg' completed] late answer 77");
+    assert!(
+        matches!((waiting, shown), (Some(w), Some(s)) if w < s),
+        "the task's end is shown after the wait began\n{r}"
+    );
+}
+
 // Each test sleeps for its own odd duration, so tests running at once never see each
 // other's process.
 const SLEEP: [&str; 2] = ["sleep", "31.713"];

@@ -122,7 +122,7 @@ pub async fn run(global: &Global, args: ChatArgs) -> Result<i32> {
     }
     // Like `tackle run`: background tasks started in this chat finish (or, on Ctrl-C, are
     // cancelled) and post their results into the session before the process ends.
-    crate::background::finish(&rt, false, global.quiet).await;
+    crate::background::finish(&rt, false, false, global.quiet).await;
     rt.app.shutdown().await;
     let _ = std::fs::create_dir_all(&rt.app.state_dir);
     let _ = editor.save_history(&history);

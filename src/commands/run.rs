@@ -38,7 +38,7 @@ pub async fn run(global: &Global, args: RunArgs) -> Result<i32> {
         global.quiet,
     )
     .await;
-    crate::background::finish(&rt, args.no_wait, global.quiet).await;
+    crate::background::finish(&rt, args.no_wait, args.json, global.quiet).await;
     // A run that failed before the model answered leaves nothing worth resuming: its session
     // (made by this run) would only hold the task.
     let failed = match &outcome {
