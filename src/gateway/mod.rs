@@ -9,6 +9,7 @@ mod approvals;
 mod audit;
 mod audit_api;
 mod auth;
+mod console;
 mod errors;
 mod openai;
 mod openapi;
@@ -32,7 +33,7 @@ use tackle_store::Store;
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
-use openapi::{schema, Route};
+use openapi::{schema, Route, JSON};
 
 /// Every endpoint, with its scope and its types (for the guard and `/openapi.json`).
 pub const ROUTES: &[Route] = &[
@@ -44,6 +45,7 @@ pub const ROUTES: &[Route] = &[
         request: None,
         response: schema::<openai::ModelList>,
         events: None,
+        media: JSON,
     },
     Route {
         method: "POST",
@@ -53,6 +55,7 @@ pub const ROUTES: &[Route] = &[
         request: Some(schema::<openai::ChatCompletionRequest>),
         response: schema::<openai::ChatCompletion>,
         events: Some(schema::<sse::ChatCompletionChunk>),
+        media: JSON,
     },
     Route {
         method: "GET",
@@ -62,6 +65,7 @@ pub const ROUTES: &[Route] = &[
         request: None,
         response: schema::<approvals::ApprovalList>,
         events: None,
+        media: JSON,
     },
     Route {
         method: "POST",
@@ -71,6 +75,7 @@ pub const ROUTES: &[Route] = &[
         request: Some(schema::<approvals::AnswerRequest>),
         response: schema::<approvals::ApprovalView>,
         events: None,
+        media: JSON,
     },
     Route {
         method: "GET",
@@ -80,6 +85,7 @@ pub const ROUTES: &[Route] = &[
         request: None,
         response: schema::<sessions::SessionList>,
         events: None,
+        media: JSON,
     },
     Route {
         method: "GET",
@@ -89,6 +95,7 @@ pub const ROUTES: &[Route] = &[
         request: None,
         response: schema::<sessions::SessionDetail>,
         events: None,
+        media: JSON,
     },
     Route {
         method: "DELETE",
@@ -98,6 +105,7 @@ pub const ROUTES: &[Route] = &[
         request: None,
         response: schema::<sessions::Deleted>,
         events: None,
+        media: JSON,
     },
     Route {
         method: "POST",
@@ -107,6 +115,7 @@ pub const ROUTES: &[Route] = &[
         request: Some(schema::<sessions::PostMessage>),
         response: schema::<sessions::MessageReply>,
         events: None,
+        media: JSON,
     },
     Route {
         method: "GET",
@@ -116,6 +125,7 @@ pub const ROUTES: &[Route] = &[
         request: None,
         response: schema::<audit_api::AuditList>,
         events: None,
+        media: JSON,
     },
     Route {
         method: "GET",
@@ -125,6 +135,7 @@ pub const ROUTES: &[Route] = &[
         request: None,
         response: schema::<schedules_api::ScheduleList>,
         events: None,
+        media: JSON,
     },
     Route {
         method: "POST",
@@ -134,6 +145,7 @@ pub const ROUTES: &[Route] = &[
         request: None,
         response: schema::<schedules_api::ScheduleView>,
         events: None,
+        media: JSON,
     },
     Route {
         method: "POST",
@@ -143,6 +155,7 @@ pub const ROUTES: &[Route] = &[
         request: None,
         response: schema::<schedules_api::ScheduleView>,
         events: None,
+        media: JSON,
     },
     Route {
         method: "DELETE",
@@ -152,6 +165,27 @@ pub const ROUTES: &[Route] = &[
         request: None,
         response: schema::<schedules_api::ScheduleView>,
         events: None,
+        media: JSON,
+    },
+    Route {
+        method: "GET",
+        path: "/",
+        scope: None,
+        summary: "The web console (it asks for a token and shows what the token's scopes allow)",
+        request: None,
+        response: schema::<String>,
+        events: None,
+        media: console::PAGE_MEDIA,
+    },
+    Route {
+        method: "GET",
+        path: "/console/{file}",
+        scope: None,
+        summary: "The console's script and style sheet, embedded in the binary",
+        request: None,
+        response: schema::<String>,
+        events: None,
+        media: console::ASSET_MEDIA,
     },
     Route {
         method: "GET",
@@ -161,6 +195,7 @@ pub const ROUTES: &[Route] = &[
         request: None,
         response: schema::<serde_json::Value>,
         events: None,
+        media: JSON,
     },
 ];
 
@@ -278,6 +313,8 @@ pub async fn serve(
         .route("/v1/schedules/{id}/disable", post(schedules_api::disable))
         .route("/v1/schedules/{id}", delete(schedules_api::remove))
         .route("/openapi.json", get(openapi::document))
+        .route("/", get(console::index))
+        .route("/console/{file}", get(console::asset))
         .fallback(not_found)
         .layer(DefaultBodyLimit::max(max_body_bytes))
         .layer(axum::middleware::from_fn_with_state(

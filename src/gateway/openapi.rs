@@ -21,7 +21,11 @@ pub struct Route {
     pub response: fn(&mut SchemaGenerator) -> Schema,
     /// Also answers `text/event-stream` of these (`stream: true`).
     pub events: Option<fn(&mut SchemaGenerator) -> Schema>,
+    /// The media types of a 200 answer: [`JSON`] of `response`, or text (the console's files).
+    pub media: &'static [&'static str],
 }
+
+pub const JSON: &[&str] = &["application/json"];
 
 /// The schema of `T` as a `$ref` into `components/schemas`.
 pub fn schema<T: JsonSchema>(g: &mut SchemaGenerator) -> Schema {
@@ -40,10 +44,14 @@ pub fn build() -> Value {
     let mut paths = Map::new();
     for route in super::ROUTES {
         let mut content = Map::new();
-        content.insert(
-            "application/json".into(),
-            json!({"schema": (route.response)(&mut g)}),
-        );
+        for media in route.media {
+            let schema = if *media == "application/json" {
+                json!((route.response)(&mut g))
+            } else {
+                json!({"type": "string"})
+            };
+            content.insert((*media).into(), json!({ "schema": schema }));
+        }
         if let Some(events) = route.events {
             content.insert(
                 "text/event-stream".into(),
