@@ -133,12 +133,14 @@ pub struct QueueApprover {
     cancel: CancellationToken,
     /// Print a line on stderr for each queued approval (the daemon's log).
     announce: bool,
-    /// Told of each queued approval (a front end that says where to answer it).
-    on_queued: Option<OnQueued>,
+    /// Told of each approval as it is queued and again as it settles (a front end that says
+    /// where to answer it, and what became of it).
+    on_change: Option<OnChange>,
 }
 
-/// What a front end does when one of its calls is queued: gets the entry.
-pub type OnQueued = Arc<dyn Fn(&Approval) + Send + Sync>;
+/// What a front end does when one of its calls is queued (the entry is `pending`) and when
+/// it is settled (any other status).
+pub type OnChange = Arc<dyn Fn(&Approval) + Send + Sync>;
 
 impl QueueApprover {
     /// Asks for `agent`'s calls in `session_id`, each waiting up to `timeout`; `approvers`
@@ -159,13 +161,13 @@ impl QueueApprover {
             timeout,
             cancel,
             announce: false,
-            on_queued: None,
+            on_change: None,
         }
     }
 
-    /// Call `f` with each entry as it is queued (before the wait).
-    pub fn on_queued(mut self, f: OnQueued) -> Self {
-        self.on_queued = Some(f);
+    /// Call `f` with each entry as it is queued (before the wait) and as it settles.
+    pub fn on_change(mut self, f: OnChange) -> Self {
+        self.on_change = Some(f);
         self
     }
 
@@ -236,7 +238,7 @@ impl Approver for QueueApprover {
                 self.unavailable(req, format!("it could not be queued for approval: {e}"))
             })?;
         let id = queued.id.clone();
-        if let Some(tell) = &self.on_queued {
+        if let Some(tell) = &self.on_change {
             tell(&queued);
         }
         if self.announce {
@@ -252,8 +254,11 @@ impl Approver for QueueApprover {
             id: Some(id.clone()),
         };
         let settled = self.queue.wait(&id, deadline, &self.cancel).await;
-        if settled.is_ok() {
+        if let Ok(row) = &settled {
             guard.id = None;
+            if let Some(tell) = &self.on_change {
+                tell(row);
+            }
         }
         let settled = settled.map_err(|e| {
             self.unavailable(

@@ -70,8 +70,9 @@ pub enum Command {
     /// allow or deny one.
     #[command(subcommand)]
     Approvals(crate::commands::approvals::ApprovalsCommand),
-    /// Fire schedules until SIGINT or SIGTERM (one stderr line per fire), then exit 0.
-    Daemon,
+    /// Fire schedules until SIGINT or SIGTERM (one stderr line per fire), then exit 0; with
+    /// `gateway:` (or --http) also serve the HTTP API and the web console.
+    Daemon(DaemonArgs),
     /// Write a minimal starter config to the config path (`tackle config path`); never
     /// over an existing file unless --force.
     Init(InitArgs),
@@ -378,4 +379,12 @@ pub enum SkillsCommand {
         #[arg(long, value_name = "NAME")]
         agent: Option<String>,
     },
+}
+
+#[derive(Debug, Args)]
+pub struct DaemonArgs {
+    /// Serve the HTTP API and the console at ADDR (HOST:PORT; a loopback address unless
+    /// gateway.allow_remote), over gateway.bind; without a `gateway:` section, its defaults.
+    #[arg(long, value_name = "ADDR")]
+    pub http: Option<String>,
 }

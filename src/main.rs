@@ -97,7 +97,7 @@ async fn run(cli: cli::Cli) -> anyhow::Result<i32> {
         cli::Command::Plugins(cmd) => commands::plugins::run(&cli.global, cmd).await,
         cli::Command::Schedule(cmd) => commands::schedule::run(&cli.global, cmd).await,
         cli::Command::Approvals(cmd) => commands::approvals::run(&cli.global, cmd).await,
-        cli::Command::Daemon => commands::daemon::run(&cli.global).await,
+        cli::Command::Daemon(args) => commands::daemon::run(&cli.global, args).await,
         cli::Command::Init(args) => commands::init::run(&cli.global, args),
         cli::Command::Config(cmd) => commands::config::run(&cli.global, cmd),
         cli::Command::Completions { shell } => commands::completions::run(shell),

@@ -255,6 +255,14 @@ impl Renderer {
                     "  ⏸ {tool} waits in the approval queue up to {deadline_secs} s: tackle approvals allow {id} (or deny {id})"
                 ));
             }
+            AgentEvent::ApprovalSettled {
+                id,
+                status,
+                answered_by,
+            } => {
+                let by = answered_by.map(|b| format!(" by {b}")).unwrap_or_default();
+                term::err_line(&format!("  ▶ approval {id}: {status}{by}"));
+            }
             AgentEvent::Iteration { .. } | AgentEvent::Usage { .. } => {}
         }
     }

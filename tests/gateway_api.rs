@@ -1179,3 +1179,267 @@ fn schedules_are_listed_switched_and_removed_over_the_api_and_openapi_lists_ever
     let (code, log) = daemon.stop();
     assert_eq!(code, Some(0), "{log}");
 }
+
+/// Reads the server-sent events of `GET path` until an `event: done` arrives (or 30 s pass);
+/// each event as (kind, data).
+fn events_until_done(port: u16, path: &str, token: &str) -> Vec<(String, Value)> {
+    let Ok(mut s) = TcpStream::connect(("127.0.0.1", port)) else {
+        return Vec::new();
+    };
+    let _ = s.set_read_timeout(Some(Duration::from_secs(30)));
+    let _ = write!(
+        s,
+        "GET {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nAuthorization: Bearer {token}\r\nAccept: text/event-stream\r\n\r\n"
+    );
+    let mut reader = std::io::BufReader::new(s);
+    let mut events = Vec::new();
+    let mut kind = String::new();
+    let mut line = String::new();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while Instant::now() < deadline {
+        line.clear();
+        if std::io::BufRead::read_line(&mut reader, &mut line).unwrap_or(0) == 0 {
+            break;
+        }
+        let l = line.trim_end();
+        if let Some(k) = l.strip_prefix("event: ") {
+            kind = k.to_string();
+        } else if let Some(d) = l.strip_prefix("data: ") {
+            let data: Value = serde_json::from_str(d).unwrap_or(Value::Null);
+            let done = kind == "done";
+            events.push((std::mem::take(&mut kind), data));
+            if done {
+                break;
+            }
+        }
+    }
+    events
+}
+
+#[test]
+fn a_session_made_empty_is_watched_live_while_a_message_runs_in_it() {
+    let Some(llm) = FakeLlm::start(RULES) else {
+        return;
+    };
+    let sb = Sandbox::new();
+    let port = free_port();
+    let config = config(&sb, &llm, port, "");
+    let mut daemon = Daemon::start(&sb, &config, port);
+    // Creating takes `chat`.
+    let (code, body) = call(&daemon, "POST", "/v1/sessions", READ_TOKEN, "{}");
+    assert_eq!(code, 403, "{body}");
+    for (bad, want) in [
+        ("{\"agent\": \"nosuch\"}", 404),
+        ("{\"agent\": 3}", 422),
+        ("{\"agnt\": \"helper\"}", 422),
+    ] {
+        let (code, body) = call(&daemon, "POST", "/v1/sessions", CHAT_TOKEN, bad);
+        assert_eq!(code, want, "{bad}: {body}");
+    }
+    let (code, made) = call(
+        &daemon,
+        "POST",
+        "/v1/sessions",
+        CHAT_TOKEN,
+        "{\"agent\": \"tackle:helper\"}",
+    );
+    assert_eq!(code, 200, "{made}");
+    assert_eq!(made["agent"], "helper", "{made}");
+    assert_eq!(made["messages"], 0, "{made}");
+    let id = made["id"].as_str().unwrap_or_default().to_string();
+    let (code, shown) = call(
+        &daemon,
+        "GET",
+        &format!("/v1/sessions/{id}"),
+        READ_TOKEN,
+        "",
+    );
+    assert_eq!(code, 200, "{shown}");
+
+    let path = format!("/v1/sessions/{id}/events");
+    let (events, reply) = std::thread::scope(|scope| {
+        let watcher = scope.spawn(|| events_until_done(port, &path, READ_TOKEN));
+        // Another session's turn must not show up in this stream.
+        let other = scope.spawn(|| complete(&daemon, "tackle:default", "say hello elsewhere"));
+        std::thread::sleep(Duration::from_millis(300));
+        let reply = call(
+            &daemon,
+            "POST",
+            &format!("/v1/sessions/{id}/messages"),
+            CHAT_TOKEN,
+            "{\"content\": \"compute it\"}",
+        );
+        let _ = other.join();
+        (watcher.join().unwrap_or_default(), reply)
+    });
+    assert_eq!(reply.0, 200, "{}", reply.1);
+    assert_eq!(reply.1["text"], "The answer is 42.", "{}", reply.1);
+    let kinds: Vec<&str> = events.iter().map(|(k, _)| k.as_str()).collect();
+    assert!(
+        events.iter().all(|(_, d)| d["session"] == id.as_str()),
+        "{events:?}"
+    );
+    let at = |k: &str| kinds.iter().position(|x| *x == k);
+    let (Some(start), Some(call_at), Some(end), Some(done)) = (
+        at("turn_started"),
+        at("tool_call_started"),
+        at("tool_call_finished"),
+        at("done"),
+    ) else {
+        panic!("missing events: {kinds:?}");
+    };
+    assert!(start < call_at && call_at < end && end < done, "{kinds:?}");
+    let (_, started) = &events[call_at];
+    assert_eq!(started["name"], "calculate", "{started}");
+    assert_eq!(started["agent"], "helper", "{started}");
+    let (_, finished) = &events[end];
+    assert_eq!(finished["ok"], true, "{finished}");
+    assert_eq!(events[done].1["text"], "The answer is 42.", "{events:?}");
+    assert_eq!(events[start].1["content"], "compute it", "{events:?}");
+
+    // The all-sessions stream refuses a bad filter; a stream of an unknown session is 404.
+    let (code, _) = daemon.get("/v1/events?session=-x", Some(READ_TOKEN));
+    assert_eq!(code, 400);
+    let (code, _) = daemon.get(
+        "/v1/sessions/20200101-000000-deadbeef/events",
+        Some(READ_TOKEN),
+    );
+    assert_eq!(code, 404);
+    let (code, log) = daemon.stop();
+    assert_eq!(code, Some(0), "{log}");
+}
+
+#[test]
+fn schedules_are_added_over_the_api_with_admin_and_checked_like_the_cli() {
+    let Some(llm) = FakeLlm::start(RULES) else {
+        return;
+    };
+    let sb = Sandbox::new();
+    let port = free_port();
+    let admin = format!(
+        "    - {{name: admin, sha256: {}, scopes: [read, admin]}}\n",
+        sha256_hex(ADMIN_TOKEN)
+    );
+    let config = config(&sb, &llm, port, &admin);
+    let mut daemon = Daemon::start(&sb, &config, port);
+    let nightly = "{\"id\": \"nightly\", \"task\": \"tidy up\", \"agent\": \"helper\", \"cron\": \"0 0 3 * * *\", \"max_fires\": 5}";
+    for token in [READ_TOKEN, CHAT_TOKEN] {
+        let (code, body) = call(&daemon, "POST", "/v1/schedules", token, nightly);
+        assert_eq!(code, 403, "{body}");
+    }
+    let (code, s) = call(&daemon, "POST", "/v1/schedules", ADMIN_TOKEN, nightly);
+    assert_eq!(code, 200, "{s}");
+    assert_eq!(
+        (&s["id"], &s["agent"], &s["kind"], &s["max_fires"]),
+        (
+            &Value::from("nightly"),
+            &Value::from("helper"),
+            &Value::from("cron"),
+            &Value::from(5)
+        ),
+        "{s}"
+    );
+    let once = "{\"id\": \"later\", \"task\": \"check in\", \"at\": \"2099-01-02T03:04:05Z\"}";
+    let (code, s) = call(&daemon, "POST", "/v1/schedules", ADMIN_TOKEN, once);
+    assert_eq!(code, 200, "{s}");
+    assert_eq!(s["next_fire"], "2099-01-02T03:04:05Z", "{s}");
+    assert_eq!(s["agent"], "default", "{s}");
+    for (bad, want) in [
+        (nightly, 400), // the id is taken
+        ("{\"id\": \"x\", \"task\": \"t\"}", 400),
+        ("{\"id\": \"x\", \"task\": \"t\", \"cron\": \"0 * * * * *\", \"at\": \"2099-01-01T00:00:00Z\"}", 400),
+        ("{\"id\": \"x\", \"task\": \"t\", \"cron\": \"not cron\"}", 400),
+        ("{\"id\": \"x\", \"task\": \"t\", \"at\": \"tomorrow\"}", 400),
+        ("{\"id\": \"x\", \"task\": \"t\", \"at\": \"2099-01-01T00:00:00Z\", \"max_fires\": 2}", 400),
+        ("{\"id\": \"-x\", \"task\": \"t\", \"cron\": \"0 * * * * *\"}", 400),
+        ("{\"id\": \"x\", \"task\": \"t\", \"cron\": \"0 * * * * *\", \"agent\": \"nosuch\"}", 404),
+        ("{\"id\": \"x\", \"task\": \"t\", \"cron\": \"0 * * * * *\", \"owner\": \"helper\"}", 422),
+    ] {
+        let (code, body) = call(&daemon, "POST", "/v1/schedules", ADMIN_TOKEN, bad);
+        assert_eq!(code, want, "{bad}: {body}");
+    }
+    let shown = run(sb.tackle(&config, &["schedule", "list", "--json"]));
+    assert!(
+        shown.stdout.contains("nightly") && shown.stdout.contains("later"),
+        "{shown}"
+    );
+    assert!(!shown.stdout.contains("\"x\""), "{shown}");
+
+    // Each route reads only the query parameters its row lists, and the document says which.
+    for path in [
+        "/v1/models?x=1",
+        "/v1/schedules?agnt=helper",
+        "/v1/sessions?limit=0",
+    ] {
+        let (code, body) = daemon.get(path, Some(READ_TOKEN));
+        assert_eq!(code, 400, "{path}: {body}");
+    }
+    let (_, doc) = daemon.get("/openapi.json", None);
+    let doc: Value = serde_json::from_str(&doc).unwrap_or_default();
+    let names = |path: &str, method: &str| -> Vec<String> {
+        doc["paths"][path][method]["parameters"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|p| {
+                format!(
+                    "{}:{}",
+                    p["in"].as_str().unwrap_or(""),
+                    p["name"].as_str().unwrap_or("")
+                )
+            })
+            .collect()
+    };
+    assert_eq!(
+        names("/v1/schedules/{id}", "delete"),
+        ["path:id", "query:agent"]
+    );
+    assert_eq!(
+        names("/v1/audit", "get"),
+        ["query:session", "query:tool", "query:since", "query:limit"]
+    );
+    assert_eq!(
+        doc["paths"]["/v1/schedules"]["post"]["x-tackle-scope"],
+        "admin"
+    );
+    let (code, log) = daemon.stop();
+    assert_eq!(code, Some(0), "{log}");
+}
+
+#[test]
+fn daemon_http_serves_the_api_and_console_without_a_gateway_section() {
+    let Some(llm) = FakeLlm::start(RULES) else {
+        return;
+    };
+    let sb = Sandbox::new();
+    let port = free_port();
+    let config = sb.config(&llm.backend_yaml("openai", true));
+    let remote = run(sb.tackle(&config, &["daemon", "--http", &format!("0.0.0.0:{port}")]));
+    assert_eq!(remote.code, 2, "{remote}");
+    assert!(remote.stderr.contains("loopback"), "{remote}");
+    let mut child = sb
+        .tackle(&config, &["daemon", "--http", &format!("127.0.0.1:{port}")])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn tackle daemon");
+    let stderr = drain(child.stderr.take());
+    let mut daemon = Daemon {
+        child: Some(child),
+        stderr: Some(stderr),
+        port,
+    };
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while daemon.get("/openapi.json", None).0 != 200 && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let (code, page) = daemon.get("/", None);
+    assert_eq!(code, 200, "{page}");
+    assert!(page.contains("<title>Tackle console</title>"), "{page}");
+    // No tokens configured: every API route is refused.
+    let (code, body) = daemon.get("/v1/models", None);
+    assert_eq!(code, 401, "{body}");
+    let (code, log) = daemon.stop();
+    assert_eq!(code, Some(0), "{log}");
+    assert!(log.contains("gateway.tokens is empty"), "{log}");
+}

@@ -7,7 +7,7 @@
 //! (an API turn), and exits 0.
 
 use crate::app::{load_config, open_store, App};
-use crate::cli::Global;
+use crate::cli::{DaemonArgs, Global};
 use crate::exit::{self, usage};
 use crate::schedules::{self, TurnRunner};
 use anyhow::Result;
@@ -19,8 +19,11 @@ use tackle_protocol::config::Config;
 use tackle_store::Store;
 use tokio_util::sync::CancellationToken;
 
-pub async fn run(global: &Global) -> Result<i32> {
-    let config = load_config(global)?.config;
+pub async fn run(global: &Global, args: DaemonArgs) -> Result<i32> {
+    let mut config = load_config(global)?.config;
+    if let Some(addr) = args.http {
+        config.gateway.get_or_insert_with(Default::default).bind = addr;
+    }
     let store = open_store(&App::state_dir_for(&config))?;
     let zone = schedules::zone(&config)?;
     check_backends(&config).await?;
@@ -64,7 +67,9 @@ pub async fn run(global: &Global) -> Result<i32> {
     let api = match (api_listener, &config.gateway) {
         (Some((listener, addr, gw)), Some(g)) => {
             if !global.quiet {
-                eprintln!("daemon: HTTP API on http://{addr} (GET /openapi.json lists it)");
+                eprintln!(
+                    "daemon: HTTP API on http://{addr} (GET /openapi.json lists it), the console at http://{addr}/"
+                );
             }
             let (stop, max_body) = (stop.clone(), g.max_body_bytes);
             Some(tokio::spawn(async move {

@@ -69,6 +69,25 @@ impl From<AuditEntry> for AuditView {
     }
 }
 
+pub const QUERY: &[query::Param] = &[
+    query::Param {
+        name: "session",
+        about: "Only this session's records",
+        count: false,
+    },
+    query::Param {
+        name: "tool",
+        about: "Only this tool's records",
+        count: false,
+    },
+    query::Param {
+        name: "since",
+        about: "Only records since a duration ago (`30m`, `2h`, `7d`) or an RFC 3339 time",
+        count: false,
+    },
+    query::LIMIT,
+];
+
 /// `since` as `tackle audit --since` reads it: a duration back from now (`30m`, `2h`, `7d`),
 /// else a time the store parses.
 fn since(text: &str) -> AuditSince {
@@ -79,7 +98,7 @@ fn since(text: &str) -> AuditSince {
 }
 
 pub async fn list(State(gw): State<Arc<Gateway>>, uri: Uri) -> Result<Json<AuditList>, ApiError> {
-    let mut pairs = query::pairs(&uri, &["session", "tool", "since", "limit"])?;
+    let mut pairs = query::pairs(&uri, QUERY)?;
     let limit = query::limit(&pairs)?;
     if let Some(session) = pairs.get("session") {
         query::checked_id(IdKind::Session, session)?;

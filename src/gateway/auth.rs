@@ -145,6 +145,11 @@ fn admit(gw: &Gateway, req: &Request) -> Result<Option<Caller>, Refusal> {
         return Err((None, ApiError::forbidden(why.trim_end())));
     }
     let route = super::route_for(req.method(), req.uri().path());
+    // Every endpoint reads only the query parameters its row lists; a misspelt filter is
+    // refused rather than silently matching everything.
+    if let Some(r) = route {
+        super::query::pairs(req.uri(), r.query).map_err(|e| (None, e))?;
+    }
     if route.is_some_and(|r| r.scope.is_none()) {
         return Ok(None);
     }

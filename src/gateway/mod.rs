@@ -11,6 +11,7 @@ mod audit_api;
 mod auth;
 mod console;
 mod errors;
+mod events;
 mod openai;
 mod openapi;
 mod query;
@@ -33,7 +34,7 @@ use tackle_store::Store;
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 
-use openapi::{schema, Route, JSON};
+use openapi::{schema, Route, EVENTS, JSON};
 
 /// Every endpoint, with its scope and its types (for the guard and `/openapi.json`).
 pub const ROUTES: &[Route] = &[
@@ -46,6 +47,7 @@ pub const ROUTES: &[Route] = &[
         response: schema::<openai::ModelList>,
         events: None,
         media: JSON,
+        query: &[],
     },
     Route {
         method: "POST",
@@ -56,6 +58,7 @@ pub const ROUTES: &[Route] = &[
         response: schema::<openai::ChatCompletion>,
         events: Some(schema::<sse::ChatCompletionChunk>),
         media: JSON,
+        query: &[],
     },
     Route {
         method: "GET",
@@ -66,6 +69,7 @@ pub const ROUTES: &[Route] = &[
         response: schema::<approvals::ApprovalList>,
         events: None,
         media: JSON,
+        query: &[],
     },
     Route {
         method: "POST",
@@ -76,6 +80,7 @@ pub const ROUTES: &[Route] = &[
         response: schema::<approvals::ApprovalView>,
         events: None,
         media: JSON,
+        query: &[],
     },
     Route {
         method: "GET",
@@ -86,6 +91,18 @@ pub const ROUTES: &[Route] = &[
         response: schema::<sessions::SessionList>,
         events: None,
         media: JSON,
+        query: &[query::LIMIT],
+    },
+    Route {
+        method: "POST",
+        path: "/v1/sessions",
+        scope: Some(GatewayScope::Chat),
+        summary: "Create an empty session of an agent, to post messages to and watch; answers with it",
+        request: Some(schema::<sessions::NewSession>),
+        response: schema::<sessions::SessionView>,
+        events: None,
+        media: JSON,
+        query: &[],
     },
     Route {
         method: "GET",
@@ -96,6 +113,7 @@ pub const ROUTES: &[Route] = &[
         response: schema::<sessions::SessionDetail>,
         events: None,
         media: JSON,
+        query: &[],
     },
     Route {
         method: "DELETE",
@@ -106,6 +124,7 @@ pub const ROUTES: &[Route] = &[
         response: schema::<sessions::Deleted>,
         events: None,
         media: JSON,
+        query: &[],
     },
     Route {
         method: "POST",
@@ -116,6 +135,29 @@ pub const ROUTES: &[Route] = &[
         response: schema::<sessions::MessageReply>,
         events: None,
         media: JSON,
+        query: &[],
+    },
+    Route {
+        method: "GET",
+        path: "/v1/sessions/{id}/events",
+        scope: Some(GatewayScope::Read),
+        summary: "The session's live events as server-sent events (`event: KIND`, JSON data): turn_started, text_delta, tool_call_started, tool_call_finished, approval_queued, approval_settled, done",
+        request: None,
+        response: schema::<events::LiveEvent>,
+        events: Some(schema::<events::LiveEvent>),
+        media: EVENTS,
+        query: &[],
+    },
+    Route {
+        method: "GET",
+        path: "/v1/events",
+        scope: Some(GatewayScope::Read),
+        summary: "Every API turn's live events as server-sent events, as `/v1/sessions/{id}/events` gives one session's (`?session=ID` filters)",
+        request: None,
+        response: schema::<events::LiveEvent>,
+        events: Some(schema::<events::LiveEvent>),
+        media: EVENTS,
+        query: events::QUERY,
     },
     Route {
         method: "GET",
@@ -126,6 +168,7 @@ pub const ROUTES: &[Route] = &[
         response: schema::<audit_api::AuditList>,
         events: None,
         media: JSON,
+        query: audit_api::QUERY,
     },
     Route {
         method: "GET",
@@ -136,6 +179,18 @@ pub const ROUTES: &[Route] = &[
         response: schema::<schedules_api::ScheduleList>,
         events: None,
         media: JSON,
+        query: schedules_api::QUERY,
+    },
+    Route {
+        method: "POST",
+        path: "/v1/schedules",
+        scope: Some(GatewayScope::Admin),
+        summary: "Add a schedule of an agent: recurring (`cron`) or one-shot (`at`); a running daemon fires it without a restart",
+        request: Some(schema::<schedules_api::NewScheduleRequest>),
+        response: schema::<schedules_api::ScheduleView>,
+        events: None,
+        media: JSON,
+        query: &[],
     },
     Route {
         method: "POST",
@@ -146,6 +201,7 @@ pub const ROUTES: &[Route] = &[
         response: schema::<schedules_api::ScheduleView>,
         events: None,
         media: JSON,
+        query: schedules_api::QUERY,
     },
     Route {
         method: "POST",
@@ -156,6 +212,7 @@ pub const ROUTES: &[Route] = &[
         response: schema::<schedules_api::ScheduleView>,
         events: None,
         media: JSON,
+        query: schedules_api::QUERY,
     },
     Route {
         method: "DELETE",
@@ -166,6 +223,7 @@ pub const ROUTES: &[Route] = &[
         response: schema::<schedules_api::ScheduleView>,
         events: None,
         media: JSON,
+        query: schedules_api::QUERY,
     },
     Route {
         method: "GET",
@@ -176,6 +234,7 @@ pub const ROUTES: &[Route] = &[
         response: schema::<String>,
         events: None,
         media: console::PAGE_MEDIA,
+        query: &[],
     },
     Route {
         method: "GET",
@@ -186,6 +245,7 @@ pub const ROUTES: &[Route] = &[
         response: schema::<String>,
         events: None,
         media: console::ASSET_MEDIA,
+        query: &[],
     },
     Route {
         method: "GET",
@@ -196,6 +256,7 @@ pub const ROUTES: &[Route] = &[
         response: schema::<serde_json::Value>,
         events: None,
         media: JSON,
+        query: &[],
     },
 ];
 
@@ -301,14 +362,19 @@ pub async fn serve(
         .route("/v1/chat/completions", post(openai::chat_completions))
         .route("/v1/approvals", get(approvals::list))
         .route("/v1/approvals/{id}", post(approvals::answer))
-        .route("/v1/sessions", get(sessions::list))
+        .route("/v1/sessions", get(sessions::list).post(sessions::create))
         .route(
             "/v1/sessions/{id}",
             get(sessions::show).delete(sessions::delete),
         )
         .route("/v1/sessions/{id}/messages", post(sessions::post_message))
+        .route("/v1/sessions/{id}/events", get(events::one))
+        .route("/v1/events", get(events::all))
         .route("/v1/audit", get(audit_api::list))
-        .route("/v1/schedules", get(schedules_api::list))
+        .route(
+            "/v1/schedules",
+            get(schedules_api::list).post(schedules_api::add),
+        )
         .route("/v1/schedules/{id}/enable", post(schedules_api::enable))
         .route("/v1/schedules/{id}/disable", post(schedules_api::disable))
         .route("/v1/schedules/{id}", delete(schedules_api::remove))

@@ -21,11 +21,15 @@ pub struct Route {
     pub response: fn(&mut SchemaGenerator) -> Schema,
     /// Also answers `text/event-stream` of these (`stream: true`).
     pub events: Option<fn(&mut SchemaGenerator) -> Schema>,
+    /// The query parameters the handler reads (any other is a 400).
+    pub query: &'static [super::query::Param],
     /// The media types of a 200 answer: [`JSON`] of `response`, or text (the console's files).
     pub media: &'static [&'static str],
 }
 
 pub const JSON: &[&str] = &["application/json"];
+/// Only a stream of server-sent events (described by `events`).
+pub const EVENTS: &[&str] = &[];
 
 /// The schema of `T` as a `$ref` into `components/schemas`.
 pub fn schema<T: JsonSchema>(g: &mut SchemaGenerator) -> Schema {
@@ -76,6 +80,10 @@ pub fn build() -> Value {
             }
             None => op["security"] = json!([]),
         }
+        let parameters = parameters(route);
+        if !parameters.is_empty() {
+            op["parameters"] = Value::Array(parameters);
+        }
         if let Some(request) = route.request {
             op["requestBody"] = json!({
                 "required": true,
@@ -100,6 +108,26 @@ pub fn build() -> Value {
             "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}}
         }
     })
+}
+
+/// The `{name}` segments of the path (each required text), then the query parameters.
+fn parameters(route: &Route) -> Vec<Value> {
+    let path = route
+        .path
+        .split('/')
+        .filter_map(|seg| seg.strip_prefix('{').and_then(|s| s.strip_suffix('}')))
+        .map(|name| {
+            json!({"name": name, "in": "path", "required": true, "schema": {"type": "string", "minLength": 1}})
+        });
+    let query = route.query.iter().map(|p| {
+        let schema = if p.count {
+            json!({"type": "integer", "minimum": 1})
+        } else {
+            json!({"type": "string"})
+        };
+        json!({"name": p.name, "in": "query", "required": false, "description": p.about, "schema": schema})
+    });
+    path.chain(query).collect()
 }
 
 fn operation_id(route: &Route) -> String {

@@ -6,16 +6,37 @@ use super::errors::ApiError;
 use axum::http::Uri;
 use std::collections::HashMap;
 
+/// One query parameter an endpoint reads: the route table lists them (for `/openapi.json`)
+/// and the handler reads exactly those.
+#[derive(Debug, Clone, Copy)]
+pub struct Param {
+    pub name: &'static str,
+    pub about: &'static str,
+    /// A whole number of at least 1 (else text).
+    pub count: bool,
+}
+
+pub const LIMIT: Param = Param {
+    name: "limit",
+    about: "At most this many",
+    count: true,
+};
+
 /// The pairs of `uri`'s query; a name outside `known`, or given twice, is a 400.
-pub fn pairs(uri: &Uri, known: &[&str]) -> Result<HashMap<String, String>, ApiError> {
+pub fn pairs(uri: &Uri, known: &[Param]) -> Result<HashMap<String, String>, ApiError> {
     let mut out = HashMap::new();
     let raw = uri.query().unwrap_or_default();
     for (name, value) in form_urlencoded::parse(raw.as_bytes()) {
-        if !known.contains(&name.as_ref()) {
+        if !known.iter().any(|p| p.name == name) {
+            let names: Vec<&str> = known.iter().map(|p| p.name).collect();
+            let reads = if names.is_empty() {
+                "no query parameters".to_string()
+            } else {
+                names.join(", ")
+            };
             return Err(ApiError::bad_request(format!(
-                "unknown query parameter `{}`; this endpoint reads {}",
+                "unknown query parameter `{}`; this endpoint reads {reads}",
                 tackle_protocol::text::preview(&name, 40),
-                known.join(", ")
             )));
         }
         if out.insert(name.to_string(), value.into_owned()).is_some() {

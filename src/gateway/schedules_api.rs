@@ -10,12 +10,12 @@ use axum::extract::{Path, State};
 use axum::http::{StatusCode, Uri};
 use axum::Json;
 use schemars::JsonSchema;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::sync::Arc;
 use tackle_protocol::ids::IdKind;
 use tackle_protocol::{ErrorKind, ToolError};
-use tackle_store::Schedule;
-use tackle_tools::schedule::{self as sched, ModifyRequest};
+use tackle_store::{Schedule, Target};
+use tackle_tools::schedule::{self as sched, AddRequest, ModifyRequest};
 use time::format_description::well_known::Rfc3339;
 use time::OffsetDateTime;
 
@@ -45,6 +45,31 @@ pub struct ScheduleView {
 #[derive(Debug, Serialize, JsonSchema)]
 pub struct ScheduleList {
     pub schedules: Vec<ScheduleView>,
+}
+
+/// A schedule to add: recurring (`cron`) or one-shot (`at`), exactly one of them.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct NewScheduleRequest {
+    /// Unique per agent: letters, digits, `-` and `_`.
+    pub id: String,
+    /// What the agent is told at each fire.
+    pub task: String,
+    /// The agent it fires as (`NAME` or `tackle:NAME`); the default agent when absent.
+    #[serde(default)]
+    pub agent: Option<String>,
+    /// A cron expression (five fields, or `@hourly`-style), for a recurring schedule.
+    #[serde(default)]
+    pub cron: Option<String>,
+    /// An RFC 3339 time, for a one-shot.
+    #[serde(default)]
+    pub at: Option<String>,
+    /// A recurring schedule stops after this many fires.
+    #[serde(default)]
+    pub max_fires: Option<u32>,
+    /// A recurring schedule stops at this RFC 3339 time.
+    #[serde(default)]
+    pub expires_at: Option<String>,
 }
 
 fn rfc3339(t: Option<OffsetDateTime>) -> Option<String> {
@@ -84,9 +109,15 @@ fn tool_error(e: ToolError) -> ApiError {
     }
 }
 
+pub const QUERY: &[query::Param] = &[query::Param {
+    name: "agent",
+    about: "Only this agent's schedules (needed when two agents use one id)",
+    count: false,
+}];
+
 /// `?agent=`, checked, when given.
 fn agent_filter(uri: &Uri) -> Result<Option<String>, ApiError> {
-    let mut pairs = query::pairs(uri, &["agent"])?;
+    let mut pairs = query::pairs(uri, QUERY)?;
     let agent = pairs.remove("agent");
     if let Some(name) = &agent {
         query::checked_id(IdKind::Agent, name)?;
@@ -135,6 +166,53 @@ pub async fn list(
     Ok(Json(ScheduleList {
         schedules: all.into_iter().map(ScheduleView::from).collect(),
     }))
+}
+
+/// Adds a schedule as `tackle schedule add` does (the operator's, fresh session per fire); a
+/// running daemon fires it without a restart.
+pub async fn add(
+    State(gw): State<Arc<Gateway>>,
+    body: Result<Json<NewScheduleRequest>, axum::extract::rejection::JsonRejection>,
+) -> Result<Json<ScheduleView>, ApiError> {
+    let Json(req) = body?;
+    let owner = gw
+        .turns
+        .agent_for_model(req.agent.as_deref().unwrap_or("default"))?;
+    let s = match (req.cron, req.at) {
+        (Some(cron), None) => sched::add_recurring(
+            &gw.schedules,
+            AddRequest {
+                owner,
+                planted_by: None,
+                id: req.id,
+                cron,
+                task: req.task,
+                target: Target::Fresh,
+                session_id: None,
+                max_fires: req.max_fires,
+                expires_at: req.expires_at,
+            },
+        )
+        .await
+        .map_err(tool_error)?,
+        (None, Some(at)) => {
+            if req.max_fires.is_some() || req.expires_at.is_some() {
+                return Err(ApiError::bad_request(
+                    "max_fires and expires_at are for a recurring (`cron`) schedule; a one-shot (`at`) fires once",
+                ));
+            }
+            let at = sched::parse_time("at", &at).map_err(tool_error)?;
+            sched::add_named_once(&gw.schedules, &owner, &req.id, &req.task, at)
+                .await
+                .map_err(tool_error)?
+        }
+        _ => {
+            return Err(ApiError::bad_request(
+                "give exactly one of `cron` (a recurring schedule) and `at` (a one-shot at an RFC 3339 time)",
+            ))
+        }
+    };
+    Ok(Json(s.into()))
 }
 
 async fn set_enabled(

@@ -65,6 +65,15 @@ pub struct Deleted {
     pub entries_deleted: usize,
 }
 
+/// A session to create, empty until a message is posted to it.
+#[derive(Debug, Default, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct NewSession {
+    /// The agent whose session it is (`NAME` or `tackle:NAME`); `default` when absent.
+    #[serde(default)]
+    pub agent: Option<String>,
+}
+
 /// A message to run as a turn in the session.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -106,7 +115,7 @@ fn store_failed(e: StoreError) -> ApiError {
 }
 
 /// The session `id` names, or 400 (not an id) / 404 (no such session).
-async fn summary(gw: &Gateway, id: &str) -> Result<SessionSummary, ApiError> {
+pub(super) async fn summary(gw: &Gateway, id: &str) -> Result<SessionSummary, ApiError> {
     query::checked_id(IdKind::Session, id)?;
     match gw.store.session_summary(&SessionId(id.to_string())).await {
         Ok(s) => Ok(s),
@@ -118,12 +127,31 @@ async fn summary(gw: &Gateway, id: &str) -> Result<SessionSummary, ApiError> {
 }
 
 pub async fn list(State(gw): State<Arc<Gateway>>, uri: Uri) -> Result<Json<SessionList>, ApiError> {
-    let pairs = query::pairs(&uri, &["limit"])?;
+    let pairs = query::pairs(&uri, &[query::LIMIT])?;
     let limit = query::limit(&pairs)?.unwrap_or(usize::MAX);
     let all = gw.store.session_summaries().await.map_err(store_failed)?;
     Ok(Json(SessionList {
         sessions: all.into_iter().take(limit).map(SessionView::from).collect(),
     }))
+}
+
+/// Creates an empty session of an agent: a place to post messages to and to watch
+/// (`/v1/sessions/{id}/events`) before its first turn.
+pub async fn create(
+    State(gw): State<Arc<Gateway>>,
+    body: Result<Json<NewSession>, JsonRejection>,
+) -> Result<Json<SessionView>, ApiError> {
+    let Json(req) = body?;
+    let agent = gw
+        .turns
+        .agent_for_model(req.agent.as_deref().unwrap_or("default"))?;
+    let id = gw
+        .store
+        .create_session(&agent)
+        .await
+        .map_err(store_failed)?;
+    let created = gw.store.session_summary(&id).await.map_err(store_failed)?;
+    Ok(Json(created.into()))
 }
 
 pub async fn show(

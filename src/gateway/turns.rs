@@ -8,6 +8,7 @@
 //! and drain each other's. Turns of different agents run at once.
 
 use super::errors::ApiError;
+use super::events::Live;
 use crate::app::Selection;
 use crate::approval_queue::{ApprovalQueue, QueueApprover, APPROVE_SCOPE};
 use crate::cli::Global;
@@ -18,6 +19,7 @@ use std::time::Duration;
 use tackle_agent::{AgentEvent, LoopError, TurnOutcome};
 use tackle_protocol::config::Config;
 use tackle_protocol::Approver;
+use tackle_store::ApprovalStatus;
 use tokio::sync::mpsc::UnboundedReceiver;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
@@ -29,6 +31,8 @@ pub struct Turns {
     approvals: Approvals,
     /// Cancelled when the daemon's drain grace is over: every running turn ends.
     all: CancellationToken,
+    /// Every turn's events, for `GET /v1/events` and the console.
+    pub live: Arc<Live>,
 }
 
 /// Who answers what an API turn's calls ask: the approval queue (any front end with the
@@ -67,6 +71,7 @@ impl Turns {
             runtimes: tokio::sync::Mutex::new(HashMap::new()),
             approvals,
             all: CancellationToken::new(),
+            live: Arc::default(),
         }
     }
 
@@ -139,9 +144,11 @@ impl Turns {
             .session(session)
             .await
             .map_err(|e| ApiError::failed(crate::errors::render(&e)))?;
-        let (tx, events) = tokio::sync::mpsc::unbounded_channel();
+        let (tx, from_loop) = tokio::sync::mpsc::unbounded_channel();
         let cancel = self.all.child_token();
         let id = stored.id().to_string();
+        self.live.turn_started(&id, agent, &task);
+        let events = relay(from_loop, Arc::clone(&self.live), &id, agent);
         let approver = self.approver(agent, &id, &cancel, &tx);
         let turn_cancel = cancel.clone();
         let done = tokio::spawn(async move {
@@ -177,12 +184,21 @@ impl Turns {
         };
         let events = events.clone();
         let secs = timeout.as_secs();
-        let tell: crate::approval_queue::OnQueued = Arc::new(move |queued| {
-            let _ = events.send(AgentEvent::ApprovalQueued {
-                id: queued.id.clone(),
-                tool: queued.tool.clone(),
-                deadline_secs: secs,
-            });
+        let tell: crate::approval_queue::OnChange = Arc::new(move |entry| {
+            let event = if entry.status == ApprovalStatus::Pending {
+                AgentEvent::ApprovalQueued {
+                    id: entry.id.clone(),
+                    tool: entry.tool.clone(),
+                    deadline_secs: secs,
+                }
+            } else {
+                AgentEvent::ApprovalSettled {
+                    id: entry.id.clone(),
+                    status: entry.status.as_str().to_string(),
+                    answered_by: entry.answered_by.clone(),
+                }
+            };
+            let _ = events.send(event);
         });
         Arc::new(
             QueueApprover::new(
@@ -193,7 +209,7 @@ impl Turns {
                 *timeout,
                 cancel.clone(),
             )
-            .on_queued(tell),
+            .on_change(tell),
         )
     }
 
@@ -209,6 +225,25 @@ impl Turns {
             known.runtime.app.shutdown().await;
         }
     }
+}
+
+/// The turn's events as the request's handler reads them, each also published live.
+fn relay(
+    mut from_loop: UnboundedReceiver<AgentEvent>,
+    live: Arc<Live>,
+    session: &str,
+    agent: &str,
+) -> UnboundedReceiver<AgentEvent> {
+    let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+    let (session, agent) = (session.to_string(), agent.to_string());
+    tokio::spawn(async move {
+        while let Some(event) = from_loop.recv().await {
+            live.publish(&session, &agent, &event);
+            // The handler may be gone (a client that left); the others still hear the rest.
+            let _ = tx.send(event);
+        }
+    });
+    rx
 }
 
 /// The outcome of a turn cancelled before it started.

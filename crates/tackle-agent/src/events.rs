@@ -56,6 +56,14 @@ pub enum AgentEvent {
         tool: String,
         deadline_secs: u64,
     },
+    /// A queued approval was settled: answered (`allowed`, `allowed_for_session`, `denied`,
+    /// with who answered), `expired` or `cancelled`.
+    ApprovalSettled {
+        id: String,
+        status: String,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        answered_by: Option<String>,
+    },
     /// A proactive message from an agent of the tree to this front end (`message`).
     Message { from: String, content: String },
     /// A background task (`spawn`) finished; its result is also in the parent session.
