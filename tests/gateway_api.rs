@@ -657,13 +657,15 @@ fn a_known_path_with_another_method_passes_the_token_check_and_is_audited() {
     // No token: refused before the router could say anything about the path.
     let (code, body) = daemon.post("/v1/models", "", "{}");
     assert_eq!(code, 401, "{body}");
-    // A read token on a path the table lists only for another method: not served.
+    // A read token on a path the table lists only for another method: not served, and
+    // told which method the path takes.
     let (code, body) = daemon.post(
         "/v1/models",
         &format!("Authorization: Bearer {READ_TOKEN}\r\n"),
         "{}",
     );
-    assert_eq!(code, 404, "{body}");
+    assert_eq!(code, 405, "{body}");
+    assert!(body.contains("it takes GET"), "{body}");
     let (code, log) = daemon.stop();
     assert_eq!(code, Some(0), "{log}");
     let records = audit(&sb, &config);
@@ -1145,6 +1147,25 @@ fn schedules_are_listed_switched_and_removed_over_the_api_and_openapi_lists_ever
         let (code, body) = call(&daemon, "POST", path, ADMIN_TOKEN, "");
         assert_eq!(code, want, "{path}: {body}");
     }
+    // Its history: none yet, and only for the agent that has it.
+    let (code, fires) = call(
+        &daemon,
+        "GET",
+        "/v1/schedules/nightly/fires?limit=5",
+        READ_TOKEN,
+        "",
+    );
+    assert_eq!(code, 200, "{fires}");
+    assert_eq!(fires["schedule"]["id"], "nightly", "{fires}");
+    assert_eq!(fires["fires"].as_array().map(Vec::len), Some(0), "{fires}");
+    let (code, body) = call(
+        &daemon,
+        "GET",
+        "/v1/schedules/nightly/fires?agent=default",
+        READ_TOKEN,
+        "",
+    );
+    assert_eq!(code, 404, "{body}");
     let (code, body) = call(&daemon, "DELETE", "/v1/schedules/nightly", ADMIN_TOKEN, "");
     assert_eq!(code, 200, "{body}");
     let (_, list) = call(&daemon, "GET", "/v1/schedules", READ_TOKEN, "");

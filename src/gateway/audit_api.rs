@@ -73,17 +73,17 @@ pub const QUERY: &[query::Param] = &[
     query::Param {
         name: "session",
         about: "Only this session's records",
-        count: false,
+        kind: query::ParamKind::Id(IdKind::Session),
     },
     query::Param {
         name: "tool",
         about: "Only this tool's records",
-        count: false,
+        kind: query::ParamKind::Text,
     },
     query::Param {
         name: "since",
         about: "Only records since a duration ago (`30m`, `2h`, `7d`) or an RFC 3339 time",
-        count: false,
+        kind: query::ParamKind::Text,
     },
     query::LIMIT,
 ];

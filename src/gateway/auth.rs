@@ -191,11 +191,17 @@ fn admit(gw: &Gateway, req: &Request) -> Result<Option<Caller>, Refusal> {
     // might match but the table does not know (a spelling of a route, a handler added without
     // its row) is refused here rather than served with no scope check.
     let Some(route) = route else {
-        let e = ApiError::not_found(format!(
-            "no endpoint {} {}; GET /openapi.json lists them",
-            req.method(),
-            tackle_protocol::text::preview(req.uri().path(), 200)
-        ));
+        let path = req.uri().path();
+        let methods = super::methods_at(path);
+        let e = if methods.is_empty() {
+            ApiError::not_found(format!(
+                "no endpoint {} {}; GET /openapi.json lists them",
+                req.method(),
+                tackle_protocol::text::preview(path, 200)
+            ))
+        } else {
+            ApiError::method_not_allowed(req.method().as_str(), path, &methods)
+        };
         return Err((Some(caller), e));
     };
     if let Some(needed) = route.scope {

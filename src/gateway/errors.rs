@@ -26,6 +26,8 @@ pub struct ApiError {
     pub status: StatusCode,
     pub kind: ErrorKind,
     pub message: String,
+    /// A 405's `Allow` header: the methods the path takes.
+    allow: Option<String>,
 }
 
 impl ApiError {
@@ -34,7 +36,23 @@ impl ApiError {
             status,
             kind,
             message: message.into(),
+            allow: None,
         }
+    }
+
+    /// 405: `path` is served, but not with `method`; `methods` are what it takes.
+    pub fn method_not_allowed(method: &str, path: &str, methods: &[&str]) -> Self {
+        let allow = methods.join(", ");
+        let mut e = Self::new(
+            StatusCode::METHOD_NOT_ALLOWED,
+            ErrorKind::InvalidArguments,
+            format!(
+                "{method} is not served at {}; it takes {allow}",
+                tackle_protocol::text::preview(path, 200)
+            ),
+        );
+        e.allow = Some(allow);
+        e
     }
 
     pub fn unauthorized(message: impl Into<String>) -> Self {
@@ -78,6 +96,16 @@ impl ApiError {
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         let mut response = (self.status, axum::Json(self.body())).into_response();
+        // RFC 9110, 15.5.6: a 405 says which methods the resource takes.
+        if let Some(allow) = self
+            .allow
+            .as_deref()
+            .and_then(|m| axum::http::HeaderValue::from_str(m).ok())
+        {
+            response
+                .headers_mut()
+                .insert(axum::http::header::ALLOW, allow);
+        }
         // The audit line of the request names the kind it ended in.
         response.extensions_mut().insert(self.kind);
         response

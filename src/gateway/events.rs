@@ -64,6 +64,11 @@ impl Live {
             Some(Value::String(kind)) => kind,
             _ => return,
         };
+        // A child agent's call names the child by its path in the tree; `agent` is the
+        // turn's own agent.
+        if let Some(child) = fields.remove("agent") {
+            fields.insert("child".into(), child);
+        }
         self.send(session, agent, kind, fields);
     }
 
@@ -91,7 +96,7 @@ impl Live {
 pub const QUERY: &[query::Param] = &[query::Param {
     name: "session",
     about: "Only this session's events",
-    count: false,
+    kind: query::ParamKind::Id(IdKind::Session),
 }];
 
 pub async fn all(

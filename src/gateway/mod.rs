@@ -193,6 +193,17 @@ pub const ROUTES: &[Route] = &[
         query: &[],
     },
     Route {
+        method: "GET",
+        path: "/v1/schedules/{id}/fires",
+        scope: Some(GatewayScope::Read),
+        summary: "A schedule's newest fires (`?limit=N`, default 50), each with when and how it ended",
+        request: None,
+        response: schema::<schedules_api::FireList>,
+        events: None,
+        media: JSON,
+        query: schedules_api::FIRES_QUERY,
+    },
+    Route {
         method: "POST",
         path: "/v1/schedules/{id}/enable",
         scope: Some(GatewayScope::Admin),
@@ -266,6 +277,15 @@ pub fn route_for(method: &Method, path: &str) -> Option<&'static Route> {
     ROUTES
         .iter()
         .find(|r| r.method == method.as_str() && path_matches(r.path, path))
+}
+
+/// The methods the route table serves at `path` (empty: no such path).
+pub fn methods_at(path: &str) -> Vec<&'static str> {
+    ROUTES
+        .iter()
+        .filter(|r| path_matches(r.path, path))
+        .map(|r| r.method)
+        .collect()
 }
 
 fn path_matches(pattern: &str, path: &str) -> bool {
@@ -375,6 +395,7 @@ pub async fn serve(
             "/v1/schedules",
             get(schedules_api::list).post(schedules_api::add),
         )
+        .route("/v1/schedules/{id}/fires", get(schedules_api::fires))
         .route("/v1/schedules/{id}/enable", post(schedules_api::enable))
         .route("/v1/schedules/{id}/disable", post(schedules_api::disable))
         .route("/v1/schedules/{id}", delete(schedules_api::remove))

@@ -4,11 +4,13 @@
 
 use super::auth::scope_name;
 use super::errors::ErrorBody;
+use super::query::ParamKind;
 use axum::Json;
 use schemars::generate::SchemaSettings;
 use schemars::{JsonSchema, Schema, SchemaGenerator};
 use serde_json::{json, Map, Value};
 use tackle_protocol::config::GatewayScope;
+use tackle_protocol::ids::IdKind;
 
 /// One endpoint: what it is, who may call it, and its types.
 pub struct Route {
@@ -110,24 +112,42 @@ pub fn build() -> Value {
     })
 }
 
-/// The `{name}` segments of the path (each required text), then the query parameters.
+/// The `{name}` segments of the path (each required), then the query parameters, each with
+/// the schema of what the handler accepts.
 fn parameters(route: &Route) -> Vec<Value> {
     let path = route
         .path
         .split('/')
         .filter_map(|seg| seg.strip_prefix('{').and_then(|s| s.strip_suffix('}')))
         .map(|name| {
-            json!({"name": name, "in": "path", "required": true, "schema": {"type": "string", "minLength": 1}})
+            json!({"name": name, "in": "path", "required": true, "schema": path_schema(route.path)})
         });
     let query = route.query.iter().map(|p| {
-        let schema = if p.count {
-            json!({"type": "integer", "minimum": 1})
-        } else {
-            json!({"type": "string"})
+        let schema = match p.kind {
+            ParamKind::Count => json!({"type": "integer", "minimum": 1}),
+            ParamKind::Id(kind) => id_schema(kind),
+            ParamKind::Text => json!({"type": "string", "minLength": 1}),
         };
         json!({"name": p.name, "in": "query", "required": false, "description": p.about, "schema": schema})
     });
     path.chain(query).collect()
+}
+
+/// What a route's `{id}` (or `{file}`) is, by the collection it names.
+fn path_schema(path: &str) -> Value {
+    if path.starts_with("/v1/sessions/") {
+        id_schema(IdKind::Session)
+    } else if path.starts_with("/v1/schedules/") {
+        id_schema(IdKind::Schedule)
+    } else if path.starts_with("/v1/approvals/") {
+        json!({"type": "string", "pattern": "^[0-9a-f]{24}$"})
+    } else {
+        json!({"type": "string", "minLength": 1})
+    }
+}
+
+fn id_schema(kind: IdKind) -> Value {
+    json!({"type": "string", "pattern": tackle_protocol::ids::pattern(kind)})
 }
 
 fn operation_id(route: &Route) -> String {

@@ -12,14 +12,22 @@ use std::collections::HashMap;
 pub struct Param {
     pub name: &'static str,
     pub about: &'static str,
-    /// A whole number of at least 1 (else text).
-    pub count: bool,
+    pub kind: ParamKind,
+}
+
+#[derive(Debug, Clone, Copy)]
+pub enum ParamKind {
+    Text,
+    /// A whole number of at least 1.
+    Count,
+    /// An id of this kind ([`tackle_protocol::ids::check`]).
+    Id(tackle_protocol::ids::IdKind),
 }
 
 pub const LIMIT: Param = Param {
     name: "limit",
     about: "At most this many",
-    count: true,
+    kind: ParamKind::Count,
 };
 
 /// The pairs of `uri`'s query; a name outside `known`, or given twice, is a 400.
@@ -48,12 +56,14 @@ pub fn pairs(uri: &Uri, known: &[Param]) -> Result<HashMap<String, String>, ApiE
     Ok(out)
 }
 
-/// `limit`, when given: a whole number of at least 1.
+/// `limit`, when given: a whole number of at least 1 (one too large for this machine is as
+/// good as no limit).
 pub fn limit(pairs: &HashMap<String, String>) -> Result<Option<usize>, ApiError> {
     pairs
         .get("limit")
         .map(|text| match text.trim().parse::<usize>() {
             Ok(n) if n > 0 => Ok(n),
+            Err(e) if *e.kind() == std::num::IntErrorKind::PosOverflow => Ok(usize::MAX),
             _ => Err(ApiError::bad_request(format!(
                 "limit `{}` is not a whole number of at least 1",
                 tackle_protocol::text::preview(text, 40)

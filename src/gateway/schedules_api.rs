@@ -72,6 +72,40 @@ pub struct NewScheduleRequest {
     pub expires_at: Option<String>,
 }
 
+/// One fire of a schedule; times in RFC 3339.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct FireView {
+    pub due: Option<String>,
+    pub started: Option<String>,
+    pub finished: Option<String>,
+    /// `running`, `ok`, `failed`, `skipped`, `missed`, …
+    pub status: String,
+    /// Why it failed, was skipped or missed; empty for a plain `ok`.
+    pub detail: String,
+    /// The daemon that claimed it.
+    pub owner: Option<String>,
+}
+
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct FireList {
+    pub schedule: ScheduleView,
+    /// Newest first.
+    pub fires: Vec<FireView>,
+}
+
+/// The fire history's query: whose schedule, and how many fires.
+pub const FIRES_QUERY: &[query::Param] = &[
+    query::Param {
+        name: "agent",
+        about: "The agent whose schedule it is (needed when two agents use one id)",
+        kind: query::ParamKind::Id(IdKind::Agent),
+    },
+    query::LIMIT,
+];
+
+/// Fires shown when `?limit=` is not given.
+const FIRES_SHOWN: usize = 50;
+
 fn rfc3339(t: Option<OffsetDateTime>) -> Option<String> {
     t.and_then(|t| t.format(&Rfc3339).ok())
 }
@@ -112,12 +146,12 @@ fn tool_error(e: ToolError) -> ApiError {
 pub const QUERY: &[query::Param] = &[query::Param {
     name: "agent",
     about: "Only this agent's schedules (needed when two agents use one id)",
-    count: false,
+    kind: query::ParamKind::Id(IdKind::Agent),
 }];
 
 /// `?agent=`, checked, when given.
 fn agent_filter(uri: &Uri) -> Result<Option<String>, ApiError> {
-    let mut pairs = query::pairs(uri, QUERY)?;
+    let mut pairs = query::pairs(uri, FIRES_QUERY)?;
     let agent = pairs.remove("agent");
     if let Some(name) = &agent {
         query::checked_id(IdKind::Agent, name)?;
@@ -213,6 +247,36 @@ pub async fn add(
         }
     };
     Ok(Json(s.into()))
+}
+
+/// The schedule's newest fires (`?limit=`, default 50), each with how it ended.
+pub async fn fires(
+    State(gw): State<Arc<Gateway>>,
+    Path(id): Path<String>,
+    uri: Uri,
+) -> Result<Json<FireList>, ApiError> {
+    let found = find(&gw, &id, &uri).await?;
+    let limit = query::limit(&query::pairs(&uri, FIRES_QUERY)?)?.unwrap_or(FIRES_SHOWN);
+    let fires = gw
+        .schedules
+        .store
+        .fires(&found.agent, &found.name, limit)
+        .await
+        .map_err(store_failed)?;
+    Ok(Json(FireList {
+        schedule: found.into(),
+        fires: fires
+            .into_iter()
+            .map(|f| FireView {
+                due: rfc3339(Some(f.due)),
+                started: rfc3339(f.started),
+                finished: rfc3339(f.finished),
+                status: f.status.as_str().to_string(),
+                detail: f.detail,
+                owner: f.owner,
+            })
+            .collect(),
+    }))
 }
 
 async fn set_enabled(

@@ -220,14 +220,35 @@ impl LocalOnly {
         self
     }
 
+    /// A page this server served itself (the gateway's console): `Origin` is exactly
+    /// `http://` and the `Host` header, and that `Host` is one the Host check below accepts
+    /// (a name of this machine), so a rebound foreign name never counts. With the Host check
+    /// off (an unspecified bind) no origin is its own: those must be listed.
+    fn same_origin(&self, origin: &str, headers: &axum::http::HeaderMap) -> bool {
+        if self.hosts.is_empty() {
+            return false;
+        }
+        let mut hosts = headers.get_all(axum::http::header::HOST).iter();
+        let (Some(host), None) = (hosts.next(), hosts.next()) else {
+            return false;
+        };
+        let Ok(host) = host.to_str() else {
+            return false;
+        };
+        let known = authority_host(host).is_some_and(|h| self.hosts.iter().any(|a| a == &h));
+        known
+            && origin
+                .strip_prefix("http://")
+                .is_some_and(|authority| authority.eq_ignore_ascii_case(host))
+    }
+
     /// Why the request is refused, if it is.
     pub fn refuse(&self, headers: &axum::http::HeaderMap) -> Option<&'static str> {
         for origin in headers.get_all(axum::http::header::ORIGIN) {
             if let Some(exact) = &self.exact_origins {
-                let allowed = origin
-                    .to_str()
-                    .ok()
-                    .is_some_and(|o| exact.iter().any(|a| a.eq_ignore_ascii_case(o)));
+                let allowed = origin.to_str().ok().is_some_and(|o| {
+                    exact.iter().any(|a| a.eq_ignore_ascii_case(o)) || self.same_origin(o, headers)
+                });
                 if !allowed {
                     return Some("requests from this Origin are not served: it is not in gateway.allowed_origins\n");
                 }
@@ -499,6 +520,45 @@ mod tests {
             .refuse(&headers(&[
                 ("host", "evil.example:8787"),
                 ("origin", "http://localhost:3000")
+            ]))
+            .is_some());
+    }
+
+    #[test]
+    fn a_page_of_this_server_is_its_own_origin_and_a_rebound_name_is_not() {
+        let addr = "127.0.0.1:8787".parse().unwrap();
+        let none = LocalOnly::for_bind(addr).with_exact_origins(&[]);
+        for (host, origin) in [
+            ("127.0.0.1:8787", "http://127.0.0.1:8787"),
+            ("localhost:8787", "http://LOCALHOST:8787"),
+        ] {
+            assert_eq!(
+                none.refuse(&headers(&[("host", host), ("origin", origin)])),
+                None,
+                "{origin}"
+            );
+        }
+        for (host, origin) in [
+            // Another port, scheme or host of this machine is another origin.
+            ("127.0.0.1:8787", "http://127.0.0.1:8788"),
+            ("127.0.0.1:8787", "https://127.0.0.1:8787"),
+            ("127.0.0.1:8787", "http://localhost:8787"),
+            ("127.0.0.1:8787", "http://127.0.0.1:8787/"),
+            // DNS rebinding: the page and the Host agree, but the name is not this machine's.
+            ("evil.example:8787", "http://evil.example:8787"),
+        ] {
+            assert!(
+                none.refuse(&headers(&[("host", host), ("origin", origin)]))
+                    .is_some(),
+                "{host} {origin}"
+            );
+        }
+        // With the Host check off (an unspecified bind), no origin is taken as its own.
+        let open = LocalOnly::for_bind("0.0.0.0:8787".parse().unwrap()).with_exact_origins(&[]);
+        assert!(open
+            .refuse(&headers(&[
+                ("host", "10.0.0.5:8787"),
+                ("origin", "http://10.0.0.5:8787")
             ]))
             .is_some());
     }

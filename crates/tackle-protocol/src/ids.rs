@@ -117,6 +117,16 @@ pub fn check(kind: IdKind, id: &str) -> Result<(), InvalidId> {
     Ok(())
 }
 
+/// A regular expression (ECMA 262, as JSON Schema uses) matching exactly the ids [`check`]
+/// accepts, for documents that describe them (the HTTP API's OpenAPI document).
+pub fn pattern(kind: IdKind) -> String {
+    let rest = kind.max_len().saturating_sub(1);
+    match kind {
+        IdKind::Bank => format!("^[a-z0-9][a-z0-9_-]{{0,{rest}}}$"),
+        _ => format!("^[A-Za-z0-9][A-Za-z0-9._-]{{0,{rest}}}$"),
+    }
+}
+
 /// An id made from free text (a task's first words) that [`check`] accepts: lowercase ASCII
 /// letters and digits, each other run of characters one `-`, at most `max` characters
 /// (at least 1); `fallback` when the text has no letter or digit.
