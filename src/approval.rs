@@ -37,9 +37,19 @@ pub fn approver_for_cli(yes: bool) -> Arc<dyn Approver> {
 }
 
 /// For a session's calls (`run`, `chat`): as [`approver_for_cli`], and the prompt also offers
-/// `a`, allowing the tool for the rest of the session.
-pub fn approver_for_session(yes: bool) -> Arc<dyn Approver> {
-    approver(yes, true)
+/// `a`, allowing the tool for the rest of the session. The prompt (when there is one) is
+/// passed through `queued`, which makes it a front end of the approval queue
+/// (`crate::queued_prompt`).
+pub fn approver_for_session(
+    yes: bool,
+    queued: impl FnOnce(Arc<dyn Approver>) -> Arc<dyn Approver>,
+) -> Arc<dyn Approver> {
+    let approver = approver(yes, true);
+    if !yes && std::io::stdin().is_terminal() {
+        queued(approver)
+    } else {
+        approver
+    }
 }
 
 fn approver(yes: bool, session: bool) -> Arc<dyn Approver> {
@@ -126,19 +136,22 @@ impl Approver for TtyApprover {
         } else {
             QUESTION_ONCE
         };
-        let prompt = term::prompt(&format!("{}{question}", render(req)));
+        let mut prompt = Shown {
+            prompt: term::prompt(&format!("{}{question}", render(req))),
+            answered: false,
+        };
         loop {
             let line = tokio::select! {
                 biased;
                 () = cancelled(turn.as_ref()) => {
-                    prompt.write(STOPPED);
+                    prompt.end(STOPPED);
                     return Ok(ApprovalAnswer::Deny);
                 }
                 () = ctrl_c() => {
                     if let Some(turn) = &turn {
                         turn.cancel();
                     }
-                    prompt.write(STOPPED);
+                    prompt.end(STOPPED);
                     return Ok(ApprovalAnswer::Deny);
                 }
                 line = read_line() => line,
@@ -146,16 +159,18 @@ impl Approver for TtyApprover {
             let line = match line {
                 Ok(Some(line)) => line,
                 Ok(None) => {
-                    prompt.write("\n");
+                    prompt.end("\n");
                     return Err(ApprovalUnavailable(
                         "stdin closed before the approval was answered".into(),
                     ));
                 }
                 Err(e) => {
-                    prompt.write("\n");
+                    prompt.end("\n");
                     return Err(e);
                 }
             };
+            // The person's Enter ended the question's line.
+            prompt.answered = true;
             match line.trim().to_ascii_lowercase().as_str() {
                 "y" | "yes" => return Ok(ApprovalAnswer::Once),
                 "n" | "no" => return Ok(ApprovalAnswer::Deny),
@@ -163,6 +178,35 @@ impl Approver for TtyApprover {
                 _ if self.session => prompt.write(&format!("Please answer y, n or a.\n{question}")),
                 _ => prompt.write(&format!("Please answer y or n.\n{question}")),
             }
+            prompt.answered = false;
+        }
+    }
+}
+
+/// The prompt on screen. Dropped before the person answered (another front end of the
+/// approval queue answered first), it ends the question's line, so what was held back and
+/// what follows start on lines of their own; the unread input stays for the next reader.
+struct Shown {
+    prompt: term::Prompt,
+    answered: bool,
+}
+
+impl Shown {
+    fn write(&self, text: &str) {
+        self.prompt.write(text);
+    }
+
+    /// The last words on the prompt's lines, which end them.
+    fn end(&mut self, text: &str) {
+        self.answered = true;
+        self.prompt.write(text);
+    }
+}
+
+impl Drop for Shown {
+    fn drop(&mut self) {
+        if !self.answered {
+            self.prompt.write("\n");
         }
     }
 }

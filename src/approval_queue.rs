@@ -12,6 +12,8 @@
 //!   (`queue:cli:alice`), which the audit log records. No answer by the deadline is
 //!   `needs_approval`, never a silent yes or no; a cancelled turn (or a dropped wait) records
 //!   the entry `cancelled`, so nothing stays pending.
+//! - A person's prompt (the terminal's, an MCP client's elicitation) is queued too, and
+//!   raced against this wait: `crate::queued_prompt`.
 //! - Answering is the store's: [`tackle_store::Store::answer_approval`], where the first
 //!   answer wins.
 
@@ -184,9 +186,24 @@ impl QueueApprover {
 
 /// Marks a queued approval cancelled if its wait is dropped before it ends (the turn's
 /// future dropped: a lease lost, a client gone), so it is not left pending.
-struct Abandoned {
+pub(crate) struct Abandoned {
     store: Store,
     id: Option<String>,
+}
+
+impl Abandoned {
+    /// Watches over approval `id` until [`Abandoned::settled`].
+    pub(crate) fn new(store: &Store, id: &str) -> Self {
+        Self {
+            store: store.clone(),
+            id: Some(id.to_string()),
+        }
+    }
+
+    /// The entry is settled (or is being settled by the caller): nothing to do on drop.
+    pub(crate) fn settled(&mut self) {
+        self.id = None;
+    }
 }
 
 impl Drop for Abandoned {
@@ -249,13 +266,10 @@ impl Approver for QueueApprover {
                 self.timeout.as_secs()
             );
         }
-        let mut guard = Abandoned {
-            store: store.clone(),
-            id: Some(id.clone()),
-        };
+        let mut guard = Abandoned::new(store, &id);
         let settled = self.queue.wait(&id, deadline, &self.cancel).await;
         if let Ok(row) = &settled {
-            guard.id = None;
+            guard.settled();
             if let Some(tell) = &self.on_change {
                 tell(row);
             }

@@ -30,6 +30,7 @@ mod net_bridge;
 mod plugin_watch;
 mod plugins;
 mod profiles;
+mod queued_prompt;
 mod render;
 mod runtime;
 mod sampling;

@@ -3,6 +3,8 @@
 //! audit. It lives in the binary so the agent crate does not depend on the MCP server (and
 //! its HTTP stack).
 
+use crate::approval_queue::ApprovalQueue;
+use crate::queued_prompt::{FrontEnd, QueuedPrompt};
 use async_trait::async_trait;
 use std::collections::{BTreeSet, HashMap};
 use std::hash::{BuildHasher, Hasher};
@@ -31,6 +33,9 @@ pub struct DispatcherService {
     tool_changes: Option<watch::Sender<u64>>,
     /// The tools offered (`mcp.serve_tools`); any other is unknown here.
     offered: ToolSelection,
+    /// The approval queue each elicitation is also put in, and the agent its entries name;
+    /// `None`: the client alone is asked.
+    queue: Option<(Arc<ApprovalQueue>, String)>,
 }
 
 impl DispatcherService {
@@ -44,7 +49,16 @@ impl DispatcherService {
             mcp_servers: BTreeSet::new(),
             tool_changes: None,
             offered: ToolSelection::all(),
+            queue: None,
         }
+    }
+
+    /// Put every approval asked of a client in `queue` too (under `agent`), so that
+    /// `tackle approvals`, the HTTP API and the console may answer it while the client's
+    /// form is open (`crate::queued_prompt`).
+    pub fn with_approval_queue(mut self, queue: Arc<ApprovalQueue>, agent: &str) -> Self {
+        self.queue = Some((queue, agent.to_string()));
+        self
     }
 
     /// Offer only the tools `offered` selects: others are neither listed nor callable. MCP
@@ -184,8 +198,19 @@ impl ToolService for DispatcherService {
                 .map(|target| format!("no tool named `{target}`"))
         };
         // Each MCP session is a session of its own: approvals and TMPDIR do not leak across.
+        let session_id = format!("{}-{session}", self.session_id);
+        let approver: Arc<dyn Approver> = match &self.queue {
+            Some((queue, agent)) => Arc::new(QueuedPrompt::new(
+                approver,
+                Arc::clone(queue),
+                agent,
+                &session_id,
+                FrontEnd::MCP,
+            )),
+            None => approver,
+        };
         let req = CallRequest::new(call, approver)
-            .session(format!("{}-{session}", self.session_id))
+            .session(session_id)
             .approvals(self.approvals_of(session))
             .channel("mcp")
             .cancel(cancel)

@@ -3,8 +3,10 @@
 
 use crate::app::Selection;
 use crate::approval::approver_for_session;
+use crate::approval_queue::ApprovalQueue;
 use crate::cli::{ChatArgs, Global};
 use crate::exit;
+use crate::queued_prompt::{FrontEnd, QueuedPrompt};
 use crate::runtime::Runtime;
 use crate::term::{self, Paint};
 use crate::turn::run_rendered;
@@ -60,7 +62,21 @@ pub async fn run(global: &Global, args: ChatArgs) -> Result<i32> {
         }
     }
     let mut session = rt.session(args.session.as_deref()).await?;
-    let approver = approver_for_session(false);
+    // The prompt is also an entry in the approval queue, answerable from anywhere; one
+    // queue (and one watch of its marker) for the whole chat.
+    let queue = ApprovalQueue::new(rt.store.clone());
+    let approver_for = |session: &Session| {
+        approver_for_session(false, |prompt| {
+            std::sync::Arc::new(QueuedPrompt::new(
+                prompt,
+                std::sync::Arc::clone(&queue),
+                &rt.agent_name,
+                session.id(),
+                FrontEnd::TERMINAL,
+            ))
+        })
+    };
+    let mut approver = approver_for(&session);
     let mut editor = DefaultEditor::new()?;
     let history = rt.app.state_dir.join("chat_history.txt");
     let _ = editor.load_history(&history);
@@ -110,6 +126,7 @@ pub async fn run(global: &Global, args: ChatArgs) -> Result<i32> {
                         session.id()
                     ));
                     session = fresh;
+                    approver = approver_for(&session);
                 }
                 Err(e) => term::err_line(&format!("cannot start a new session: {e}")),
             },

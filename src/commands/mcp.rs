@@ -1,6 +1,7 @@
 //! `tackle mcp serve [--http ADDR]` and `tackle mcp list`.
 
 use crate::app::{App, Selection};
+use crate::approval_queue::ApprovalQueue;
 use crate::cli::{Global, McpCommand};
 use crate::errors::plain;
 use crate::exit::{self, usage};
@@ -42,11 +43,14 @@ pub async fn run(global: &Global, cmd: McpCommand) -> Result<i32> {
 async fn serve(global: &Global, selection: &Selection, http: Option<&str>) -> Result<i32> {
     let app = App::build(global, selection)?;
     app.settle_mcp().await;
+    // Each client's approval prompts are also entries in the approval queue.
+    let agent = selection.agent.as_deref().unwrap_or("default");
     let service = Arc::new(
         DispatcherService::new(Arc::clone(&app.dispatcher), "mcp-serve")
             .with_mcp_servers(app.mcp_configured.iter().cloned())
             .with_changing_tools(!app.plugins.dirs().is_empty())
-            .with_serve_tools(app.serve_tools.clone()),
+            .with_serve_tools(app.serve_tools.clone())
+            .with_approval_queue(ApprovalQueue::new(app.store.clone()), agent),
     );
     // MCP servers behind this one, and plugins reloaded on change, change the tools; clients
     // hear of it.

@@ -3,12 +3,15 @@
 
 use crate::app::Selection;
 use crate::approval::approver_for_session;
+use crate::approval_queue::ApprovalQueue;
 use crate::cli::{Global, RunArgs};
 use crate::exit::{self, usage};
+use crate::queued_prompt::{FrontEnd, QueuedPrompt};
 use crate::runtime::Runtime;
 use crate::turn::run_rendered;
 use anyhow::{Context, Result};
 use std::io::Read;
+use std::sync::Arc;
 use tackle_agent::{DoneReason, Session};
 use tackle_protocol::message::Role;
 
@@ -29,15 +32,17 @@ pub async fn run(global: &Global, args: RunArgs) -> Result<i32> {
         None => false,
     };
     let mut session = rt.session(args.session.as_deref()).await?;
-    let outcome = run_rendered(
-        &rt,
-        &mut session,
-        &task,
-        approver_for_session(args.yes),
-        args.json,
-        global.quiet,
-    )
-    .await;
+    // The prompt is also an entry in the approval queue, answerable from anywhere.
+    let approver = approver_for_session(args.yes, |prompt| {
+        Arc::new(QueuedPrompt::new(
+            prompt,
+            ApprovalQueue::new(rt.store.clone()),
+            &rt.agent_name,
+            session.id(),
+            FrontEnd::TERMINAL,
+        ))
+    });
+    let outcome = run_rendered(&rt, &mut session, &task, approver, args.json, global.quiet).await;
     crate::background::finish(&rt, args.no_wait, args.json, global.quiet).await;
     // A run that failed before the model answered leaves nothing worth resuming: its session
     // (made by this run) would only hold the task.

@@ -10,8 +10,11 @@ STEPS is a JSON list of steps, run in one session; the results are printed as on
     ["call", NAME, ARGS]            -> {"is_error": bool, "text": str, "structured": obj|null}
     ["bench", NAME, ARGS, N]        -> {"n": N, "median_ms": f, "p99_ms": f, "mean_ms": f}
     ["forms"]                       -> {"messages": [the message of every form asked so far]}
+    ["cancelled"]                   -> {"cancelled": how many forms the server cancelled (waits
+                                        up to 5 s for the first)}
 --elicit ANSWER declares the elicitation capability and answers every form with
-{"decision": ANSWER}; without it the client cannot be asked. With --form JSON as well, a form
+{"decision": ANSWER} (`never`: never answers, until the server cancels the request); without it
+the client cannot be asked. With --form JSON as well, a form
 passed on from one of Tackle's own MCP servers ("… (used by Tackle) asks: …") is answered with
 that JSON object instead (or declined with --form decline).
 """
@@ -46,11 +49,18 @@ def parse() -> argparse.Namespace:
 
 
 FORMS: list[str] = []
+CANCELLED: list[str] = []
 
 
 def make_elicit(answer: str, form: str | None):
     async def elicit(_ctx, params):
         FORMS.append(params.message)
+        if answer == "never":
+            try:
+                await asyncio.Event().wait()
+            except BaseException:
+                CANCELLED.append(params.message)
+                raise
         if form is not None and "(used by Tackle) asks:" in params.message:
             if form == "decline":
                 return types.ElicitResult(action="decline")
@@ -92,6 +102,12 @@ async def run_step(client: Client, step: list):
         return {"is_error": bool(r.is_error), "text": text_of(r), "structured": r.structured_content}
     if kind == "forms":
         return {"messages": list(FORMS)}
+    if kind == "cancelled":
+        for _ in range(50):
+            if CANCELLED:
+                break
+            await asyncio.sleep(0.1)
+        return {"cancelled": len(CANCELLED)}
     if kind == "bench":
         samples = []
         for _ in range(step[3]):

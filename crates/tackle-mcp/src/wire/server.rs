@@ -6,12 +6,16 @@ use crate::listing;
 use crate::server::ToolService;
 use async_trait::async_trait;
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, CustomRequest, CustomResult,
+    CallToolRequestParams, CallToolResponse, CallToolResult, CancelledNotification,
+    CancelledNotificationParam, ClientResult, CustomRequest, CustomResult, ElicitRequest,
     ElicitRequestParams, ElicitResult, ElicitationAction, ErrorCode, ErrorData, Implementation,
     InitializeResult, ListToolsResult, PaginatedRequestParams, ProgressNotificationParam,
-    ProgressToken, ProtocolVersion, ServerCapabilities, ServerConfig, ServerNotification,
+    ProgressToken, ProtocolVersion, RequestId, ServerCapabilities, ServerConfig,
+    ServerNotification, ServerRequest,
 };
-use rmcp::service::{ElicitationMode, NotificationContext, Peer, RequestContext, RoleServer};
+use rmcp::service::{
+    ElicitationMode, NotificationContext, Peer, PeerRequestOptions, RequestContext, RoleServer,
+};
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
 use rmcp::{ServerHandler, ServiceExt};
@@ -548,16 +552,59 @@ impl ElicitApprover {
             .contains(&ElicitationMode::Form)
     }
 
-    /// Ask the client, giving up when the call is cancelled.
+    /// Ask the client, giving up when the call is cancelled. Given up on (the call cancelled,
+    /// or this ask dropped because the question was answered elsewhere), the request is
+    /// cancelled at the client too, so its form does not stay open for nothing.
     async fn elicit(&self, params: ElicitRequestParams) -> Result<ElicitResult, Unanswered> {
-        let asked = self
+        let failed = |e: rmcp::ServiceError| Unanswered::Failed(e.to_string());
+        let request = ServerRequest::ElicitRequest(ElicitRequest::new(params));
+        let handle = self
             .peer
-            .create_elicitation_with_timeout(params, Some(APPROVAL_TIMEOUT));
-        tokio::select! {
+            .send_request_with_option(request, PeerRequestOptions::with_timeout(APPROVAL_TIMEOUT))
+            .await
+            .map_err(failed)?;
+        let mut open = OpenRequest {
+            peer: self.peer.clone(),
+            id: Some(handle.id.clone()),
+        };
+        let result = tokio::select! {
             biased;
-            () = self.cancel.cancelled() => Err(Unanswered::Cancelled),
-            result = asked => result.map_err(|e| Unanswered::Failed(e.to_string())),
+            () = self.cancel.cancelled() => return Err(Unanswered::Cancelled),
+            result = handle.await_response() => result,
+        };
+        // Answered, failed or timed out (the SDK cancels a timed-out request itself).
+        open.id = None;
+        match result.map_err(failed)? {
+            ClientResult::ElicitResult(result) => Ok(result),
+            _ => Err(Unanswered::Failed(
+                "the client's answer is not an elicitation result".into(),
+            )),
         }
+    }
+}
+
+/// A request to the client still waiting for its answer; dropped so, it is cancelled.
+struct OpenRequest {
+    peer: Peer<RoleServer>,
+    id: Option<RequestId>,
+}
+
+impl Drop for OpenRequest {
+    fn drop(&mut self) {
+        let Some(id) = self.id.take() else { return };
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
+        let peer = self.peer.clone();
+        runtime.spawn(async move {
+            let params = CancelledNotificationParam::new(
+                Some(id),
+                Some("the question was answered elsewhere or is no longer needed".into()),
+            );
+            let note =
+                ServerNotification::CancelledNotification(CancelledNotification::new(params));
+            let _ = tokio::time::timeout(NOTIFY_TIMEOUT, peer.send_notification(note)).await;
+        });
     }
 }
 
