@@ -1464,3 +1464,21 @@ fn daemon_http_serves_the_api_and_console_without_a_gateway_section() {
     assert_eq!(code, Some(0), "{log}");
     assert!(log.contains("gateway.tokens is empty"), "{log}");
 }
+
+#[test]
+fn a_model_backend_that_fails_is_a_bad_gateway_not_a_server_error() {
+    let sb = Sandbox::new();
+    let port = free_port();
+    // A backend on a port where nothing listens.
+    let dead = free_port();
+    let backend = format!(
+        "backends:\n  - name: fake\n    type: openai\n    api_base: http://127.0.0.1:{dead}/v1\n    api_key: test-key-not-secret\n    stream: false\n    models:\n      - name: fake-model\n"
+    );
+    let config = config_with(&sb, &backend, port, "");
+    let mut daemon = Daemon::start(&sb, &config, port);
+    let (code, body) = complete(&daemon, "tackle:default", "hello");
+    assert_eq!(code, 502, "{body}");
+    assert!(body.contains("\"kind\":\"failed\""), "{body}");
+    let (code, log) = daemon.stop();
+    assert_eq!(code, Some(0), "{log}");
+}

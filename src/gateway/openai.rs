@@ -210,7 +210,7 @@ pub struct Finished {
 }
 
 /// Runs the turn to its end, collecting its usage and finished calls (every whole answer,
-/// whichever endpoint asked); a loop that failed is a 502.
+/// whichever endpoint asked); a model backend that failed is a 502, a store that failed a 500.
 pub async fn finish(mut running: super::turns::Running) -> Result<Finished, ApiError> {
     // The client going away drops this future: the turn is cancelled and recorded so.
     let _cancel_on_drop = running.cancel.clone().drop_guard();
@@ -252,6 +252,12 @@ pub fn ended(
 ) -> Result<TurnOutcome, ApiError> {
     match joined {
         Ok(Ok(outcome)) => Ok(outcome),
+        // The model backend failed: the upstream's failure (502), not this server's.
+        Ok(Err(e @ tackle_agent::LoopError::Llm(_))) => Err(ApiError::new(
+            axum::http::StatusCode::BAD_GATEWAY,
+            tackle_protocol::ErrorKind::Failed,
+            format!("the turn failed: {}", crate::errors::render_error(&e)),
+        )),
         Ok(Err(e)) => Err(ApiError::failed(format!(
             "the turn failed: {}",
             crate::errors::render_error(&e)

@@ -16,7 +16,7 @@ use crate::runtime::Runtime;
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
-use tackle_agent::{AgentEvent, LoopError, TurnOutcome};
+use tackle_agent::{AgentEvent, LoopError, Session, TurnOutcome};
 use tackle_protocol::config::Config;
 use tackle_protocol::Approver;
 use tackle_store::ApprovalStatus;
@@ -140,7 +140,7 @@ impl Turns {
             ));
         }
         let Agent { runtime: rt, turn } = self.runtime(agent).await?;
-        let mut stored = rt
+        let stored = rt
             .session(session)
             .await
             .map_err(|e| ApiError::failed(crate::errors::render(&e)))?;
@@ -157,6 +157,9 @@ impl Turns {
                 held = turn.lock_owned() => held,
                 () = turn_cancel.cancelled() => return Ok(not_started()),
             };
+            // Read again now that the turn is ours: a turn of this session that ran while
+            // this one waited added to it, and this turn must see that.
+            let mut stored = Session::resume(rt.store.clone(), stored.id(), &rt.agent_name).await?;
             rt.agent_loop
                 .run_turn(&mut stored, &task, approver, &tx, &turn_cancel)
                 .await

@@ -101,7 +101,7 @@ impl Session {
             id,
             store: Some(store),
             summary,
-            messages,
+            messages: close_unanswered_calls(messages),
             approvals: Arc::default(),
         })
     }
@@ -168,5 +168,90 @@ impl Session {
         self.summary = Some(summary);
         self.messages.clear();
         Ok(())
+    }
+}
+
+/// The result a call gets in a resumed context when none was stored for it.
+const UNANSWERED_CALL: &str =
+    "interrupted: the process running this call ended before its result was recorded";
+
+/// Gives every tool call with no stored result (its process was killed while it ran or
+/// waited for approval) an error result, after the results that were stored: providers refuse
+/// a conversation with a call left unanswered, so the session could not go on. In the context
+/// only; the store keeps what was written.
+fn close_unanswered_calls(messages: Vec<Message>) -> Vec<Message> {
+    let mut out = Vec::with_capacity(messages.len());
+    let mut open: Vec<String> = Vec::new();
+    for m in messages {
+        if m.role != Role::Tool {
+            for id in open.drain(..) {
+                out.push(Message::tool_result(id, UNANSWERED_CALL, true));
+            }
+        }
+        match m.role {
+            Role::Assistant => open = m.tool_calls.iter().map(|c| c.id.clone()).collect(),
+            Role::Tool => open.retain(|id| m.tool_call_id.as_deref() != Some(id.as_str())),
+            _ => {}
+        }
+        out.push(m);
+    }
+    for id in open {
+        out.push(Message::tool_result(id, UNANSWERED_CALL, true));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tackle_protocol::ToolCall;
+
+    fn call(id: &str) -> ToolCall {
+        ToolCall {
+            id: id.into(),
+            name: "shell".into(),
+            arguments: serde_json::json!({}),
+        }
+    }
+
+    #[test]
+    fn a_call_left_without_a_result_by_a_killed_process_gets_one_on_resume() {
+        let stored = vec![
+            Message::user("one"),
+            Message::assistant("", vec![call("a"), call("b")]),
+            Message::tool_result("a", "done", false),
+            Message::user("two"),
+            Message::assistant("", vec![call("c")]),
+        ];
+        let out = close_unanswered_calls(stored);
+        let shape: Vec<(Role, Option<&str>)> = out
+            .iter()
+            .map(|m| (m.role, m.tool_call_id.as_deref()))
+            .collect();
+        assert_eq!(
+            shape,
+            vec![
+                (Role::User, None),
+                (Role::Assistant, None),
+                (Role::Tool, Some("a")),
+                (Role::Tool, Some("b")),
+                (Role::User, None),
+                (Role::Assistant, None),
+                (Role::Tool, Some("c")),
+            ]
+        );
+        assert!(out[3].is_error && out[3].content == UNANSWERED_CALL);
+        assert!(!out[2].is_error);
+    }
+
+    #[test]
+    fn a_whole_history_is_untouched() {
+        let stored = vec![
+            Message::user("one"),
+            Message::assistant("", vec![call("a")]),
+            Message::tool_result("a", "done", false),
+            Message::assistant("fine", vec![]),
+        ];
+        assert_eq!(close_unanswered_calls(stored.clone()), stored);
     }
 }
