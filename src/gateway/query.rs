@@ -35,7 +35,7 @@ pub fn pairs(uri: &Uri, known: &[Param]) -> Result<HashMap<String, String>, ApiE
     let mut out = HashMap::new();
     let raw = uri.query().unwrap_or_default();
     for (name, value) in form_urlencoded::parse(raw.as_bytes()) {
-        if !known.iter().any(|p| p.name == name) {
+        let Some(param) = known.iter().find(|p| p.name == name) else {
             let names: Vec<&str> = known.iter().map(|p| p.name).collect();
             let reads = if names.is_empty() {
                 "no query parameters".to_string()
@@ -46,7 +46,8 @@ pub fn pairs(uri: &Uri, known: &[Param]) -> Result<HashMap<String, String>, ApiE
                 "unknown query parameter `{}`; this endpoint reads {reads}",
                 tackle_protocol::text::preview(&name, 40),
             )));
-        }
+        };
+        check(param, &value)?;
         if out.insert(name.to_string(), value.into_owned()).is_some() {
             return Err(ApiError::bad_request(format!(
                 "query parameter `{name}` is given twice"
@@ -56,20 +57,34 @@ pub fn pairs(uri: &Uri, known: &[Param]) -> Result<HashMap<String, String>, ApiE
     Ok(out)
 }
 
+/// Refuses a value its parameter's kind does not take, as the document's schema says.
+fn check(param: &Param, value: &str) -> Result<(), ApiError> {
+    match param.kind {
+        ParamKind::Text if value.is_empty() => Err(ApiError::bad_request(format!(
+            "query parameter `{}` is empty",
+            param.name
+        ))),
+        ParamKind::Text => Ok(()),
+        ParamKind::Count => count(value).map(|_| ()),
+        ParamKind::Id(kind) => checked_id(kind, value),
+    }
+}
+
+fn count(text: &str) -> Result<usize, ApiError> {
+    match text.trim().parse::<usize>() {
+        Ok(n) if n > 0 => Ok(n),
+        Err(e) if *e.kind() == std::num::IntErrorKind::PosOverflow => Ok(usize::MAX),
+        _ => Err(ApiError::bad_request(format!(
+            "limit `{}` is not a whole number of at least 1",
+            tackle_protocol::text::preview(text, 40)
+        ))),
+    }
+}
+
 /// `limit`, when given: a whole number of at least 1 (one too large for this machine is as
 /// good as no limit).
 pub fn limit(pairs: &HashMap<String, String>) -> Result<Option<usize>, ApiError> {
-    pairs
-        .get("limit")
-        .map(|text| match text.trim().parse::<usize>() {
-            Ok(n) if n > 0 => Ok(n),
-            Err(e) if *e.kind() == std::num::IntErrorKind::PosOverflow => Ok(usize::MAX),
-            _ => Err(ApiError::bad_request(format!(
-                "limit `{}` is not a whole number of at least 1",
-                tackle_protocol::text::preview(text, 40)
-            ))),
-        })
-        .transpose()
+    pairs.get("limit").map(|text| count(text)).transpose()
 }
 
 /// An id from a path or a filter, checked as the CLI checks it.
