@@ -576,6 +576,10 @@ pub enum ChannelConfig {
         api_base: Option<String>,
         #[serde(default)]
         timeout_secs: Option<u64>,
+        /// Set: `tackle daemon` also reads the bot's messages (`getUpdates` long polling) and
+        /// answers them with an agent.
+        #[serde(default)]
+        inbound: Option<InboundConfig>,
     },
     /// A Slack app: `POST {api_base}/chat.postMessage`, `Authorization: Bearer {bot_token}`.
     Slack {
@@ -668,6 +672,55 @@ impl ChannelConfig {
             | Self::Whatsapp { timeout_secs, .. } => *timeout_secs,
         }
     }
+}
+
+impl ChannelConfig {
+    /// What `tackle daemon` answers on this channel, when it reads it at all.
+    pub fn inbound(&self) -> Option<&InboundConfig> {
+        match self {
+            Self::Telegram { inbound, .. } => inbound.as_ref(),
+            _ => None,
+        }
+    }
+}
+
+/// `channels.NAME.inbound`: a channel `tackle daemon` reads, and who it answers. With no
+/// `allowed_senders` nobody is answered, so a bot added to a public chat stays silent.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct InboundConfig {
+    /// The agent that answers (unset: the first agent, or the built-in `default`).
+    #[serde(default)]
+    pub agent: Option<String>,
+    /// The platform's user ids whose messages are answered; anyone else's are ignored and
+    /// audited.
+    #[serde(default)]
+    pub allowed_senders: Vec<String>,
+    /// The user ids whose answer to an approval counts (unset: the allowed senders).
+    #[serde(default)]
+    pub approvers: Option<Vec<String>>,
+    /// How long a call waits for an answer in the chat (or from any front end with the
+    /// `approve` scope) before it ends `needs_approval`.
+    #[serde(default = "default_inbound_approval_timeout")]
+    pub approval_timeout_secs: u64,
+    /// Seconds one long poll waits for news.
+    #[serde(default = "default_inbound_poll_secs")]
+    pub poll_timeout_secs: u64,
+}
+
+impl InboundConfig {
+    /// Who may answer approvals: `approvers`, or the allowed senders.
+    pub fn approvers(&self) -> &[String] {
+        self.approvers.as_deref().unwrap_or(&self.allowed_senders)
+    }
+}
+
+fn default_inbound_approval_timeout() -> u64 {
+    300
+}
+
+fn default_inbound_poll_secs() -> u64 {
+    25
 }
 
 /// The providers' public API bases, used when a channel sets no `api_base`.
@@ -822,8 +875,9 @@ pub struct GatewayConfig {
     /// Requests per minute per token; more are refused with 429.
     #[serde(default = "default_gateway_rate_limit")]
     pub rate_limit_per_minute: u32,
-    /// Origins (`http://localhost:3000`) whose browser requests are served; a request
-    /// carrying any other `Origin` is refused with 403. Empty: none.
+    /// Other origins (`http://localhost:3000`) whose browser requests are served; a request
+    /// carrying any other `Origin` is refused with 403. The console's own page (an `Origin`
+    /// that is `http://` and this server's checked `Host`) is always served.
     #[serde(default)]
     pub allowed_origins: Vec<String>,
     /// How long a call of an API turn waits in the approval queue for an answer
