@@ -249,6 +249,7 @@ impl Approver for QueueApprover {
                 preview,
                 approvers: self.approvers.clone(),
                 deadline,
+                waiter: Some(crate::waiter::this_process().to_string()),
             })
             .await
             .map_err(|e| {

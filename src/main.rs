@@ -42,6 +42,7 @@ mod spill;
 mod term;
 mod turn;
 mod unconfigured;
+mod waiter;
 
 use clap::Parser;
 use std::process::ExitCode;

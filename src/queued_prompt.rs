@@ -202,6 +202,7 @@ impl Approver for QueuedPrompt {
                 preview,
                 approvers: vec![self.front.name.to_string(), APPROVE_SCOPE.to_string()],
                 deadline,
+                waiter: Some(crate::waiter::this_process().to_string()),
             })
             .await;
         let id = match queued {
@@ -371,6 +372,7 @@ mod tests {
                 preview: "shell touch proof.txt".into(),
                 approvers: vec![],
                 deadline: OffsetDateTime::now_utc() + Duration::from_secs(60),
+                waiter: None,
             })
             .await
             .unwrap();

@@ -1482,3 +1482,47 @@ fn a_model_backend_that_fails_is_a_bad_gateway_not_a_server_error() {
     let (code, log) = daemon.stop();
     assert_eq!(code, Some(0), "{log}");
 }
+
+#[test]
+fn an_approval_whose_waiter_was_killed_is_closed_not_left_answerable() {
+    let Some(llm) = FakeLlm::start(MARKER_RULES) else {
+        return;
+    };
+    let sb = Sandbox::new();
+    let port = free_port();
+    let config = approver_config(&sb, &llm, port);
+    let daemon = Daemon::start(&sb, &config, port);
+    let pid = daemon.child.as_ref().map(|c| c.id().to_string());
+    let marker = sb.workspace().join("MARKER");
+    let id = std::thread::scope(|scope| {
+        let _turn = scope.spawn(|| complete(&daemon, "tackle:helper", "make the marker"));
+        let (id, _) = pending(&daemon);
+        let _ = Command::new("kill")
+            .args(["-9", pid.as_deref().unwrap_or("0")])
+            .status();
+        id
+    });
+    drop(daemon);
+    // Another process sees the waiter gone: the entry is closed with why, and an answer now
+    // is told so instead of "allowed" for a call that no longer waits.
+    let listed = run(sb.tackle(&config, &["approvals", "list", "--all", "--json"]));
+    assert_eq!(listed.code, 0, "{listed}");
+    let all: Value = serde_json::from_str(&listed.stdout).unwrap_or_default();
+    let entry = all
+        .as_array()
+        .into_iter()
+        .flatten()
+        .find(|a| a["id"] == id.as_str())
+        .unwrap_or_else(|| panic!("{id} not listed: {listed}"));
+    assert_eq!(entry["status"], "cancelled", "{entry}");
+    assert!(
+        entry["answered_by"]
+            .as_str()
+            .is_some_and(|w| w.contains("waiter ended")),
+        "{entry}"
+    );
+    let late = run(sb.tackle(&config, &["approvals", "allow", &id]));
+    assert_ne!(late.code, 0, "{late}");
+    assert!(late.stderr.contains("already"), "{late}");
+    assert!(!marker.exists());
+}

@@ -75,6 +75,8 @@ fn schemathesis_finds_nothing_wrong_with_the_live_api() {
             "--no-color",
         ])
         .env("SCHEMATHESIS_TELEMETRY", "false")
+        // Its report directory goes in the sandbox, not the checkout.
+        .current_dir(sb.workspace())
         .output()
         .expect("run schemathesis");
     let _ = Command::new("kill")

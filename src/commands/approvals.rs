@@ -62,6 +62,9 @@ pub async fn run(global: &Global, cmd: ApprovalsCommand) -> Result<i32> {
 
 async fn list(store: &Store, all: bool, json: bool, quiet: bool) -> Result<i32> {
     let failed = |e: StoreError| anyhow!("cannot read the approval queue: {e}");
+    crate::waiter::close_abandoned(store)
+        .await
+        .map_err(failed)?;
     let approvals = if all {
         // Listing pending ones first records those past their deadline as expired.
         store
@@ -120,6 +123,10 @@ fn head(a: &Approval, now: OffsetDateTime) -> String {
 
 async fn answer(store: &Store, id: &str, reply: ApprovalReply) -> Result<i32> {
     let by = format!("cli:{}", operator());
+    // An entry whose waiter has ended is closed first: answering it would release nothing.
+    crate::waiter::close_abandoned(store)
+        .await
+        .map_err(|e| anyhow!("cannot read the approval queue: {e}"))?;
     match store.answer_approval(id, reply, &by).await {
         Ok(a) => {
             outln!(

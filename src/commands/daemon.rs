@@ -25,6 +25,11 @@ pub async fn run(global: &Global, args: DaemonArgs) -> Result<i32> {
         config.gateway.get_or_insert_with(Default::default).bind = addr;
     }
     let store = open_store(&App::state_dir_for(&config))?;
+    // Approvals left pending by a waiter that died (a daemon killed outright) end now, with
+    // why, rather than look answerable until their deadline.
+    if let Err(e) = crate::waiter::close_abandoned(&store).await {
+        tracing::warn!("cannot close the approvals of processes that ended: {e}");
+    }
     let zone = schedules::zone(&config)?;
     check_backends(&config).await?;
     // Bound and checked before anything runs, so a taken port, a refused address or a bad

@@ -98,6 +98,9 @@ pub fn where_to_answer(id: &str, tool: &str, deadline_secs: u64) -> String {
 }
 
 pub async fn list(State(gw): State<Arc<Gateway>>) -> Result<Json<ApprovalList>, ApiError> {
+    crate::waiter::close_abandoned(&gw.store)
+        .await
+        .map_err(|e| ApiError::failed(e.to_string()))?;
     let pending = gw
         .store
         .list_pending_approvals(OffsetDateTime::now_utc())
@@ -121,6 +124,10 @@ pub async fn answer(
     let Json(request) = body.map_err(|e| ApiError::bad_request(e.body_text()))?;
     let unknown =
         || ApiError::not_found(format!("no approval `{id}`; GET /v1/approvals lists them"));
+    // An entry whose waiter has ended is closed first: answering it would release nothing.
+    crate::waiter::close_abandoned(&gw.store)
+        .await
+        .map_err(|e| ApiError::failed(e.to_string()))?;
     let entry = gw
         .store
         .approval(&id)

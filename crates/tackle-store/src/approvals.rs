@@ -104,6 +104,8 @@ pub struct NewApproval {
     pub approvers: Vec<String>,
     /// Unanswered by then, it expires.
     pub deadline: OffsetDateTime,
+    /// The process waiting for the answer, as its front end names it; `None`: unknown.
+    pub waiter: Option<String>,
 }
 
 /// A queued approval.
@@ -125,6 +127,9 @@ pub struct Approval {
     pub answered_by: Option<String>,
     #[serde(with = "time::serde::timestamp::milliseconds::option")]
     pub answered_at: Option<OffsetDateTime>,
+    /// The process waiting for the answer (see [`NewApproval::waiter`]).
+    #[serde(default)]
+    pub waiter: Option<String>,
 }
 
 impl Approval {
@@ -139,7 +144,7 @@ impl Approval {
 }
 
 const COLUMNS: &str = "id, created_ms, deadline_ms, agent, session_id, tool, preview, approvers, \
-                       status, answered_by, answered_ms";
+                       status, answered_by, answered_ms, waiter";
 
 impl Store {
     /// The file touched after every change to the queue (see the module docs); `None` for an
@@ -172,13 +177,14 @@ impl Store {
             status: ApprovalStatus::Pending,
             answered_by: None,
             answered_at: None,
+            waiter: new.waiter,
         };
         let row = approval.clone();
         self.with_conn(move |conn| {
             conn.execute(
                 "INSERT INTO approvals (id, created_ms, deadline_ms, agent, session_id, tool,
-                                        preview, approvers, status)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, 'pending')",
+                                        preview, approvers, status, waiter)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, 'pending', ?9)",
                 params![
                     row.id,
                     to_ms(row.created),
@@ -188,6 +194,7 @@ impl Store {
                     row.tool,
                     row.preview,
                     serde_json::to_string(&row.approvers).unwrap_or_else(|_| "[]".into()),
+                    row.waiter,
                 ],
             )?;
             Ok(())
@@ -364,6 +371,7 @@ type Raw = (
     String,
     Option<String>,
     Option<i64>,
+    Option<String>,
 );
 
 fn raw(r: &Row<'_>) -> rusqlite::Result<Raw> {
@@ -379,11 +387,25 @@ fn raw(r: &Row<'_>) -> rusqlite::Result<Raw> {
         r.get(8)?,
         r.get(9)?,
         r.get(10)?,
+        r.get(11)?,
     ))
 }
 
 fn typed(r: Raw) -> Result<Approval, StoreError> {
-    let (id, created, deadline, agent, session_id, tool, preview, approvers, status, by, at) = r;
+    let (
+        id,
+        created,
+        deadline,
+        agent,
+        session_id,
+        tool,
+        preview,
+        approvers,
+        status,
+        by,
+        at,
+        waiter,
+    ) = r;
     let time = |ms: i64| {
         from_ms(ms).ok_or(StoreError::BadValue {
             what: "approval time",
@@ -407,6 +429,7 @@ fn typed(r: Raw) -> Result<Approval, StoreError> {
         })?,
         answered_by: by,
         answered_at: at.map(time).transpose()?,
+        waiter,
         id,
     })
 }
@@ -460,6 +483,7 @@ mod tests {
             preview: "shell touch proof.txt".into(),
             approvers: vec!["approve".into()],
             deadline: OffsetDateTime::now_utc() + deadline_in,
+            waiter: Some("host/boot/1/2".into()),
         }
     }
 

@@ -244,6 +244,13 @@ const MIGRATIONS: &[(i64, &str)] = &[
         CREATE INDEX approvals_pending ON approvals (deadline_ms) WHERE status = 'pending';
         CREATE INDEX approvals_recent ON approvals (created_ms);",
     ),
+    (
+        // Who waits for a queued approval (`host/boot/pid/start`), so a waiter that died
+        // (kill -9) is seen and its entry closed instead of looking answerable until its
+        // deadline (docs/decisions/0030-one-approval-queue.md).
+        14,
+        "ALTER TABLE approvals ADD COLUMN waiter TEXT;",
+    ),
 ];
 
 /// The newest schema version this build knows.
