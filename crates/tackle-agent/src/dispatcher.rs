@@ -17,7 +17,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tackle_policy::resolve::{approval_decision, resolve, ResolvedPolicy};
-use tackle_protocol::config::SecurityConfig;
+use tackle_protocol::config::{SecurityConfig, TaintRule};
 use tackle_protocol::text::preview;
 use tackle_protocol::{
     AgentServices, ApprovalAnswer, ApprovalMode, ApprovalRequest, Approver, CallScope, Capability,
@@ -237,8 +237,12 @@ impl Dispatcher {
                 // killed mid-call still leaves it. The arguments move into the tool (a
                 // `write_file` of megabytes is not copied), so their summary is taken first.
                 let trail = self.intent(&req, approver).await;
+                // Where the result comes from, asked before the arguments move into the tool:
+                // an untrusted one taints the session from here on (crate::taint).
+                let provenance = plan.entry.tool.provenance(&req.call.arguments);
                 let arguments = std::mem::take(&mut req.call.arguments);
                 let (outcome, ran) = self.execute(plan, &req, arguments).await;
+                req.approvals.taint().record(&provenance);
                 ran_for = ran;
                 (outcome, trail)
             }
@@ -343,6 +347,7 @@ impl Dispatcher {
         if let Some(denial) = plan.denial() {
             return Err(ToolError::denied(denial.clone()).into());
         }
+        self.gate_sink(&mut plan, req)?;
         let approver = self.approve(&plan, req).await?;
         if plan.unchecked().is_some() {
             plan.scope.approved = true;
@@ -350,6 +355,47 @@ impl Dispatcher {
             plan.cx = self.context(&plan.scope, "plan", Arc::clone(&plan.host));
         }
         Ok((plan, approver))
+    }
+
+    /// In a tainted session, a call that can carry data out (crate::taint::sink) is asked
+    /// of a person or refused, as `security.tool_policies.TOOL.taint` says (ask by default),
+    /// with a why that names what the session read and where this call sends it.
+    fn gate_sink(&self, plan: &mut Plan, req: &CallRequest) -> Result<(), Refusal> {
+        let taint = req.approvals.taint();
+        if !taint.is_tainted() {
+            return Ok(());
+        }
+        let Some(what) = crate::taint::sink(plan, &req.call.arguments) else {
+            return Ok(());
+        };
+        let name = plan.entry.spec.name.clone();
+        let rule = self
+            .config
+            .security
+            .tool_policies
+            .get(&name)
+            .and_then(|p| p.taint)
+            .unwrap_or_default();
+        let why = format!(
+            "this session read untrusted content ({}); this call {what}",
+            taint.described()
+        );
+        let rule_text = format!("{name}: taint {}", taint_rule_name(rule));
+        match rule {
+            TaintRule::Ignore => Ok(()),
+            TaintRule::Deny => Err(ToolError::denied(Decision::deny(
+                rule_text,
+                format!("{why}, and security.tool_policies.{name}.taint is deny"),
+            ))
+            .into()),
+            TaintRule::Ask => {
+                // Asked of a person for this very call: neither the auto-approved list nor an
+                // earlier "allow for the session" covers it.
+                plan.approval = Decision::ask(rule_text, why);
+                plan.escalated = true;
+                Ok(())
+            }
+        }
     }
 
     fn lookup(&self, name: &str) -> Result<Arc<Entry>, ToolError> {
@@ -755,4 +801,12 @@ fn bounded(err: &jsonschema::ValidationError<'_>) -> String {
     let head: String = shown.chars().take(MAX_QUOTED_CHARS).collect();
     err.masked_with(format!("{head}… ({n} characters)"))
         .to_string()
+}
+
+fn taint_rule_name(rule: TaintRule) -> &'static str {
+    match rule {
+        TaintRule::Ignore => "ignore",
+        TaintRule::Ask => "ask",
+        TaintRule::Deny => "deny",
+    }
 }

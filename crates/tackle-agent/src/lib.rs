@@ -37,6 +37,7 @@ pub mod routine;
 pub mod sanitizer;
 pub mod session;
 pub mod session_approvals;
+pub mod taint;
 pub mod tree;
 
 pub use agent_loop::{AgentLoop, BudgetMode, LoopConfig, LoopError, TurnOutcome};

@@ -8,9 +8,16 @@ use std::sync::Mutex;
 #[derive(Debug, Default)]
 pub struct SessionApprovals {
     tools: Mutex<HashSet<String>>,
+    /// What untrusted content the session has read (crate::taint), held beside the answers
+    /// because it lives exactly as long and travels with every call the same way.
+    taint: crate::taint::SessionTaint,
 }
 
 impl SessionApprovals {
+    pub fn taint(&self) -> &crate::taint::SessionTaint {
+        &self.taint
+    }
+
     /// A person allowed `tool` for the rest of this session.
     pub fn allows(&self, tool: &str) -> bool {
         self.tools.lock().is_ok_and(|set| set.contains(tool))

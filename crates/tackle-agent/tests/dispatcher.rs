@@ -488,6 +488,7 @@ async fn config_can_lower_approval_only_explicitly() {
         ToolPolicyConfig {
             approval: Some(ApprovalMode::Never),
             grants: None,
+            taint: None,
         },
     );
     let f = fixture(

@@ -213,6 +213,7 @@ mod tests {
             ToolPolicyConfig {
                 approval: None,
                 grants: Some(shell_grant(&["git"])),
+                taint: None,
             },
         );
         let r = resolve("shell", &ToolPolicy::new(ApprovalMode::Always), &sec, None);
@@ -229,6 +230,7 @@ mod tests {
             ToolPolicyConfig {
                 approval: Some(ApprovalMode::Never),
                 grants: None,
+                taint: None,
             },
         );
         let default = ToolPolicy::new(ApprovalMode::Always).with_grants(Grants {

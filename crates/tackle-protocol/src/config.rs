@@ -270,6 +270,24 @@ pub struct ToolPolicyConfig {
     pub approval: Option<ApprovalMode>,
     #[serde(default)]
     pub grants: Option<Grants>,
+    /// What a call of this tool that can carry data out (a sink) does once the session has
+    /// read untrusted content (docs/decisions/0033-taint-gates-sinks.md); `ask` by default.
+    #[serde(default)]
+    pub taint: Option<TaintRule>,
+}
+
+/// `security.tool_policies.TOOL.taint`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TaintRule {
+    /// Decided as in a clean session.
+    Ignore,
+    /// A person must approve this call, whatever the auto-approved list or an earlier
+    /// "allow for the session" says.
+    #[default]
+    Ask,
+    /// Refused.
+    Deny,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

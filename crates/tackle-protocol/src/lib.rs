@@ -51,4 +51,4 @@ pub use host::{
     SearchHit, SearchRequest, ToolHost, WriteReport, WriteRequest,
 };
 pub use spec::{ApprovalMode, NameError, Risk, ToolName, ToolSpec};
-pub use tool::{CallScope, Extension, ProgressSink, Tool, ToolCatalog, ToolContext};
+pub use tool::{CallScope, Extension, ProgressSink, Provenance, Tool, ToolCatalog, ToolContext};

@@ -37,6 +37,19 @@ pub trait Tool: Send + Sync {
         Vec::new()
     }
 
+    /// Where this call's result comes from, for the injection defence: content someone
+    /// outside the operator wrote (a web page, an MCP server's answer) taints the session.
+    fn provenance(&self, _args: &Value) -> Provenance {
+        Provenance::Trusted
+    }
+
+    /// What this call can carry out of the session or plant for later, in words ("sends a
+    /// message to #ops"), beyond what its capabilities show (network requests, writes outside
+    /// the workspace, which the dispatcher reads from the plan). `None`: nothing.
+    fn sink(&self, _args: &Value) -> Option<String> {
+        None
+    }
+
     /// This tool's own time limit; `None` = the dispatcher's default.
     fn timeout(&self) -> Option<Duration> {
         None
@@ -44,6 +57,16 @@ pub trait Tool: Send + Sync {
 
     /// Run the call. Arguments have already been validated against `spec().parameters`.
     async fn call(&self, args: Value, cx: &ToolContext) -> Result<ToolOutput, ToolError>;
+}
+
+/// Where a call's result comes from (docs/decisions/0033-taint-gates-sinks.md).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Provenance {
+    /// The operator's machine and the tool's own output.
+    Trusted,
+    /// Written by someone else (a page, a search result, an MCP server): taints the session.
+    /// The text says where from (`https://…`, `MCP server docs`).
+    Untrusted(String),
 }
 
 /// A named group of tools; disabling it hides its tools (docs/architecture.md, "Tools").

@@ -95,6 +95,10 @@ impl Tool for Delegate {
         Some(Duration::from_secs(600))
     }
 
+    fn sink(&self, _args: &Value) -> Option<String> {
+        Some("starts an agent with a task this session wrote".into())
+    }
+
     async fn call(&self, args: Value, cx: &ToolContext) -> Result<ToolOutput, ToolError> {
         let a: Args = serde_json::from_value(args).map_err(|e| {
             ToolError::invalid_arguments(format!("invalid arguments for `delegate`: {e}"))

@@ -90,6 +90,10 @@ impl Tool for SendMessage {
         .approval(ApprovalMode::UnlessAutoApproved)
     }
 
+    fn sink(&self, _args: &Value) -> Option<String> {
+        Some("sends a message out of the session".into())
+    }
+
     async fn call(&self, args: Value, cx: &ToolContext) -> Result<ToolOutput, ToolError> {
         let a: Args = serde_json::from_value(args).map_err(|e| {
             ToolError::invalid_arguments(format!("invalid arguments for `message`: {e}"))

@@ -109,6 +109,10 @@ impl Tool for SpawnAgent {
         Some(CHILD_TIMEOUT)
     }
 
+    fn sink(&self, _args: &Value) -> Option<String> {
+        Some("starts an agent with a task this session wrote".into())
+    }
+
     async fn call(&self, args: Value, cx: &ToolContext) -> Result<ToolOutput, ToolError> {
         let a: AgentArgs = parse("spawn_agent", args)?;
         no_preset("spawn_agent", a.preset.as_deref())?;
@@ -159,6 +163,10 @@ impl Tool for SpawnWorker {
         Some(CHILD_TIMEOUT)
     }
 
+    fn sink(&self, _args: &Value) -> Option<String> {
+        Some("starts an agent with a task this session wrote".into())
+    }
+
     async fn call(&self, args: Value, cx: &ToolContext) -> Result<ToolOutput, ToolError> {
         let a: WorkerArgs = parse("spawn_worker", args)?;
         no_preset("spawn_worker", a.preset.as_deref())?;
@@ -192,6 +200,10 @@ impl Tool for Spawn {
                 "label": {"type": "string", "description": "A short name for it (default: the task's first 30 characters)."}
             }, "required": ["task"]}),
         )
+    }
+
+    fn sink(&self, _args: &Value) -> Option<String> {
+        Some("starts an agent with a task this session wrote".into())
     }
 
     async fn call(&self, args: Value, cx: &ToolContext) -> Result<ToolOutput, ToolError> {

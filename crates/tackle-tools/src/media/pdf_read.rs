@@ -132,6 +132,15 @@ impl Tool for PdfRead {
         Some(PARSE_TIME + Duration::from_secs(30))
     }
 
+    fn provenance(&self, args: &Value) -> tackle_protocol::Provenance {
+        // A document or recording someone else made: its words are theirs.
+        let path = args.get("path").and_then(Value::as_str).unwrap_or("a file");
+        tackle_protocol::Provenance::Untrusted(format!(
+            "the document {}",
+            tackle_protocol::text::preview(path, 200)
+        ))
+    }
+
     async fn call(&self, args: Value, cx: &ToolContext) -> Result<ToolOutput, ToolError> {
         let args: Args = crate::fs::parse_args(args)?;
         let rel = check_path(&args.path)?;

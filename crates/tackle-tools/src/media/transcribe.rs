@@ -168,6 +168,18 @@ impl Tool for Transcribe {
         Some(self.request_timeout() + Duration::from_secs(10))
     }
 
+    fn provenance(&self, args: &Value) -> tackle_protocol::Provenance {
+        // A document or recording someone else made: its words are theirs.
+        let path = args
+            .get("file_path")
+            .and_then(Value::as_str)
+            .unwrap_or("a file");
+        tackle_protocol::Provenance::Untrusted(format!(
+            "the recording {}",
+            tackle_protocol::text::preview(path, 200)
+        ))
+    }
+
     async fn call(&self, args: Value, cx: &ToolContext) -> Result<ToolOutput, ToolError> {
         let args: Args = crate::fs::parse_args(args)?;
         let (rel, mime) = check_path(&args.file_path)?;

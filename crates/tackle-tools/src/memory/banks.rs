@@ -75,6 +75,16 @@ impl Tool for Remember {
         }))
     }
 
+    fn sink(&self, args: &Value) -> Option<String> {
+        // The agent's own memory stays with it; a shared bank is read by other agents.
+        args.get("bank").and_then(Value::as_str).map(|bank| {
+            format!(
+                "writes into the shared memory bank `{}`",
+                tackle_protocol::text::preview(bank, 60)
+            )
+        })
+    }
+
     async fn call(&self, args: Value, cx: &ToolContext) -> Result<ToolOutput, ToolError> {
         let args: RememberArgs = parse_args(args)?;
         let access = access(&self.0, cx).await?;

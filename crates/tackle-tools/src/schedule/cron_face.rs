@@ -84,6 +84,11 @@ impl Tool for CronTool {
             .then_some(ApprovalMode::UnlessAutoApproved)
     }
 
+    fn sink(&self, args: &Value) -> Option<String> {
+        (args.get("action").and_then(Value::as_str) == Some("add"))
+            .then(|| "plants work that runs later".to_string())
+    }
+
     async fn call(&self, args: Value, cx: &ToolContext) -> Result<ToolOutput, ToolError> {
         let args: Args = parse_args(args)?;
         // `channel`/`chat_id` name the session in other agents; here it is always this one.

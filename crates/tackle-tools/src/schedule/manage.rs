@@ -265,6 +265,10 @@ impl Tool for ScheduleAdd {
         names_an_agent(args).then_some(ApprovalMode::Always)
     }
 
+    fn sink(&self, _args: &Value) -> Option<String> {
+        Some("plants work that runs later".into())
+    }
+
     async fn call(&self, args: Value, cx: &ToolContext) -> Result<ToolOutput, ToolError> {
         let args: AddArgs = parse_args(args)?;
         let owner = self.0.fires_as(args.agent.as_deref(), &cx.agent)?;
@@ -331,6 +335,12 @@ impl Tool for ScheduleModify {
             (true, false) => Some(ApprovalMode::UnlessAutoApproved),
             (true, true) => Some(ApprovalMode::Always),
         }
+    }
+
+    fn sink(&self, args: &Value) -> Option<String> {
+        // Exactly the arguments that plant or widen work ask for approval above.
+        self.approval_for(args)
+            .map(|_| "plants work that runs later".to_string())
     }
 
     async fn call(&self, args: Value, cx: &ToolContext) -> Result<ToolOutput, ToolError> {

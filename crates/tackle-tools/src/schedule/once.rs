@@ -53,6 +53,10 @@ impl Tool for ScheduleOnce {
         }))
     }
 
+    fn sink(&self, _args: &Value) -> Option<String> {
+        Some("plants work that runs later".into())
+    }
+
     async fn call(&self, args: Value, cx: &ToolContext) -> Result<ToolOutput, ToolError> {
         let args: Args = parse_args(args)?;
         if !(MIN_AFTER..=MAX_AFTER).contains(&args.after_seconds) {

@@ -88,6 +88,12 @@ impl Tool for ReminderTool {
         plants.then_some(ApprovalMode::UnlessAutoApproved)
     }
 
+    fn sink(&self, args: &Value) -> Option<String> {
+        // Exactly the arguments that plant or widen work ask for approval above.
+        self.approval_for(args)
+            .map(|_| "plants work that runs later".to_string())
+    }
+
     async fn call(&self, args: Value, cx: &ToolContext) -> Result<ToolOutput, ToolError> {
         let args: Args = parse_args(args)?;
         match args.action {

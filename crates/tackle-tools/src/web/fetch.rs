@@ -147,6 +147,14 @@ impl Tool for WebFetch {
         Some(self.settings.fetch_timeout + Duration::from_secs(5))
     }
 
+    fn provenance(&self, args: &Value) -> tackle_protocol::Provenance {
+        let url = args
+            .get("url")
+            .and_then(Value::as_str)
+            .unwrap_or("a web page");
+        tackle_protocol::Provenance::Untrusted(tackle_protocol::text::preview(url, 200))
+    }
+
     async fn call(&self, args: Value, cx: &ToolContext) -> Result<ToolOutput, ToolError> {
         let fetch = FetchArgs::parse(&args, &self.settings)?;
         let mut secrets = Secrets::from_headers(&fetch.headers);

@@ -183,6 +183,14 @@ impl Tool for Screenshot {
         Some(Duration::from_secs(MAX_TIMEOUT_SECS + 40))
     }
 
+    fn provenance(&self, args: &Value) -> tackle_protocol::Provenance {
+        let url = args
+            .get("url")
+            .and_then(Value::as_str)
+            .unwrap_or("a web page");
+        tackle_protocol::Provenance::Untrusted(tackle_protocol::text::preview(url, 200))
+    }
+
     async fn call(&self, args: Value, cx: &ToolContext) -> Result<ToolOutput, ToolError> {
         let args: Args = crate::fs::parse_args(args)?;
         let shot = Shot::parse(args, cx)?;

@@ -81,6 +81,10 @@ impl Tool for WebSearch {
         Some(self.settings.search_timeout * backends + Duration::from_secs(5))
     }
 
+    fn provenance(&self, _args: &Value) -> tackle_protocol::Provenance {
+        tackle_protocol::Provenance::Untrusted("web search results".into())
+    }
+
     async fn call(&self, args: Value, cx: &ToolContext) -> Result<ToolOutput, ToolError> {
         let query = args
             .get("query")

@@ -1,0 +1,147 @@
+//! The injection defence without a judge (docs/decisions/0033-taint-gates-sinks.md): a session
+//! that has read content someone else wrote (a web page, a search result, an MCP server's
+//! answer: [`tackle_protocol::Provenance::Untrusted`]) is tainted for the rest of its life, and
+//! from then on every call that can carry data out or plant work for later (a sink: a network
+//! request with a body or a query, a write outside the workspace, a command that can reach the
+//! network, `git push`, and what tools declare: a message, a schedule, a new agent, a shared
+//! memory bank) needs a person's yes, whatever the auto-approved list or an earlier "allow for
+//! the session" says, or is refused, as `security.tool_policies.TOOL.taint` says.
+
+use crate::plan::Plan;
+use serde_json::Value;
+use std::sync::Mutex;
+use tackle_protocol::{Capability, Provenance};
+
+/// Sources kept to name in a prompt; later ones only count.
+const NAMED_SOURCES: usize = 3;
+
+/// One session's taint: where its untrusted content came from, first first.
+#[derive(Debug, Default)]
+pub struct SessionTaint {
+    sources: Mutex<Vec<String>>,
+    count: std::sync::atomic::AtomicUsize,
+}
+
+impl SessionTaint {
+    /// A result of this provenance entered the session's context.
+    pub fn record(&self, provenance: &Provenance) {
+        let Provenance::Untrusted(source) = provenance else {
+            return;
+        };
+        self.count
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        if let Ok(mut sources) = self.sources.lock() {
+            if sources.len() < NAMED_SOURCES && !sources.contains(source) {
+                sources.push(source.clone());
+            }
+        }
+    }
+
+    pub fn is_tainted(&self) -> bool {
+        self.count.load(std::sync::atomic::Ordering::Relaxed) > 0
+    }
+
+    /// "https://a.example, MCP server docs and 2 more".
+    pub fn described(&self) -> String {
+        let named = self.sources.lock().map(|s| s.clone()).unwrap_or_default();
+        let total = self.count.load(std::sync::atomic::Ordering::Relaxed);
+        let mut text = tackle_protocol::text::preview(&named.join(", "), 300);
+        let more = total.saturating_sub(named.len());
+        if more > 0 {
+            text.push_str(&format!(
+                " and {more} more result{}",
+                if more == 1 { "" } else { "s" }
+            ));
+        }
+        text
+    }
+
+    /// Starts a child session tainted as this one is: an agent given work by a tainted
+    /// session may be carrying what it read.
+    pub fn inherit_into(&self, child: &SessionTaint) {
+        let named = self.sources.lock().map(|s| s.clone()).unwrap_or_default();
+        let total = self.count.load(std::sync::atomic::Ordering::Relaxed);
+        if let Ok(mut sources) = child.sources.lock() {
+            for s in named {
+                if sources.len() < NAMED_SOURCES && !sources.contains(&s) {
+                    sources.push(s);
+                }
+            }
+        }
+        child
+            .count
+            .fetch_add(total, std::sync::atomic::Ordering::Relaxed);
+    }
+}
+
+/// What this call can carry out of the session, in words; `None` when it is not a sink.
+pub fn sink(plan: &Plan, args: &Value) -> Option<String> {
+    if let Some(said) = plan.entry.tool.sink(args) {
+        return Some(said);
+    }
+    let network_grant = plan.policy.grants.network.is_some();
+    plan.capabilities.iter().find_map(|(cap, _)| match cap {
+        Capability::Network { method, url } => {
+            let reads_only =
+                method.eq_ignore_ascii_case("GET") || method.eq_ignore_ascii_case("HEAD");
+            let query = url
+                .split_once('?')
+                .is_some_and(|(_, q)| !q.split('#').next().unwrap_or_default().is_empty());
+            (!reads_only || query).then(|| format!("sends data to {}", preview_url(url)))
+        }
+        // Compared as the host will resolve them: `ws/../x` and links leaving it are outside.
+        Capability::FileWrite { path }
+            if !plan
+                .host
+                .canonical(path)
+                .starts_with(plan.host.canonical(&plan.scope.workspace)) =>
+        {
+            Some(format!("writes {} outside the workspace", path.display()))
+        }
+        Capability::Exec { program, args }
+            if program == "git" && args.iter().any(|a| a == "push") =>
+        {
+            Some("pushes to a git remote".to_string())
+        }
+        Capability::Shell { .. } | Capability::Exec { .. } if network_grant => {
+            Some("runs a command that can reach the network".to_string())
+        }
+        _ => None,
+    })
+}
+
+fn preview_url(url: &str) -> String {
+    tackle_protocol::text::preview(url, 120)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_session_is_tainted_by_untrusted_results_only_and_names_its_first_sources() {
+        let t = SessionTaint::default();
+        t.record(&Provenance::Trusted);
+        assert!(!t.is_tainted());
+        for s in [
+            "https://a.example/",
+            "https://a.example/",
+            "MCP server docs",
+            "x",
+            "y",
+        ] {
+            t.record(&Provenance::Untrusted(s.into()));
+        }
+        assert!(t.is_tainted());
+        let said = t.described();
+        assert!(
+            said.starts_with("https://a.example/, MCP server docs, x"),
+            "{said}"
+        );
+        assert!(said.ends_with("and 2 more results"), "{said}");
+        let child = SessionTaint::default();
+        t.inherit_into(&child);
+        assert!(child.is_tainted());
+        assert!(child.described().contains("MCP server docs"));
+    }
+}
