@@ -131,6 +131,7 @@ impl App {
                 agent.as_ref(),
                 home.as_deref(),
                 selection.serving_mcp,
+                &store,
             )
         };
         let services = crate::services::settings(&config.services, home.as_deref());
@@ -415,6 +416,7 @@ fn start_mcp(
     agent: Option<&AgentConfig>,
     home: Option<&Path>,
     serving_mcp: bool,
+    store: &Store,
 ) -> (
     Option<Arc<tackle_mcp::McpManager>>,
     Option<crate::fs_watch::FsWatch>,
@@ -438,6 +440,8 @@ fn start_mcp(
         sampling: crate::sampling::handler_for_cli(config, agent),
         // `roots/list`: only directories the agent's tools may read.
         roots,
+        // Tools are pinned in the store; a changed one is quarantined (`tackle mcp trust`).
+        pins: Some(Arc::new(crate::mcp_pins::StorePins(store.clone()))),
         ..Default::default()
     };
     let manager = tackle_mcp::McpManager::start(config.mcp_servers.clone(), options);

@@ -329,6 +329,30 @@ pub enum McpCommand {
         /// The server's name under `mcp_servers`.
         name: String,
     },
+    /// Accept a server's tools as it offers them now: shows each definition against its
+    /// earlier pin and pins it, so a quarantined tool is offered again and a later change
+    /// quarantines it.
+    Trust {
+        /// The server's name under `mcp_servers`.
+        name: String,
+        /// Only this tool (its name on the server, or `server__tool`); default: each tool
+        /// not pinned as offered.
+        #[arg(long, value_name = "TOOL")]
+        tool: Option<String>,
+        /// Accept without asking (scripts); otherwise a terminal is asked y/n.
+        #[arg(long)]
+        yes: bool,
+    },
+    /// Pinned MCP tools, those not pinned yet, and those quarantined because their server
+    /// changed them; with what was removed from their descriptions.
+    Pins {
+        /// Only this server.
+        name: Option<String>,
+        /// Print a JSON array of {server, tool, registry_name, state, digest, pinned_digest,
+        /// pinned_by, pinned_at, removed, message}.
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 #[derive(Debug, Subcommand)]

@@ -25,6 +25,7 @@ mod gateway;
 mod grant_words;
 mod log_format;
 mod log_redact;
+mod mcp_pins;
 mod mcp_service;
 mod net_bridge;
 mod plugin_watch;

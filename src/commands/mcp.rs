@@ -1,4 +1,5 @@
-//! `tackle mcp serve [--http ADDR]` and `tackle mcp list`.
+//! `tackle mcp serve [--http ADDR]` and `tackle mcp list` (`login`/`logout` and `trust`/`pins`
+//! live beside it).
 
 use crate::app::{App, Selection};
 use crate::approval_queue::ApprovalQueue;
@@ -37,6 +38,12 @@ pub async fn run(global: &Global, cmd: McpCommand) -> Result<i32> {
             super::mcp_login::login(global, &name, unattended).await
         }
         McpCommand::Logout { name } => super::mcp_login::logout(global, &name).await,
+        McpCommand::Trust { name, tool, yes } => {
+            super::mcp_pins::trust(global, &name, tool.as_deref(), yes).await
+        }
+        McpCommand::Pins { name, json } => {
+            super::mcp_pins::pins(global, name.as_deref(), json).await
+        }
     }
 }
 

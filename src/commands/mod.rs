@@ -9,6 +9,7 @@ pub mod init;
 pub mod man;
 pub mod mcp;
 pub mod mcp_login;
+pub mod mcp_pins;
 pub mod memory;
 pub mod plugins;
 pub mod run;

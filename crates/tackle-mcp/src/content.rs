@@ -26,6 +26,10 @@ pub struct RemoteTool {
     pub input_schema: Value,
     #[serde(default)]
     pub annotations: Option<Annotations>,
+    /// The tool object as the server listed it, for its pinned definition
+    /// ([`crate::pinning::digest::canonical`]); `Null` when it was not kept.
+    #[serde(skip)]
+    pub listed: Value,
 }
 
 fn empty_object_schema() -> Value {

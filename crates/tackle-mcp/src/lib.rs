@@ -57,12 +57,13 @@ pub mod elicit;
 mod events;
 mod listing;
 pub mod naming;
+pub mod pinning;
 pub mod roots;
 pub mod sampling;
 mod server;
 mod wire;
 
-pub use client::{McpManager, McpOptions, ServerState, ServerStatus};
+pub use client::{McpManager, McpOptions, ServerState, ServerStatus, ToolPinStatus};
 pub use content::{ResultSpill, SpillError};
 pub use elicit::{ElicitAnswer, ElicitError, ElicitRequest, ElicitationHandler};
 pub use roots::Roots;

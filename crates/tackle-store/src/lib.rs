@@ -31,6 +31,7 @@ mod longterm;
 mod memory;
 mod migrations;
 mod perms;
+mod pins;
 mod reminders;
 mod schedules;
 mod sessions;
@@ -50,6 +51,7 @@ pub use memory::{
     check_bank_name, normalize_tags, BankListing, BankPerm, MemoryAccess, MemoryHit, RecallQuery,
     StoredGrant, MAX_KEY_CHARS, MAX_TAGS, MAX_TAG_CHARS, MAX_VALUE_BYTES, SELF_BANK,
 };
+pub use pins::ToolPin;
 pub use reminders::{NewReminder, Reminder, ReminderStatus};
 pub use schedules::{
     NewSchedule, Schedule, ScheduleKind, ScheduleUpdate, Target, SCHEDULES_MARKER,

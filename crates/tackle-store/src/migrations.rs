@@ -245,6 +245,21 @@ const MIGRATIONS: &[(i64, &str)] = &[
         CREATE INDEX approvals_recent ON approvals (created_ms);",
     ),
     (
+        // MCP tool pins (docs/decisions/0031-mcp-tool-pinning.md): the digest and canonical
+        // definition of each configured server's tool as first used or accepted by the
+        // operator; a tool offered with another definition is quarantined until accepted.
+        11,
+        "CREATE TABLE mcp_pins (
+            server TEXT NOT NULL,
+            tool TEXT NOT NULL,
+            digest TEXT NOT NULL,
+            definition TEXT NOT NULL,
+            pinned_ms INTEGER NOT NULL,
+            pinned_by TEXT NOT NULL,
+            PRIMARY KEY (server, tool)
+        );",
+    ),
+    (
         // Who waits for a queued approval (`host/boot/pid/start`), so a waiter that died
         // (kill -9) is seen and its entry closed instead of looking answerable until its
         // deadline (docs/decisions/0030-one-approval-queue.md).

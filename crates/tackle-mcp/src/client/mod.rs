@@ -45,6 +45,9 @@ pub struct McpOptions {
     /// grants let tools read; entries that are not absolute are never sent. A change is
     /// announced to every connected server.
     pub roots: crate::Roots,
+    /// Where tool pins are kept (docs/decisions/0031-mcp-tool-pinning.md); `None` = no
+    /// pinning: every listed tool is offered.
+    pub pins: Option<Arc<dyn crate::pinning::PinStore>>,
 }
 
 impl Default for McpOptions {
@@ -61,6 +64,7 @@ impl Default for McpOptions {
             relay_forms: false,
             sampling: Arc::new(crate::sampling::RefuseSampling),
             roots: crate::Roots::default(),
+            pins: None,
         }
     }
 }
@@ -81,6 +85,23 @@ pub struct ServerStatus {
     pub state: ServerState,
     /// Registry names of its current tools.
     pub tools: Vec<String>,
+}
+
+/// One listed tool against its server's pins, for `tackle mcp pins` and `tackle mcp trust`.
+#[derive(Debug, Clone)]
+pub struct ToolPinStatus {
+    pub server: String,
+    /// The name the server lists it under.
+    pub tool: String,
+    pub registry_name: String,
+    pub state: crate::pinning::PinState,
+    /// The offered definition's digest and canonical JSON.
+    pub digest: String,
+    pub definition: String,
+    /// What was cleaned from its description (`2 zero-width characters`); empty for nothing.
+    pub removed: String,
+    /// Why it is quarantined and how to accept it; `None` when it is not.
+    pub message: Option<String>,
 }
 
 /// Starts and supervises the configured MCP servers and exposes their tools.
@@ -135,6 +156,33 @@ impl McpManager {
         });
         let some = futures::future::join_all(owners.map(|s| s.wait_settled()));
         let _ = tokio::time::timeout(timeout, some).await;
+    }
+
+    /// Every listed tool of `server` (of every server when `None`) against the pins, read
+    /// afresh, in server order.
+    pub async fn pin_status(&self, server: Option<&str>) -> Vec<ToolPinStatus> {
+        let mut out = Vec::new();
+        for s in self
+            .servers
+            .iter()
+            .filter(|s| server.is_none_or(|n| n == s.name))
+        {
+            out.extend(s.pin_report().await);
+        }
+        out
+    }
+
+    /// Pins the definition `server` offers `tool` with now, replacing its pin (the operator
+    /// accepted it); the digest pinned, or `Ok(None)` when the server does not offer `tool`.
+    pub async fn trust(
+        &self,
+        server: &str,
+        tool: &str,
+    ) -> Result<Option<String>, crate::pinning::PinError> {
+        match self.servers.iter().find(|s| s.name == server) {
+            Some(s) => s.trust(tool).await,
+            None => Ok(None),
+        }
     }
 
     /// Stop every server and wait for their connections to close.

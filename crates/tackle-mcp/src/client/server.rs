@@ -2,10 +2,11 @@
 
 use super::relay::{Pick, Relays};
 use super::tool::McpTool;
-use super::{McpOptions, ServerState, ServerStatus};
+use super::{McpOptions, ServerState, ServerStatus, ToolPinStatus};
 use crate::content::RemoteTool;
 use crate::elicit::{ElicitAnswer, ElicitError, ElicitRequest, ElicitationHandler};
 use crate::naming;
+use crate::pinning::{self, PinError, PinSet, PinState, PinnedBy};
 use crate::sampling::{SampleAnswer, SampleError, SampleRequest, SamplingHandler};
 use crate::wire::client::{self, Connection, Elicitor, StdioSpec};
 use crate::wire::WireError;
@@ -23,6 +24,9 @@ use tokio_util::sync::CancellationToken;
 /// A server that stayed up this long has its restart backoff reset.
 const STABLE_AFTER: Duration = Duration::from_secs(30);
 
+/// How often the pins are read again while one of the server's tools is quarantined.
+const PIN_RECHECK: Duration = Duration::from_secs(2);
+
 /// After a call times out, the server gets this long to answer a ping before it is restarted.
 const PING_TIMEOUT: Duration = Duration::from_secs(5);
 
@@ -39,6 +43,8 @@ pub(crate) struct Server {
     suspect: Notify,
     /// Its elicitations: time a person spends on a form is not the call's run time.
     elicitations: Arc<ElicitActivity>,
+    /// Its tools' pins as last read (`Err`: why they could not be read).
+    pins: Mutex<Result<PinSet, String>>,
     /// The front ends of its calls in flight, where its forms are passed on.
     pub relays: Arc<Relays>,
 }
@@ -177,6 +183,7 @@ impl Server {
             suspect: Notify::new(),
             elicitations: Arc::default(),
             relays: Arc::default(),
+            pins: Mutex::new(Ok(PinSet::default())),
         })
     }
 
@@ -188,8 +195,163 @@ impl Server {
         self.lock().state.clone()
     }
 
+    /// The tools offered: every listed tool but the quarantined.
     pub fn tools(&self) -> Vec<Arc<McpTool>> {
+        let mut tools = self.all_tools();
+        tools.retain(|t| !self.pin_state(t).quarantined());
+        tools
+    }
+
+    /// Every listed tool, quarantined or not.
+    pub fn all_tools(&self) -> Vec<Arc<McpTool>> {
         self.lock().tools.clone()
+    }
+
+    /// Where `tool` stands against the pins as last read.
+    pub fn pin_state(&self, tool: &McpTool) -> PinState {
+        if self.options.pins.is_none() {
+            return PinState::Off;
+        }
+        let pins = self.pins.lock().unwrap_or_else(|e| e.into_inner());
+        pinning::state(&tool.remote_name, &tool.definition, &tool.digest, &pins)
+    }
+
+    /// Why the tool registered as `registry_name` cannot be called, when it is quarantined.
+    pub fn quarantined(&self, registry_name: &str) -> Option<String> {
+        let tool = self
+            .all_tools()
+            .into_iter()
+            .find(|t| t.registry_name() == registry_name)?;
+        let state = self.pin_state(&tool);
+        state
+            .quarantined()
+            .then(|| self.quarantine_message(&tool, &state))
+    }
+
+    fn quarantine_message(&self, tool: &McpTool, state: &PinState) -> String {
+        pinning::quarantine_message(
+            &self.name,
+            &tool.remote_name,
+            state,
+            &tool.definition.to_string(),
+        )
+    }
+
+    /// Reads the pins again (another process may have trusted a tool meanwhile).
+    pub async fn reload_pins(&self) {
+        let Some(store) = &self.options.pins else {
+            return;
+        };
+        let read = store
+            .pins(&self.name)
+            .await
+            .map(PinSet::new)
+            .map_err(|e| e.to_string());
+        *self.pins.lock().unwrap_or_else(|e| e.into_inner()) = read;
+        self.changed.send_modify(|g| *g += 1);
+    }
+
+    /// Whether any listed tool is quarantined now.
+    fn has_quarantined(&self) -> bool {
+        self.all_tools()
+            .iter()
+            .any(|t| self.pin_state(t).quarantined())
+    }
+
+    /// Whether the tool the server lists as `remote_name` may be called now; the first call
+    /// pins it. `Err`: why not, for the call's error.
+    pub async fn admit(&self, remote_name: &str) -> Result<(), String> {
+        let Some(store) = &self.options.pins else {
+            return Ok(());
+        };
+        self.reload_pins().await;
+        let tool = self
+            .all_tools()
+            .into_iter()
+            .find(|t| t.remote_name == remote_name)
+            .ok_or_else(|| {
+                format!(
+                    "MCP server `{}` no longer offers tool `{remote_name}`",
+                    self.name
+                )
+            })?;
+        match self.pin_state(&tool) {
+            PinState::Pinned | PinState::Off => Ok(()),
+            PinState::Unpinned => {
+                let pin = tool.pin();
+                let kept = store.pin_if_absent(&self.name, pin.clone()).await.map_err(|e| {
+                    format!(
+                        "tool `{remote_name}` of MCP server `{}` could not be pinned before its first use, so it was not called: {e}",
+                        self.name
+                    )
+                })?;
+                self.reload_pins().await;
+                if kept.digest == pin.digest {
+                    tracing::info!(server = %self.name, tool = %remote_name, digest = %pin.digest, "MCP tool pinned at its first use");
+                    return Ok(());
+                }
+                // Pinned meanwhile (another process) with another definition.
+                Err(self.quarantine_message(&tool, &PinState::Changed { pinned: kept }))
+            }
+            state => Err(self.quarantine_message(&tool, &state)),
+        }
+    }
+
+    /// Each listed tool, where it stands and what was cleaned from it, pins read afresh.
+    pub async fn pin_report(&self) -> Vec<ToolPinStatus> {
+        self.reload_pins().await;
+        self.all_tools()
+            .iter()
+            .map(|t| {
+                let state = self.pin_state(t);
+                ToolPinStatus {
+                    server: self.name.clone(),
+                    tool: t.remote_name.clone(),
+                    registry_name: t.registry_name().to_string(),
+                    message: state
+                        .quarantined()
+                        .then(|| self.quarantine_message(t, &state)),
+                    state,
+                    digest: t.digest.clone(),
+                    definition: t.definition.to_string(),
+                    removed: t.removed.to_string(),
+                }
+            })
+            .collect()
+    }
+
+    /// Pins the definition `tool` is offered with now, for the operator; `Ok(None)` when the
+    /// server does not offer it.
+    pub async fn trust(&self, tool: &str) -> Result<Option<String>, PinError> {
+        let Some(store) = &self.options.pins else {
+            return Err(PinError("pinning is off in this process".into()));
+        };
+        let Some(offered) = self.all_tools().into_iter().find(|t| t.remote_name == tool) else {
+            return Ok(None);
+        };
+        store
+            .replace(&self.name, offered.pin(), PinnedBy::Operator)
+            .await?;
+        self.reload_pins().await;
+        Ok(Some(offered.digest.clone()))
+    }
+
+    /// Log, once per listing, the tools quarantined and the descriptions cleaned.
+    fn announce(&self) {
+        for tool in self.all_tools() {
+            let state = self.pin_state(&tool);
+            if state.quarantined() {
+                tracing::warn!(server = %self.name, "{}", self.quarantine_message(&tool, &state));
+            }
+            if !tool.removed.is_empty() {
+                tracing::warn!(
+                    server = %self.name,
+                    "removed hidden characters from the description of MCP tool `{}`: {}",
+                    tool.remote_name,
+                    tool.removed
+                );
+            }
+        }
     }
 
     pub fn connection(&self) -> Option<Arc<Connection>> {
@@ -459,8 +621,10 @@ async fn start(server: &Arc<Server>) -> Result<Arc<Connection>, WireError> {
     let conn = Arc::new(server.connect().await?);
     let tools = conn.list_tools().await?;
     let tools = server.build_tools(tools);
+    server.reload_pins().await;
     tracing::info!(server = %server.name, tools = tools.len(), "MCP server ready");
     server.set(ServerState::Ready, Some(conn.clone()), Some(tools));
+    server.announce();
     Ok(conn)
 }
 
@@ -482,6 +646,8 @@ async fn stay_connected(
                 }
             }
             _ = conn.closed() => return Some("the server exited or closed the connection".to_string()),
+            // While a tool is quarantined, an operator may accept it from another process.
+            _ = tokio::time::sleep(PIN_RECHECK), if server.has_quarantined() => server.reload_pins().await,
             _ = stop.cancelled() => return None,
         }
     }
@@ -491,8 +657,10 @@ async fn refresh(server: &Arc<Server>, conn: &Connection) {
     match tokio::time::timeout(server.startup_timeout(), conn.list_tools()).await {
         Ok(Ok(tools)) => {
             let tools = server.build_tools(tools);
+            server.reload_pins().await;
             tracing::info!(server = %server.name, tools = tools.len(), "MCP tools changed");
             server.set_tools(tools);
+            server.announce();
         }
         Ok(Err(e)) => tracing::warn!(server = %server.name, "re-listing tools failed: {e}"),
         Err(_) => tracing::warn!(server = %server.name, "re-listing tools timed out"),

@@ -3,6 +3,8 @@
 use super::server::Server;
 use super::ServerState;
 use crate::content::{self, RemoteTool};
+use crate::pinning::clean::{self, Removed};
+use crate::pinning::{digest, Pin};
 use crate::wire::WireError;
 use async_trait::async_trait;
 use serde_json::Value;
@@ -17,16 +19,25 @@ const FORM_ALLOWANCE: std::time::Duration = std::time::Duration::from_secs(15 * 
 pub(crate) struct McpTool {
     /// Weak: the server owns its tools, and a tool must not keep a stopped server alive.
     server: Weak<Server>,
-    remote_name: String,
+    pub remote_name: String,
     spec: ToolSpec,
+    /// The definition as listed, canonical, and its digest: what a pin compares.
+    pub definition: Value,
+    pub digest: String,
+    /// What was cleaned out of its description, title and parameter descriptions.
+    pub removed: Removed,
 }
 
 impl McpTool {
-    pub fn new(server: Weak<Server>, registry_name: String, remote: RemoteTool) -> Self {
+    pub fn new(server: Weak<Server>, registry_name: String, mut remote: RemoteTool) -> Self {
         let (owner, trusted) = server
             .upgrade()
             .map(|s| (s.name.clone(), s.trusts_annotations()))
             .unwrap_or_default();
+        // Pinned as listed, before cleaning: hidden characters added later are a change.
+        let definition = digest::canonical(&listed(&remote));
+        let digest = digest::digest(&definition);
+        let removed = clean_for_the_model(&mut remote);
         // Annotations are the server's claims: shown, and used to lower the policy only
         // where the operator said this server's claims hold (`trust_annotations`).
         let read_only = remote
@@ -38,7 +49,14 @@ impl McpTool {
         } else {
             (Risk::Medium, ApprovalMode::UnlessAutoApproved)
         };
-        let spec = ToolSpec::new(&registry_name, &content::describe(&remote, &owner), &owner)
+        let mut description = content::describe(&remote, &owner);
+        if !removed.is_empty() {
+            // Said to the model too: a description that hid something is worth a doubt.
+            description.push_str(&format!(
+                "\n[Tackle removed hidden characters from this tool's description: {removed}]"
+            ));
+        }
+        let spec = ToolSpec::new(&registry_name, &description, &owner)
             .parameters(object_schema(remote.input_schema))
             .risk(risk)
             .approval(approval);
@@ -46,6 +64,18 @@ impl McpTool {
             server,
             remote_name: remote.name,
             spec,
+            definition,
+            digest,
+            removed,
+        }
+    }
+
+    /// This definition as a pin.
+    pub fn pin(&self) -> Pin {
+        Pin {
+            tool: self.remote_name.clone(),
+            digest: self.digest.clone(),
+            definition: self.definition.to_string(),
         }
     }
 
@@ -138,8 +168,41 @@ impl Tool for McpTool {
             .server
             .upgrade()
             .ok_or_else(|| ToolError::failed("the MCP client has been shut down"))?;
+        // The last gate: the registry may still hold this tool from before a re-listing.
+        server
+            .admit(&self.remote_name)
+            .await
+            .map_err(ToolError::failed)?;
         self.call_remote(&server, args, cx).await
     }
+}
+
+/// The tool object as listed; rebuilt from its fields when it was not kept.
+fn listed(remote: &RemoteTool) -> Value {
+    if remote.listed.is_object() {
+        return remote.listed.clone();
+    }
+    serde_json::json!({
+        "name": remote.name,
+        "title": remote.title,
+        "description": remote.description,
+        "inputSchema": remote.input_schema,
+    })
+}
+
+/// Removes hidden characters from what the model reads of `remote`; what was removed.
+fn clean_for_the_model(remote: &mut RemoteTool) -> Removed {
+    let mut removed = Removed::default();
+    for text in [&mut remote.description, &mut remote.title]
+        .into_iter()
+        .flatten()
+    {
+        let (clean, r) = clean::clean_text(text);
+        *text = clean;
+        clean::merge(&mut removed, r);
+    }
+    clean::merge(&mut removed, clean::clean_schema(&mut remote.input_schema));
+    removed
 }
 
 /// MCP schemas may omit `type` or be absent; the dispatcher validates against an object schema.
@@ -191,7 +254,7 @@ impl Extension for ServerExtension {
             return None;
         }
         match self.server.state() {
-            ServerState::Ready => None,
+            ServerState::Ready => self.server.quarantined(tool),
             _ => Some(not_ready(&self.server)),
         }
     }

@@ -388,7 +388,10 @@ impl Connection {
             .map(|t| {
                 let json =
                     serde_json::to_value(&t).map_err(|e| WireError::Protocol(e.to_string()))?;
-                serde_json::from_value(json).map_err(|e| WireError::Protocol(e.to_string()))
+                let mut tool: RemoteTool = serde_json::from_value(json.clone())
+                    .map_err(|e| WireError::Protocol(e.to_string()))?;
+                tool.listed = json;
+                Ok(tool)
             })
             .collect()
     }
