@@ -13,6 +13,7 @@ mod app;
 mod approval;
 mod approval_queue;
 mod background;
+mod channels;
 mod cli;
 mod cli_words;
 mod commands;

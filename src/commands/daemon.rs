@@ -1,6 +1,7 @@
 //! `tackle daemon`: fires schedules until SIGINT or SIGTERM, one stderr line per fire (and a
 //! line saying what fires next), and with `daemon.mcp_http` also serves MCP over HTTP as
-//! `tackle mcp serve --http` does, and with `gateway:` the HTTP API (src/gateway). It refuses
+//! `tackle mcp serve --http` does, with `gateway:` the HTTP API (src/gateway), and the chat
+//! channels that have an `inbound:` section (src/channels). It refuses
 //! to start without a model backend: every fire would fail.
 //! On a signal it takes no new fires or requests, lets running ones finish for
 //! `schedules.shutdown_grace_secs`, records any still going as failed (a fire) or cancelled
@@ -69,6 +70,16 @@ pub async fn run(global: &Global, args: DaemonArgs) -> Result<i32> {
         })
     });
     let grace = Duration::from_secs(config.schedules.shutdown_grace_secs);
+    // Chat channels with an `inbound:` section (src/channels): read until the stop.
+    let channels = crate::channels::start(global, &config, &store, &stop)?;
+    // Drained beside the schedule engine, within the same grace.
+    let channels = {
+        let stop = stop.clone();
+        tokio::spawn(async move {
+            stop.cancelled().await;
+            channels.finish(grace).await;
+        })
+    };
     let api = match (api_listener, &config.gateway) {
         (Some((listener, addr, gw)), Some(g)) => {
             if !global.quiet {
@@ -94,8 +105,12 @@ pub async fn run(global: &Global, args: DaemonArgs) -> Result<i32> {
             outlook(&store).await
         );
     }
+    let stopped = stop.clone();
     let ran = engine.run(stop).await;
     signals.abort();
+    // An engine that failed stops the channels too.
+    stopped.cancel();
+    let _ = channels.await;
     runner.shutdown().await;
     if let Some(api) = api {
         api.await

@@ -639,6 +639,17 @@ pub enum ChannelConfig {
         #[serde(default)]
         timeout_secs: Option<u64>,
     },
+    /// A Matrix account (client-server API), read by `tackle daemon` (`/sync` long polling)
+    /// when `inbound` is set; each room it is in is a conversation.
+    Matrix {
+        access_token: Secret,
+        /// The homeserver's base URL (`https://matrix.example.org`).
+        homeserver: String,
+        #[serde(default)]
+        timeout_secs: Option<u64>,
+        #[serde(default)]
+        inbound: Option<InboundConfig>,
+    },
 }
 
 impl ChannelConfig {
@@ -650,6 +661,7 @@ impl ChannelConfig {
             Self::Slack { .. } => "slack",
             Self::Discord { .. } => "discord",
             Self::Whatsapp { .. } => "whatsapp",
+            Self::Matrix { .. } => "matrix",
         }
     }
 
@@ -671,6 +683,7 @@ impl ChannelConfig {
             Self::Slack { api_base, .. } => or(api_base, DEFAULT_SLACK_API),
             Self::Discord { api_base, .. } => or(api_base, DEFAULT_DISCORD_API),
             Self::Whatsapp { api_base, .. } => or(api_base, DEFAULT_WHATSAPP_API),
+            Self::Matrix { homeserver, .. } => homeserver.trim().trim_end_matches('/').to_string(),
         }
     }
 
@@ -687,7 +700,8 @@ impl ChannelConfig {
             | Self::Telegram { timeout_secs, .. }
             | Self::Slack { timeout_secs, .. }
             | Self::Discord { timeout_secs, .. }
-            | Self::Whatsapp { timeout_secs, .. } => *timeout_secs,
+            | Self::Whatsapp { timeout_secs, .. }
+            | Self::Matrix { timeout_secs, .. } => *timeout_secs,
         }
     }
 }
@@ -696,7 +710,7 @@ impl ChannelConfig {
     /// What `tackle daemon` answers on this channel, when it reads it at all.
     pub fn inbound(&self) -> Option<&InboundConfig> {
         match self {
-            Self::Telegram { inbound, .. } => inbound.as_ref(),
+            Self::Telegram { inbound, .. } | Self::Matrix { inbound, .. } => inbound.as_ref(),
             _ => None,
         }
     }

@@ -230,6 +230,11 @@ pub(super) async fn send(
         ChannelConfig::Webhook { .. } => Err(ToolError::failed(
             "a webhook channel is sent by the message tool itself",
         )),
+        // Read and answered by `tackle daemon` (src/channels); not a `message` destination yet.
+        ChannelConfig::Matrix { .. } => Err(ToolError::failed(format!(
+            "channel `{}` (matrix) is answered in by `tackle daemon`; the message tool cannot send to it yet",
+            out.name
+        ))),
     };
     sent.map_err(|e| api.secrets.scrub_error(e)).map(|s| Sent {
         chat_id: api.secrets.scrub(&s.chat_id),

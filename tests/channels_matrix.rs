@@ -1,0 +1,278 @@
+//! `tackle daemon` reading a Matrix account (`channels.NAME.inbound`, `type: matrix`), against
+//! a fake homeserver written from the client-server API reference
+//! (https://spec.matrix.org/latest/client-server-api/) on 127.0.0.1: `/sync` hands out the
+//! timeline past the `since` token, sends are recorded and appear in the timeline as the
+//! bot's own events (which it must not answer).
+
+mod channels_fake;
+mod common;
+
+use channels_fake::{audited, channel_audit, Daemon, Request, MARKER_RULES, RECALL_RULES};
+use common::{FakeLlm, Sandbox};
+use serde_json::{json, Value};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Condvar, Mutex};
+use std::time::{Duration, Instant};
+
+const TOKEN: &str = "syt_fake_matrix_token_must_not_leak";
+const ROOM: &str = "!room:fake";
+const OWNER: &str = "@owner:fake";
+const FRIEND: &str = "@friend:fake";
+const STRANGER: &str = "@stranger:fake";
+const BOT: &str = "@bot:fake";
+
+#[derive(Default)]
+struct State {
+    /// The room's timeline; `since` tokens are `sN`: events from index N on are new.
+    timeline: Vec<Value>,
+    /// What the bot sent: (room, content).
+    sent: Vec<(String, Value)>,
+    txns: Vec<String>,
+    /// `/sync` calls so far.
+    syncs: u32,
+}
+
+struct FakeHomeserver {
+    port: u16,
+    state: Arc<(Mutex<State>, Condvar)>,
+}
+
+impl FakeHomeserver {
+    fn start() -> Self {
+        let state: Arc<(Mutex<State>, Condvar)> = Arc::default();
+        let shared = Arc::clone(&state);
+        let port = channels_fake::serve(Arc::new(move |r: Request| answer(&r, &shared)));
+        Self { port, state }
+    }
+
+    fn say(&self, sender: &str, text: &str) {
+        let (lock, cv) = &*self.state;
+        let mut s = lock.lock().unwrap();
+        let n = s.timeline.len();
+        s.timeline.push(json!({
+            "type": "m.room.message", "sender": sender, "event_id": format!("$e{n}"),
+            "content": {"msgtype": "m.text", "body": text},
+        }));
+        cv.notify_all();
+    }
+
+    /// Waits until the daemon has read past the history and is long polling.
+    fn wait_polling(&self) {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        let at = self.state.0.lock().unwrap().syncs;
+        while self.state.0.lock().unwrap().syncs < at + 2 {
+            assert!(Instant::now() < deadline, "the daemon never synced");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    fn sent(&self) -> Vec<Value> {
+        self.state
+            .0
+            .lock()
+            .unwrap()
+            .sent
+            .iter()
+            .map(|(_, c)| c.clone())
+            .collect()
+    }
+
+    /// The shown text of every message and edit the bot sent.
+    fn texts(&self) -> Vec<String> {
+        self.sent()
+            .iter()
+            .map(|c| {
+                c["m.new_content"]["body"]
+                    .as_str()
+                    .or(c["body"].as_str())
+                    .unwrap_or_default()
+                    .to_string()
+            })
+            .collect()
+    }
+
+    fn wait_text(&self, needle: &str) -> String {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            if let Some(t) = self.texts().into_iter().rfind(|t| t.contains(needle)) {
+                return t;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "no message with {needle:?}; sent: {:#?}",
+                self.texts()
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+}
+
+fn answer(r: &Request, shared: &(Mutex<State>, Condvar)) -> (u16, Value) {
+    if r.header("authorization") != Some(&format!("Bearer {TOKEN}")) {
+        return (
+            401,
+            json!({"errcode": "M_UNKNOWN_TOKEN", "error": "Invalid access token"}),
+        );
+    }
+    let (lock, cv) = shared;
+    let path = r
+        .path
+        .strip_prefix("/_matrix/client/v3")
+        .unwrap_or_default();
+    if path == "/account/whoami" {
+        return (200, json!({"user_id": BOT}));
+    }
+    if let Some(query) = path.strip_prefix("/sync?") {
+        let param = |k: &str| {
+            query
+                .split('&')
+                .find_map(|kv| kv.strip_prefix(&format!("{k}=")))
+                .map(str::to_string)
+        };
+        let from = param("since")
+            .and_then(|s| s.strip_prefix('s').and_then(|n| n.parse::<usize>().ok()))
+            .unwrap_or(0);
+        let wait = param("timeout")
+            .and_then(|t| t.parse::<u64>().ok())
+            .unwrap_or(0)
+            .min(2000);
+        let mut s = lock.lock().unwrap();
+        s.syncs += 1;
+        let until = Instant::now() + Duration::from_millis(wait);
+        while s.timeline.len() <= from && Instant::now() < until {
+            s = cv.wait_timeout(s, Duration::from_millis(50)).unwrap().0;
+        }
+        let events: Vec<Value> = s.timeline.get(from..).unwrap_or_default().to_vec();
+        return (
+            200,
+            json!({
+                "next_batch": format!("s{}", s.timeline.len()),
+                "rooms": {"join": {ROOM: {"timeline": {"events": events}}}},
+            }),
+        );
+    }
+    let decoded = path.replace("%21", "!").replace("%3A", ":");
+    if let Some(rest) = decoded.strip_prefix("/rooms/") {
+        if let Some((room, txn)) = rest.split_once("/send/m.room.message/") {
+            let mut s = lock.lock().unwrap();
+            let n = s.timeline.len();
+            let id = format!("$e{n}");
+            // A retried transaction is the same event, not a second one.
+            if !s.txns.contains(&txn.to_string()) {
+                s.txns.push(txn.to_string());
+                s.sent.push((room.to_string(), r.body.clone()));
+                s.timeline.push(json!({
+                    "type": "m.room.message", "sender": BOT, "event_id": id,
+                    "content": r.body,
+                }));
+                cv.notify_all();
+            }
+            return (200, json!({"event_id": id}));
+        }
+    }
+    (
+        404,
+        json!({"errcode": "M_UNRECOGNIZED", "error": "Unrecognized request"}),
+    )
+}
+
+fn config(sb: &Sandbox, llm: &FakeLlm, hs: &FakeHomeserver) -> PathBuf {
+    sb.config(&format!(
+        "{}agents:\n  - name: helper\n    backend: fake\n    model: fake-model\n\
+channels:\n  room:\n    type: matrix\n    access_token: \"${{MX_TOKEN}}\"\n    homeserver: http://127.0.0.1:{}\n    inbound:\n      agent: helper\n      allowed_senders: [\"{OWNER}\", \"{FRIEND}\"]\n      approvers: [\"{OWNER}\"]\n      poll_timeout_secs: 1\n      approval_timeout_secs: 60\n",
+        llm.backend_yaml("openai", false),
+        hs.port,
+    ))
+}
+
+fn daemon(sb: &Sandbox, config: &Path) -> Daemon {
+    Daemon::start(sb, config, &[("MX_TOKEN", TOKEN)])
+}
+
+#[test]
+fn a_message_is_answered_in_the_room_but_not_the_history_nor_a_stranger() {
+    let Some(llm) = FakeLlm::start("rules:\n  - name: any\n    when: {messages_contain: \"\"}\n    respond: {content: \"Hello from the agent.\"}\n") else {
+        return;
+    };
+    let (sb, hs) = (Sandbox::new(), FakeHomeserver::start());
+    let config = config(&sb, &llm, &hs);
+    // Said before the bot ever ran: the past, not answered.
+    hs.say(OWNER, "an old message");
+    let mut d = daemon(&sb, &config);
+    hs.wait_polling();
+    hs.say(STRANGER, "hello?");
+    hs.say(OWNER, "hello");
+    hs.wait_text("Hello from the agent.");
+    std::thread::sleep(Duration::from_millis(500));
+    assert_eq!(hs.sent().len(), 1, "{:#?}", hs.texts());
+    let (code, log) = d.stop("-TERM");
+    assert_eq!(code, Some(0), "{log}");
+    assert!(!log.contains(TOKEN), "{log}");
+    let audit = channel_audit(&sb, &config);
+    assert!(
+        audited(&audit, "deny", "matrix:@stranger:fake"),
+        "{audit:#?}"
+    );
+    assert!(audited(&audit, "allow", "matrix:@owner:fake"), "{audit:#?}");
+}
+
+#[test]
+fn an_approval_is_answered_by_reply_and_only_from_an_approver() {
+    let Some(llm) = FakeLlm::start(MARKER_RULES) else {
+        return;
+    };
+    let (sb, hs) = (Sandbox::new(), FakeHomeserver::start());
+    let config = config(&sb, &llm, &hs);
+    let mut d = daemon(&sb, &config);
+    hs.wait_polling();
+    let marker = sb.workspace().join("MARKER");
+    hs.say(OWNER, "please make the marker");
+    let asked = hs.wait_text("Reply y");
+    assert!(asked.contains("touch MARKER"), "{asked}");
+    // Allowed to talk, not to approve.
+    hs.say(FRIEND, "y");
+    hs.wait_text("not an approver");
+    std::thread::sleep(Duration::from_millis(500));
+    assert!(!marker.exists(), "a non-approver's reply ran the call");
+    hs.say(OWNER, "y");
+    hs.wait_text("Made it.");
+    assert!(marker.exists(), "the allowed call did not run");
+    hs.wait_text("allowed by matrix:@owner:fake");
+    let (code, log) = d.stop("-TERM");
+    assert_eq!(code, Some(0), "{log}");
+    let audit = channel_audit(&sb, &config);
+    assert!(
+        audited(&audit, "deny", "by matrix:@friend:fake"),
+        "{audit:#?}"
+    );
+}
+
+#[test]
+fn a_restarted_daemon_reads_on_from_where_it_stopped_in_the_same_session() {
+    let Some(llm) = FakeLlm::start(RECALL_RULES) else {
+        return;
+    };
+    let (sb, hs) = (Sandbox::new(), FakeHomeserver::start());
+    let config = config(&sb, &llm, &hs);
+    let mut d = daemon(&sb, &config);
+    hs.wait_polling();
+    hs.say(OWNER, "my fruit is mango");
+    hs.wait_text("Filed under kumquat.");
+    d.stop("-KILL");
+    // Said while the daemon was down: answered once it is back, in the same session.
+    hs.say(OWNER, "which fruit did I name?");
+    let mut d = daemon(&sb, &config);
+    hs.wait_text("You named mango.");
+    std::thread::sleep(Duration::from_millis(1500));
+    let answers = hs.texts();
+    assert_eq!(
+        answers
+            .iter()
+            .filter(|t| t.contains("Filed under kumquat"))
+            .count(),
+        1,
+        "the first message was answered again: {answers:#?}"
+    );
+    let (code, log) = d.stop("-TERM");
+    assert_eq!(code, Some(0), "{log}");
+}
