@@ -702,6 +702,7 @@ mod tests {
             status: ApprovalStatus::Pending,
             answered_by: None,
             answered_at: None,
+            waiter: None,
         };
         assert!(a.may_answer(&["read", "approve"]));
         assert!(!a.may_answer(&["read", "chat"]));
