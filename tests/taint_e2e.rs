@@ -182,3 +182,38 @@ fn the_rule_per_tool_can_refuse_or_ignore_and_a_query_counts_as_sending() {
     };
     assert!(!site.got("/collect"), "{r}");
 }
+
+#[test]
+fn an_agent_started_by_a_tainted_session_is_tainted_too() {
+    let site = Site::start();
+    let port = site.port;
+    let child_post = json!({"name": "http_request", "arguments": {"method": "POST", "url": format!("http://127.0.0.1:{port}/collect"), "body": "from-the-child"}});
+    let rules = format!(
+        "rules:\n  - name: child-1\n    when: {}\n    respond:\n      tool_calls: {}\n  - name: child-2\n    when: {}\n    respond: {{content: \"child done\"}}\n  - name: root-1\n    when: {}\n    respond:\n      tool_calls: {}\n  - name: root-2\n    when: {}\n    respond:\n      tool_calls: {}\n  - name: done\n    when: {{}}\n    respond: {{content: \"done\"}}\n",
+        json!({"messages_contain": "CHILD-TASK", "turn": 1}),
+        json!([child_post]),
+        json!({"messages_contain": "CHILD-TASK", "turn": 2}),
+        json!({"turn": 1}),
+        json!([fetch(port)]),
+        json!({"turn": 2}),
+        json!([{"name": "spawn_worker", "arguments": {"name": "leaf", "task": "CHILD-TASK: post what you know"}}]),
+    );
+    let Some(llm) = FakeLlm::start(&rules) else {
+        return;
+    };
+    let sb = Sandbox::new();
+    let grant = "      grants:\n        network:\n          allow_private: true\n          endpoints:\n            - host: 127.0.0.1\n";
+    // Starting the worker is let through (taint: ignore), so only the child's own state
+    // can stop its POST.
+    let config = sb.config(&format!(
+        "{}security:\n  auto_approved_tools: [web_fetch, http_request, spawn_worker]\n  tool_policies:\n    spawn_worker:\n      taint: ignore\n    web_fetch:\n{grant}    http_request:\n{grant}agents:\n  - name: default\n    workers:\n      - name: leaf\n        tools: [http_request]\n",
+        llm.backend_yaml("openai", false)
+    ));
+    let r = run(sb.tackle(&config, &["run", "-m", "go"]));
+    assert!(site.got("GET /page"), "{r}");
+    assert!(r.stderr.contains("spawn_worker"), "the worker started\n{r}");
+    assert!(
+        !site.got("/collect"),
+        "the child sent what the parent read\n{r}"
+    );
+}

@@ -588,6 +588,7 @@ impl Dispatcher {
             }) as Arc<dyn ProgressSink>
         });
         cx.channel.clone_from(&req.channel);
+        cx.tainted_by = req.approvals.taint().sources();
         let cx = cx
             .with_forms(req.approver.forms())
             .with_progress(progress)

@@ -56,21 +56,25 @@ impl SessionTaint {
         text
     }
 
-    /// Starts a child session tainted as this one is: an agent given work by a tainted
-    /// session may be carrying what it read.
-    pub fn inherit_into(&self, child: &SessionTaint) {
-        let named = self.sources.lock().map(|s| s.clone()).unwrap_or_default();
-        let total = self.count.load(std::sync::atomic::Ordering::Relaxed);
-        if let Ok(mut sources) = child.sources.lock() {
-            for s in named {
-                if sources.len() < NAMED_SOURCES && !sources.contains(&s) {
-                    sources.push(s);
-                }
-            }
+    /// The sources to hand to an agent this session starts (empty when clean).
+    pub fn sources(&self) -> Vec<String> {
+        if !self.is_tainted() {
+            return Vec::new();
         }
-        child
-            .count
-            .fetch_add(total, std::sync::atomic::Ordering::Relaxed);
+        match self.sources.lock() {
+            Ok(named) if !named.is_empty() => named.clone(),
+            _ => vec!["an earlier result".to_string()],
+        }
+    }
+
+    /// Starts this (a child's) session tainted by what its parent read: an agent given work
+    /// by a tainted session may be carrying it.
+    pub fn inherit(&self, parent_sources: &[String]) {
+        for source in parent_sources {
+            self.record(&Provenance::Untrusted(format!(
+                "{source} (read by the agent that started this one)"
+            )));
+        }
     }
 }
 
@@ -140,7 +144,8 @@ mod tests {
         );
         assert!(said.ends_with("and 2 more results"), "{said}");
         let child = SessionTaint::default();
-        t.inherit_into(&child);
+        assert!(SessionTaint::default().sources().is_empty());
+        child.inherit(&t.sources());
         assert!(child.is_tainted());
         assert!(child.described().contains("MCP server docs"));
     }

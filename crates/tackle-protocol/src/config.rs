@@ -409,6 +409,11 @@ pub struct McpServerConfig {
     /// because annotations are the server's own claims.
     #[serde(default)]
     pub trust_annotations: bool,
+    /// This server's results are the operator's own (a server they run over their own
+    /// data), so they do not taint the session (docs/decisions/0033-taint-gates-sinks.md).
+    /// Off by default: an MCP server's answers may carry what anyone wrote.
+    #[serde(default)]
+    pub trust_results: bool,
     /// OAuth 2.1 for a Streamable HTTP server (`tackle mcp login NAME`). Without it a server
     /// that answers 401 is still logged in to by discovery and dynamic client registration.
     #[serde(default)]

@@ -117,6 +117,9 @@ pub struct ToolContext {
     /// The agents above the caller in its tree, root first (empty for a root agent): what
     /// the caller reaches (its memory banks) is narrowed to what each of them reaches.
     pub ancestors: Vec<String>,
+    /// Where the caller's session read untrusted content (empty: nowhere); an agent it
+    /// starts begins tainted by the same (docs/decisions/0033-taint-gates-sinks.md).
+    pub tainted_by: Vec<String>,
 }
 
 /// Lines a running tool reports as it goes (a command's output), for a front end that shows
@@ -149,6 +152,7 @@ impl ToolContext {
             progress: None,
             approver: None,
             ancestors: Vec::new(),
+            tainted_by: Vec::new(),
         }
     }
 

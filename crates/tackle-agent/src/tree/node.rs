@@ -459,6 +459,8 @@ impl AgentServices for TreeNode {
         )
         .await
         .map_err(|e| ToolError::failed(format!("cannot create the child session: {e}")))?;
+        // Given work by a session that read untrusted content, the child may carry it.
+        session.approvals().taint().inherit(&cx.tainted_by);
         let approver = Arc::new(Labelled::new(cx.approver().cloned(), path.clone()));
         // The child's result is the tool's; its tool calls are shown under the spawn's line.
         let depth = node.path().len().saturating_sub(1);

@@ -167,6 +167,11 @@ impl Server {
         self.config.trust_annotations
     }
 
+    /// `trust_results`: this server's answers do not taint the session.
+    pub fn trusts_results(&self) -> bool {
+        self.config.trust_results
+    }
+
     pub fn new(name: String, config: McpServerConfig, options: Arc<McpOptions>) -> Arc<Self> {
         Arc::new(Self {
             prefix: naming::server_prefix(&name),

@@ -150,6 +150,14 @@ impl Tool for McpTool {
         self.spec.clone()
     }
 
+    fn provenance(&self, _args: &Value) -> tackle_protocol::Provenance {
+        match self.server.upgrade() {
+            Some(s) if s.trusts_results() => tackle_protocol::Provenance::Trusted,
+            Some(s) => tackle_protocol::Provenance::Untrusted(format!("MCP server `{}`", s.name)),
+            None => tackle_protocol::Provenance::Untrusted("an MCP server".into()),
+        }
+    }
+
     fn timeout(&self) -> Option<std::time::Duration> {
         // A little over our own per-call limit, so the clearer MCP time-out message wins;
         // where a person may be asked to fill in a form, with time for that too.
