@@ -418,3 +418,30 @@ fn a_refused_token_stops_the_channel_with_a_clear_error_and_nothing_else() {
     // Stopped: it did not keep hammering the platform.
     assert_eq!(tg.state.0.lock().unwrap().bad_paths.len(), 1);
 }
+
+#[test]
+fn a_message_tool_call_without_a_chat_answers_in_the_chat_the_turn_came_from() {
+    let rules = concat!(
+        "rules:\n",
+        "  - name: done\n    when: {tool_result_contains: \"Sent to\"}\n    respond: {content: \"Told you.\"}\n",
+        "  - name: tell\n    when: {messages_contain: \"ping me\"}\n    respond:\n      tool_calls:\n        - {name: message, arguments: {channel: bot, content: \"PING-FROM-TOOL\"}}\n",
+    );
+    let Some(llm) = FakeLlm::start(rules) else {
+        return;
+    };
+    let (sb, tg) = (Sandbox::new(), FakeTelegram::start());
+    let config = config(&sb, &llm, &tg, false);
+    let config_text = std::fs::read_to_string(&config).unwrap_or_default();
+    std::fs::write(
+        &config,
+        format!("{config_text}security:\n  auto_approved_tools: [message]\n"),
+    )
+    .expect("write config");
+    let mut d = daemon(&sb, &config);
+    tg.message(OWNER, OWNER, "ping me");
+    let sent = tg.wait_text(OWNER, "PING-FROM-TOOL");
+    assert_eq!(sent, "PING-FROM-TOOL");
+    tg.wait_text(OWNER, "Told you.");
+    let (code, log) = d.stop("-TERM");
+    assert_eq!(code, Some(0), "{log}");
+}

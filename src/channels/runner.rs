@@ -240,7 +240,7 @@ impl Shared {
         };
         let running = s
             .turns
-            .start(&s.agent, session, text, asking)
+            .start(&s.agent, session, (&s.name, chat), text, asking)
             .await
             .map_err(|e| crate::errors::render(&e))?;
         self.stream(chat, running, notes).await

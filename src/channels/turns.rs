@@ -91,11 +91,12 @@ impl ChannelTurns {
     }
 
     /// Starts `task` as a turn of `agent` in session `session` (resumed, or created with
-    /// that id).
+    /// that id), from chat `chat` of channel `channel`.
     pub async fn start(
         &self,
         agent: &str,
         session: &str,
+        (channel, chat): (&str, &str),
         task: String,
         asking: Asking,
     ) -> Result<Running> {
@@ -114,6 +115,7 @@ impl ChannelTurns {
             .on_change(asking.on_change),
         );
         let session = session.to_string();
+        let (channel, chat) = (channel.to_string(), chat.to_string());
         let done = tokio::spawn(async move {
             let _one_at_a_time = tokio::select! {
                 held = turn.lock_owned() => held,
@@ -121,6 +123,8 @@ impl ChannelTurns {
             };
             // Read once the turn is ours: the chat's previous turn is in it.
             let mut stored = Session::resume(rt.store.clone(), &session, &rt.agent_name).await?;
+            // Its calls carry the chat they came from (a `message` answers there).
+            stored.set_origin(&channel, &chat);
             rt.agent_loop
                 .run_turn(&mut stored, &task, approver, &tx, &cancel)
                 .await

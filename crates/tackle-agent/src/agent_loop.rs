@@ -529,10 +529,12 @@ impl AgentLoop {
                 arguments: c.call.arguments.clone(),
             },
         );
+        let (channel, chat_id) = session.origin().unwrap_or(("agent", ""));
         let req = CallRequest::new(c.call.clone(), Arc::clone(approver))
             .session(session.id())
             .approvals(Arc::clone(session.approvals()))
-            .channel("agent")
+            .channel(channel)
+            .chat_id(chat_id)
             .cancel(cancel.child_token());
         let (outcome, ran_for) = match &c.parse_error {
             // Arguments that are not JSON never reach the pipeline, but the refusal is a

@@ -48,6 +48,8 @@ pub struct CallRequest {
     /// one-off call remembers nothing).
     pub approvals: Arc<SessionApprovals>,
     pub channel: String,
+    /// The chat the call came from on `channel` (empty: none).
+    pub chat_id: String,
     pub cancel: CancellationToken,
     /// Where the tool's progress lines go (cleaned and redacted first), for a front end that
     /// shows them; `None` = nobody is watching.
@@ -62,6 +64,7 @@ impl CallRequest {
             session_id: String::new(),
             approvals: Arc::default(),
             channel: "cli".to_string(),
+            chat_id: String::new(),
             cancel: CancellationToken::new(),
             progress: None,
         }
@@ -80,6 +83,11 @@ impl CallRequest {
 
     pub fn channel(mut self, channel: impl Into<String>) -> Self {
         self.channel = channel.into();
+        self
+    }
+
+    pub fn chat_id(mut self, chat_id: impl Into<String>) -> Self {
+        self.chat_id = chat_id.into();
         self
     }
 
@@ -588,6 +596,7 @@ impl Dispatcher {
             }) as Arc<dyn ProgressSink>
         });
         cx.channel.clone_from(&req.channel);
+        cx.chat_id.clone_from(&req.chat_id);
         cx.tainted_by = req.approvals.taint().sources();
         let cx = cx
             .with_forms(req.approver.forms())

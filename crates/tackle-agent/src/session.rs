@@ -14,12 +14,28 @@ pub struct Session {
     /// "Allow for the session" answers given in this session (not stored: a resumed session
     /// asks again).
     approvals: Arc<SessionApprovals>,
+    /// The chat channel and chat this session's turns come from (`channels:`), which its
+    /// calls carry ([`Session::set_origin`]); `None`: a terminal, the API, a schedule.
+    origin: Option<(String, String)>,
 }
 
 impl Session {
     /// The session's approvals, carried by each of its calls.
     pub fn approvals(&self) -> &Arc<SessionApprovals> {
         &self.approvals
+    }
+
+    /// The turns of this session come from chat `chat_id` of channel `channel`: its tool
+    /// calls carry both (a `message` with no chat id answers there).
+    pub fn set_origin(&mut self, channel: &str, chat_id: &str) {
+        self.origin = Some((channel.to_string(), chat_id.to_string()));
+    }
+
+    /// The channel and chat set by [`Session::set_origin`].
+    pub fn origin(&self) -> Option<(&str, &str)> {
+        self.origin
+            .as_ref()
+            .map(|(c, id)| (c.as_str(), id.as_str()))
     }
 
     /// A session that lives only in memory.
@@ -30,6 +46,7 @@ impl Session {
             summary: None,
             messages: Vec::new(),
             approvals: Arc::default(),
+            origin: None,
         }
     }
 
@@ -42,6 +59,7 @@ impl Session {
             summary: None,
             messages: Vec::new(),
             approvals: Arc::default(),
+            origin: None,
         })
     }
 
@@ -70,6 +88,7 @@ impl Session {
             summary: None,
             messages: vec![message],
             approvals: Arc::default(),
+            origin: None,
         })
     }
 
@@ -103,6 +122,7 @@ impl Session {
             summary,
             messages: close_unanswered_calls(messages),
             approvals: Arc::default(),
+            origin: None,
         })
     }
 

@@ -173,7 +173,10 @@ impl Tool for SendMessage {
         let out = Outgoing {
             name,
             content: &a.content,
-            chat_id: a.chat_id.as_deref(),
+            // Without one, a message to the channel this turn came from answers in its chat.
+            chat_id: a.chat_id.as_deref().or_else(|| {
+                (name == cx.channel && !cx.chat_id.is_empty()).then_some(cx.chat_id.as_str())
+            }),
             reply_to: a.reply_to.as_deref(),
             action,
             payload,
