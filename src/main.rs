@@ -9,6 +9,7 @@ macro_rules! outln {
     };
 }
 
+mod agent_pool;
 mod app;
 mod approval;
 mod approval_queue;

@@ -1,22 +1,17 @@
-//! Runs API turns: one runtime per agent (built at its first request, as the schedule runner
-//! does), a stored session per request (or the one `X-Tackle-Session` names), the real agent
-//! loop and dispatcher. Every turn is a task of its own with a cancellation token: a client
-//! that goes away or the daemon's drain ends it as cancelled, recorded like any other.
-//!
-//! An agent's turns run one at a time: a runtime's loop has one iteration pool, reset at each
-//! turn's start and shared with the agents its tree spawns, so two turns at once would refill
-//! and drain each other's. Turns of different agents run at once.
+//! Runs API turns on the agent pool (src/agent_pool.rs: one runtime per agent, its turns one
+//! at a time): a stored session per request (or the one `X-Tackle-Session` names), the real
+//! agent loop and dispatcher. Every turn is a task of its own with a cancellation token: a
+//! client that goes away or the daemon's drain ends it as cancelled, recorded like any other.
+//! Its events are published live as they come (`GET /v1/events`).
 
 use super::errors::ApiError;
 use super::events::Live;
-use crate::app::Selection;
+use crate::agent_pool::{AgentPool, TurnRequest};
 use crate::approval_queue::{ApprovalQueue, QueueApprover, APPROVE_SCOPE};
 use crate::cli::Global;
-use crate::runtime::Runtime;
-use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
-use tackle_agent::{AgentEvent, LoopError, Session, TurnOutcome};
+use tackle_agent::{AgentEvent, LoopError, TurnOutcome};
 use tackle_protocol::config::Config;
 use tackle_protocol::Approver;
 use tackle_store::ApprovalStatus;
@@ -25,12 +20,8 @@ use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 pub struct Turns {
-    global: Global,
-    config: Config,
-    runtimes: tokio::sync::Mutex<HashMap<String, Agent>>,
+    pool: AgentPool,
     approvals: Approvals,
-    /// Cancelled when the daemon's drain grace is over: every running turn ends.
-    all: CancellationToken,
     /// Every turn's events, for `GET /v1/events` and the console.
     pub live: Arc<Live>,
 }
@@ -46,13 +37,6 @@ pub enum Approvals {
     NoOne,
 }
 
-/// An agent's runtime and the lock its turns take in turn.
-#[derive(Clone)]
-struct Agent {
-    runtime: Arc<Runtime>,
-    turn: Arc<tokio::sync::Mutex<()>>,
-}
-
 /// A turn under way: its session, its events as they come, and its end.
 pub struct Running {
     pub agent: String,
@@ -66,22 +50,15 @@ pub struct Running {
 impl Turns {
     pub fn new(global: Global, config: Config, approvals: Approvals) -> Self {
         Self {
-            global,
-            config,
-            runtimes: tokio::sync::Mutex::new(HashMap::new()),
+            pool: AgentPool::new(global, config),
             approvals,
-            all: CancellationToken::new(),
             live: Arc::default(),
         }
     }
 
     /// The agents a request may name: those under `agents:`, or the built-in `default`.
     pub fn agents(&self) -> Vec<String> {
-        if self.config.agents.is_empty() {
-            vec!["default".to_string()]
-        } else {
-            self.config.agents.iter().map(|a| a.name.clone()).collect()
-        }
+        self.pool.agents()
     }
 
     /// The agent a `model` names: `tackle:NAME`, or `NAME` alone.
@@ -90,34 +67,14 @@ impl Turns {
         if self.agents().iter().any(|a| a == name) {
             return Ok(name.to_string());
         }
-        let message = match crate::exit::unknown_agent(&self.config, name).to_string() {
-            m if self.config.agents.is_empty() => {
+        let config = self.pool.config();
+        let message = match crate::exit::unknown_agent(config, name).to_string() {
+            m if config.agents.is_empty() => {
                 format!("{m}; with no agents configured, the one model is `tackle:default`")
             }
             m => m,
         };
         Err(ApiError::not_found(message))
-    }
-
-    async fn runtime(&self, agent: &str) -> Result<Agent, ApiError> {
-        let mut runtimes = self.runtimes.lock().await;
-        if let Some(known) = runtimes.get(agent) {
-            return Ok(known.clone());
-        }
-        let selection = Selection {
-            agent: (!self.config.agents.is_empty()).then(|| agent.to_string()),
-            watch_plugins: true,
-            ..Selection::default()
-        };
-        let rt = Runtime::build(&self.global, &selection)
-            .await
-            .map_err(|e| ApiError::failed(crate::errors::render(&e)))?;
-        let known = Agent {
-            runtime: Arc::new(rt),
-            turn: Arc::default(),
-        };
-        runtimes.insert(agent.to_string(), known.clone());
-        Ok(known)
     }
 
     /// Starts `task` as a turn of `agent` in a new session, or in `session` (resumed, or
@@ -132,37 +89,37 @@ impl Turns {
             tackle_protocol::ids::check(tackle_protocol::ids::IdKind::Session, id)
                 .map_err(|e| ApiError::bad_request(format!("X-Tackle-Session: {e}")))?;
         }
-        if self.all.is_cancelled() {
+        if self.pool.stopping() {
             return Err(ApiError::new(
                 axum::http::StatusCode::SERVICE_UNAVAILABLE,
                 tackle_protocol::ErrorKind::Failed,
                 "the daemon is stopping and takes no new turns",
             ));
         }
-        let Agent { runtime: rt, turn } = self.runtime(agent).await?;
-        let stored = rt
+        let pooled = self
+            .pool
+            .agent(agent)
+            .await
+            .map_err(|e| ApiError::failed(crate::errors::render(&e)))?;
+        // Made (or checked) now, so the response can name it before the turn starts.
+        let stored = pooled
+            .runtime
             .session(session)
             .await
             .map_err(|e| ApiError::failed(crate::errors::render(&e)))?;
         let (tx, from_loop) = tokio::sync::mpsc::unbounded_channel();
-        let cancel = self.all.child_token();
+        let cancel = self.pool.turn_token();
         let id = stored.id().to_string();
         self.live.turn_started(&id, agent, &task);
         let events = relay(from_loop, Arc::clone(&self.live), &id, agent);
         let approver = self.approver(agent, &id, &cancel, &tx);
-        let turn_cancel = cancel.clone();
-        let done = tokio::spawn(async move {
-            // Waiting for the agent's previous turn ends like the turn would: cancelled.
-            let _one_at_a_time = tokio::select! {
-                held = turn.lock_owned() => held,
-                () = turn_cancel.cancelled() => return Ok(not_started()),
-            };
-            // Read again now that the turn is ours: a turn of this session that ran while
-            // this one waited added to it, and this turn must see that.
-            let mut stored = Session::resume(rt.store.clone(), stored.id(), &rt.agent_name).await?;
-            rt.agent_loop
-                .run_turn(&mut stored, &task, approver, &tx, &turn_cancel)
-                .await
+        let done = pooled.spawn_turn(TurnRequest {
+            session: id.clone(),
+            origin: None,
+            task,
+            approver,
+            events: tx,
+            cancel: cancel.clone(),
         });
         Ok(Running {
             agent: agent.to_string(),
@@ -218,15 +175,12 @@ impl Turns {
 
     /// Ends every running turn (cancelled, recorded): the drain's grace is over.
     pub fn cancel_all(&self) {
-        self.all.cancel();
+        self.pool.cancel_all();
     }
 
     /// Stops what the runtimes started (MCP servers, background work).
     pub async fn shutdown(&self) {
-        self.all.cancel();
-        for known in self.runtimes.lock().await.values() {
-            known.runtime.app.shutdown().await;
-        }
+        self.pool.shutdown().await;
     }
 }
 
@@ -247,16 +201,4 @@ fn relay(
         }
     });
     rx
-}
-
-/// The outcome of a turn cancelled before it started.
-fn not_started() -> TurnOutcome {
-    TurnOutcome {
-        reason: tackle_agent::DoneReason::Cancelled,
-        text: String::new(),
-        iterations: 0,
-        denied: 0,
-        needs_approval: 0,
-        declined: 0,
-    }
 }
