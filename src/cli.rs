@@ -49,8 +49,13 @@ pub enum Command {
     /// Check what is configured (backends, MCP servers, state store) and which protections
     /// are enforced on this machine; exit 1 when something configured is broken.
     Doctor(DoctorArgs),
-    /// The audit log: one line per tool call, oldest first.
+    /// The audit log: one line per tool call, oldest first; verify its hash chain, print its
+    /// signing key, export it for a SIEM.
     Audit(AuditArgs),
+    /// What a configuration decides, with nothing run: replay the audit log's calls under the
+    /// one given with --config and list the decisions that change; check a file of cases.
+    #[command(subcommand)]
+    Policy(crate::commands::policy::PolicyCommand),
     /// Stored sessions: list them, show one, remove one.
     #[command(subcommand)]
     Sessions(SessionsCommand),
@@ -133,6 +138,8 @@ pub struct AuditArgs {
     /// Print a JSON array of the records.
     #[arg(long)]
     pub json: bool,
+    #[command(subcommand)]
+    pub command: Option<crate::commands::audit::AuditCommand>,
 }
 
 #[derive(Debug, Subcommand)]

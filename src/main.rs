@@ -96,6 +96,7 @@ async fn run(cli: cli::Cli) -> anyhow::Result<i32> {
         cli::Command::Mcp(cmd) => commands::mcp::run(&cli.global, cmd).await,
         cli::Command::Doctor(args) => commands::doctor::run(&cli.global, args).await,
         cli::Command::Audit(args) => commands::audit::run(&cli.global, args).await,
+        cli::Command::Policy(cmd) => commands::policy::run(&cli.global, cmd).await,
         cli::Command::Sessions(cmd) => commands::sessions::run(&cli.global, cmd).await,
         cli::Command::Skills(cmd) => commands::skills::run(&cli.global, cmd).await,
         cli::Command::Memory(cmd) => commands::memory::run(&cli.global, cmd).await,

@@ -1,4 +1,10 @@
-//! `tackle audit`: the audit log, one line per tool call, oldest first, under a header.
+//! `tackle audit`: the audit log, one line per tool call, oldest first, under a header; its
+//! subcommands check and export it (`evidence`).
+
+mod evidence;
+mod ocsf;
+
+pub use evidence::AuditCommand;
 
 use crate::app::{load_config, open_store, App};
 use crate::cli::{AuditArgs, Global};
@@ -9,7 +15,10 @@ use tackle_protocol::text::preview;
 use tackle_protocol::Verdict;
 use tackle_store::{AuditEntry, AuditQuery, AuditSince, StoreError};
 
-pub async fn run(global: &Global, args: AuditArgs) -> Result<i32> {
+pub async fn run(global: &Global, mut args: AuditArgs) -> Result<i32> {
+    if let Some(command) = args.command.take() {
+        return evidence::run(global, command).await;
+    }
     let loaded = load_config(global)?;
     let store = open_store(&App::state_dir_for(&loaded.config))?;
     let query = AuditQuery {
@@ -46,7 +55,7 @@ pub async fn run(global: &Global, args: AuditArgs) -> Result<i32> {
 
 /// A duration (`90s`, `30m`, `2h`, `7d`, `1w`, or several: `1h30m`) counts back from now;
 /// anything else is a time the store parses (and refuses with a message if it is not one).
-fn parse_since(text: &str) -> AuditSince {
+pub(crate) fn parse_since(text: &str) -> AuditSince {
     match parse_duration(text.trim()) {
         Some(ago) => AuditSince::Ago(ago),
         None => AuditSince::At(text.to_string()),

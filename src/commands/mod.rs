@@ -12,6 +12,7 @@ pub mod mcp_login;
 pub mod mcp_pins;
 pub mod memory;
 pub mod plugins;
+pub mod policy;
 pub mod run;
 pub mod schedule;
 pub mod session_tree;

@@ -3,7 +3,16 @@
 //! intent, outcome `running`, owned by this process) and completed after; an intent whose
 //! process is gone is closed as `interrupted` the next time a process opens the store.
 
+mod chain;
+mod export;
+mod key;
 mod owner;
+mod verify;
+
+pub use chain::CHECKPOINT_EVERY;
+pub use export::ExportedEntry;
+pub use key::{hex, unhex, KEY_FILE};
+pub use verify::{AuditVerification, ChainProblem};
 
 use crate::error::StoreError;
 use crate::{format_ts, now_rfc3339, Store};
@@ -84,8 +93,10 @@ impl Store {
 
     /// Appends one finished record: a call refused before it ran, or one whose intent could
     /// not be written.
-    pub async fn append_audit_entry(&self, entry: AuditEntry) -> Result<(), StoreError> {
-        self.audit_write(move |conn| insert_audit(conn, &entry, None).map(drop))
+    /// It joins the hash chain as it is written (see `chain`).
+    pub async fn append_audit_entry(&self, mut entry: AuditEntry) -> Result<(), StoreError> {
+        normalize(&mut entry);
+        self.audit_write(move |conn| chain::append(conn, &entry).map(drop))
             .await
     }
 
@@ -100,14 +111,22 @@ impl Store {
             .map(IntentId)
     }
 
-    /// Completes an intent with how its call ended.
+    /// Completes an intent with how its call ended; the record joins the hash chain.
     pub async fn finish_audit(
         &self,
         id: IntentId,
         outcome: AuditOutcome,
     ) -> Result<(), StoreError> {
-        self.audit_write(move |conn| finish_intent(conn, id, &outcome))
-            .await
+        self.audit_write(move |conn| {
+            let outcome = outcome.clone();
+            chain::close(conn, id.0, move |entry| {
+                entry.record.outcome = outcome.outcome;
+                entry.record.rule = outcome.rule;
+                entry.record.why = outcome.why;
+                entry.record.duration_ms = outcome.duration_ms;
+            })
+        })
+        .await
     }
 
     /// One write on the path of every call: done in the calling task when the lock is free at
@@ -149,44 +168,21 @@ impl Store {
             .map(|n| i64::try_from(n).unwrap_or(i64::MAX))
             .unwrap_or(-1);
         self.with_conn(move |conn| {
-            let mut stmt = conn.prepare(
-                "SELECT ts, session_id, agent, tool, args_summary, verdict, rule, why, approver, outcome, duration_ms, caller
+            let mut stmt = conn.prepare(&format!(
+                "SELECT {ENTRY_COLUMNS}
                  FROM (SELECT * FROM audit
                        WHERE (?1 IS NULL OR session_id = ?1)
                          AND (?2 IS NULL OR tool = ?2)
                          AND (?3 IS NULL OR ts >= ?3)
                        ORDER BY id DESC LIMIT ?4)
-                 ORDER BY id",
-            )?;
+                 ORDER BY id"
+            ))?;
             let rows = stmt.query_map(params![query.session, query.tool, since, limit], |r| {
-                Ok((
-                    AuditEntry {
-                        record: AuditRecord {
-                            ts: r.get(0)?,
-                            session_id: r.get(1)?,
-                            agent: r.get(2)?,
-                            tool: r.get(3)?,
-                            args_summary: r.get(4)?,
-                            verdict: Verdict::Allow,
-                            rule: r.get(6)?,
-                            why: r.get(7)?,
-                            approver: r.get(8)?,
-                            outcome: r.get(9)?,
-                            duration_ms: r.get::<_, Option<i64>>(10)?.map(|d| d.max(0) as u64),
-                        },
-                        caller: r.get(11)?,
-                    },
-                    r.get::<_, String>(5)?,
-                ))
+                entry_from_row(r, 0)
             })?;
             let mut out = Vec::new();
             for row in rows {
-                let (mut entry, verdict) = row?;
-                entry.record.verdict = parse_verdict(&verdict).ok_or(StoreError::BadValue {
-                    what: "verdict",
-                    value: verdict,
-                })?;
-                out.push(entry);
+                out.push(checked(row?)?);
             }
             Ok(out)
         })
@@ -258,6 +254,55 @@ fn parse_time(text: &str) -> Result<OffsetDateTime, StoreError> {
     }
 }
 
+/// The columns [`entry_from_row`] reads, in its order.
+const ENTRY_COLUMNS: &str =
+    "ts, session_id, agent, tool, args_summary, verdict, rule, why, approver, outcome, duration_ms, caller";
+
+/// A record from [`ENTRY_COLUMNS`] starting at column `at`, with its stored verdict text
+/// (see [`checked`]).
+fn entry_from_row(r: &rusqlite::Row<'_>, at: usize) -> rusqlite::Result<(AuditEntry, String)> {
+    Ok((
+        AuditEntry {
+            record: AuditRecord {
+                ts: r.get(at)?,
+                session_id: r.get(at + 1)?,
+                agent: r.get(at + 2)?,
+                tool: r.get(at + 3)?,
+                args_summary: r.get(at + 4)?,
+                verdict: Verdict::Allow,
+                rule: r.get(at + 6)?,
+                why: r.get(at + 7)?,
+                approver: r.get(at + 8)?,
+                outcome: r.get(at + 9)?,
+                duration_ms: r.get::<_, Option<i64>>(at + 10)?.map(|d| d.max(0) as u64),
+            },
+            caller: r.get(at + 11)?,
+        },
+        r.get::<_, String>(at + 5)?,
+    ))
+}
+
+/// The record with its stored verdict parsed.
+fn checked((mut entry, verdict): (AuditEntry, String)) -> Result<AuditEntry, StoreError> {
+    entry.record.verdict = parse_verdict(&verdict).ok_or(StoreError::BadValue {
+        what: "verdict",
+        value: verdict,
+    })?;
+    Ok(entry)
+}
+
+/// Fills in the time and cuts the summary, before the record is written (and hashed).
+fn normalize(entry: &mut AuditEntry) {
+    if entry.record.ts.is_empty() {
+        entry.record.ts = now_rfc3339();
+    }
+    if entry.record.args_summary.len() > ARGS_SUMMARY_MAX_BYTES {
+        entry.record.args_summary =
+            truncate_at_char_boundary(&entry.record.args_summary, ARGS_SUMMARY_MAX_BYTES)
+                .to_string();
+    }
+}
+
 fn verdict_str(v: Verdict) -> &'static str {
     match v {
         Verdict::Allow => "allow",
@@ -312,33 +357,15 @@ fn insert_audit(
     Ok(conn.last_insert_rowid())
 }
 
-/// Writes an intent's outcome and releases it from its owner.
-fn finish_intent(
-    conn: &rusqlite::Connection,
-    id: IntentId,
-    outcome: &AuditOutcome,
-) -> Result<(), StoreError> {
-    let mut update = conn.prepare_cached(
-        "UPDATE audit SET outcome = ?2, rule = ?3, why = ?4, duration_ms = ?5, owner = NULL
-         WHERE id = ?1",
-    )?;
-    update.execute(params![
-        id.0,
-        outcome.outcome,
-        outcome.rule,
-        outcome.why,
-        millis(outcome.duration_ms)
-    ])?;
-    Ok(())
-}
-
 fn millis(duration_ms: Option<u64>) -> Option<i64> {
     duration_ms.map(|d| i64::try_from(d).unwrap_or(i64::MAX))
 }
 
 /// Closes as [`INTERRUPTED`] the intents whose process is gone; those of running processes
 /// (this one, a daemon, a concurrent `tackle run`) stay open. Normally no intent is open and
-/// this is one look-up in an empty index. Returns how many were closed.
+/// this is one look-up in an empty index. Each closed record joins the hash chain; then the
+/// chain's head is signed if an earlier process left records past the last checkpoint.
+/// Returns how many were closed.
 pub(crate) fn close_interrupted(conn: &rusqlite::Connection) -> Result<usize, StoreError> {
     let owners: Vec<String> = conn
         .prepare_cached("SELECT DISTINCT owner FROM audit WHERE owner IS NOT NULL")?
@@ -347,21 +374,31 @@ pub(crate) fn close_interrupted(conn: &rusqlite::Connection) -> Result<usize, St
     let mut closed = 0;
     for gone in owners.iter().filter(|o| owner::is_gone(o)) {
         let pid = gone.split(' ').next().unwrap_or_default();
-        // Keyed on the owner: another process closing the same intents meanwhile changes
-        // nothing.
-        closed += conn.execute(
-            "UPDATE audit SET outcome = ?2, why = ?3, owner = NULL WHERE owner = ?1",
-            params![
-                gone,
-                INTERRUPTED,
-                format!(
-                    "the process running the call (pid {pid}) ended before the call did; what the call did is unknown"
-                )
-            ],
-        )?;
+        let why = format!(
+            "the process running the call (pid {pid}) ended before the call did; what the call did is unknown"
+        );
+        let tx = chain::immediate(conn)?;
+        // Keyed on the owner, read under the write lock: another process closing the same
+        // intents meanwhile leaves none here.
+        let ids: Vec<i64> = tx
+            .prepare_cached("SELECT id FROM audit WHERE owner = ?1 ORDER BY id")?
+            .query_map([gone], |r| r.get(0))?
+            .collect::<Result<_, _>>()?;
+        for id in &ids {
+            chain::close_in(&tx, *id, |entry| {
+                INTERRUPTED.clone_into(&mut entry.record.outcome);
+                entry.record.why.clone_from(&why);
+            })?;
+        }
+        tx.commit()?;
+        closed += ids.len();
     }
+    chain::seal_tail(conn)?;
     Ok(closed)
 }
 
 #[cfg(test)]
 mod tests;
+
+#[cfg(test)]
+mod chain_tests;

@@ -85,6 +85,10 @@ pub enum StoreError {
         by: Option<String>,
     },
 
+    /// The audit chain's signing key cannot be read or made.
+    #[error("audit key: {0}")]
+    AuditKey(String),
+
     #[error("the state store's worker thread failed: {0}")]
     Task(String),
 }

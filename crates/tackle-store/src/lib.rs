@@ -40,6 +40,9 @@ pub use approvals::{
     Approval, ApprovalReply, ApprovalStatus, NewApproval, APPROVALS_MARKER, PREVIEW_MAX_BYTES,
 };
 pub use audit::{
+    hex, unhex, AuditVerification, ChainProblem, ExportedEntry, CHECKPOINT_EVERY, KEY_FILE,
+};
+pub use audit::{
     AuditEntry, AuditOutcome, AuditQuery, AuditRecord, AuditSince, IntentId,
     ARGS_SUMMARY_MAX_BYTES, INTERRUPTED, RUNNING,
 };

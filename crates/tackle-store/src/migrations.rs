@@ -260,6 +260,26 @@ const MIGRATIONS: &[(i64, &str)] = &[
         );",
     ),
     (
+        // The tamper-evident audit log (docs/decisions/0032-tamper-evident-audit.md): a record
+        // joins the hash chain when its call ends (`chain_seq`, `prev_hash`, `hash`); signed
+        // checkpoints cover the chain. Records written before this version stay outside it,
+        // up to `audit_chain_origin.legacy_max_id`.
+        12,
+        "ALTER TABLE audit ADD COLUMN chain_seq INTEGER;
+        ALTER TABLE audit ADD COLUMN prev_hash BLOB;
+        ALTER TABLE audit ADD COLUMN hash BLOB;
+        CREATE UNIQUE INDEX audit_chain ON audit (chain_seq) WHERE chain_seq IS NOT NULL;
+        CREATE TABLE audit_checkpoints (
+            seq INTEGER PRIMARY KEY,
+            hash BLOB NOT NULL,
+            signed_at TEXT NOT NULL,
+            public_key BLOB NOT NULL,
+            signature BLOB NOT NULL
+        );
+        CREATE TABLE audit_chain_origin (legacy_max_id INTEGER NOT NULL);
+        INSERT INTO audit_chain_origin SELECT COALESCE(MAX(id), 0) FROM audit;",
+    ),
+    (
         // Who waits for a queued approval (`host/boot/pid/start`), so a waiter that died
         // (kill -9) is seen and its entry closed instead of looking answerable until its
         // deadline (docs/decisions/0030-one-approval-queue.md).
