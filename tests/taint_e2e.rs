@@ -217,3 +217,41 @@ fn an_agent_started_by_a_tainted_session_is_tainted_too() {
         "the child sent what the parent read\n{r}"
     );
 }
+
+#[test]
+fn explain_says_which_calls_are_sinks_and_what_the_taint_rule_does() {
+    let sb = Sandbox::new();
+    let config = sb.config("security:\n  tool_policies:\n    web_fetch:\n      taint: deny\n");
+    let explain = |tool: &str, args: Value| -> Value {
+        let r = run(sb.tackle(
+            &config,
+            &[
+                "tools",
+                "call",
+                tool,
+                &args.to_string(),
+                "--explain",
+                "--json",
+            ],
+        ));
+        serde_json::from_str(&r.stdout).unwrap_or_else(|e| panic!("{e}\n{r}"))
+    };
+    let post = explain(
+        "http_request",
+        json!({"method": "POST", "url": "https://example.com/in", "body": "x"}),
+    );
+    assert_eq!(post["taint"]["rule"], "ask", "{post}");
+    assert!(
+        post["taint"]["sink"]
+            .as_str()
+            .is_some_and(|s| s.contains("https://example.com/in")),
+        "{post}"
+    );
+    let query = explain("web_fetch", json!({"url": "https://example.com/?q=1"}));
+    assert_eq!(query["taint"]["rule"], "deny", "{query}");
+    let read = explain("web_fetch", json!({"url": "https://example.com/docs"}));
+    assert!(
+        read.get("taint").is_none(),
+        "a plain read is no sink: {read}"
+    );
+}

@@ -309,6 +309,13 @@ fn print_explanation(explanation: &tackle_agent::Explanation, as_json: bool) -> 
         "decision: {:?}: {}",
         explanation.decision.verdict, explanation.decision.why
     )?;
+    if let Some(t) = &explanation.taint {
+        writeln!(
+            out,
+            "taint: this call {}; once the session has read untrusted content: {}",
+            t.sink, t.rule
+        )?;
+    }
     if let Some(view) = &explanation.sandbox {
         print_sandbox(&mut out, view)?;
     }

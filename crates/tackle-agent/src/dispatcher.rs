@@ -133,6 +133,19 @@ pub struct Explanation {
     /// enforces each shell rule (see `ToolHost::sandbox_view`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub sandbox: Option<serde_json::Value>,
+    /// When the call is a sink (crate::taint): what it would carry out, and what a session
+    /// that has read untrusted content does with it (`security.tool_policies.TOOL.taint`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub taint: Option<TaintView>,
+}
+
+/// `--explain`'s view of the taint gate for one call.
+#[derive(Debug, Clone, Serialize)]
+pub struct TaintView {
+    pub sink: String,
+    /// `ask`, `deny` or `ignore`, once the session is tainted; a clean session decides as
+    /// above.
+    pub rule: &'static str,
 }
 
 fn capability_objects<S: serde::Serializer>(
@@ -377,13 +390,7 @@ impl Dispatcher {
             return Ok(());
         };
         let name = plan.entry.spec.name.clone();
-        let rule = self
-            .config
-            .security
-            .tool_policies
-            .get(&name)
-            .and_then(|p| p.taint)
-            .unwrap_or_default();
+        let rule = self.taint_rule(&name);
         let why = format!(
             "this session read untrusted content ({}); this call {what}",
             taint.described()
@@ -661,6 +668,10 @@ impl Dispatcher {
         } else {
             None
         };
+        let taint = crate::taint::sink(&plan, arguments).map(|sink| TaintView {
+            sink,
+            rule: taint_rule_name(self.taint_rule(name)),
+        });
         Ok(Explanation {
             tool: name.to_string(),
             approval: plan.policy.approval,
@@ -670,7 +681,18 @@ impl Dispatcher {
             approval_decision: plan.approval,
             decision,
             sandbox,
+            taint,
         })
+    }
+
+    /// `security.tool_policies.TOOL.taint`, `ask` when unset.
+    fn taint_rule(&self, name: &str) -> TaintRule {
+        self.config
+            .security
+            .tool_policies
+            .get(name)
+            .and_then(|p| p.taint)
+            .unwrap_or_default()
     }
 
     fn summarize_args(&self, args: &Value) -> String {
