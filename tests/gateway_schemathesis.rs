@@ -67,9 +67,12 @@ fn schemathesis_finds_nothing_wrong_with_the_live_api() {
             "--exclude-checks",
             "positive_data_acceptance",
             "--max-examples",
-            "15",
+            "12",
+            // One worker: hypothesis parses lambda sources with `ast` from several threads
+            // at once, which CPython 3.11 can fail ("AST constructor recursion depth
+            // mismatch"), a tool error that says nothing about the API.
             "--workers",
-            "2",
+            "1",
             "--seed",
             &seed,
             "--no-color",
