@@ -184,6 +184,26 @@ impl QueueApprover {
     }
 }
 
+/// The queue entry for `req`: what the terminal prompt shows (every secret value the config
+/// knows blanked), who may answer, until when, and this process as its waiter.
+pub fn entry_for(
+    req: &ApprovalRequest,
+    agent: &str,
+    session_id: &str,
+    approvers: Vec<String>,
+    deadline: OffsetDateTime,
+) -> NewApproval {
+    NewApproval {
+        agent: agent.to_string(),
+        session_id: session_id.to_string(),
+        tool: req.tool.clone(),
+        preview: crate::log_redact::redact(crate::approval::render(req).trim()),
+        approvers,
+        deadline,
+        waiter: Some(crate::waiter::this_process().to_string()),
+    }
+}
+
 /// Marks a queued approval cancelled if its wait is dropped before it ends (the turn's
 /// future dropped: a lease lost, a client gone), so it is not left pending.
 pub(crate) struct Abandoned {
@@ -238,19 +258,15 @@ impl Approver for QueueApprover {
             return Err(self.unavailable(req, "the turn was cancelled".into()));
         }
         let deadline = OffsetDateTime::now_utc() + self.timeout;
-        // What the terminal prompt shows, with every secret value the config knows blanked.
-        let preview = crate::log_redact::redact(crate::approval::render(req).trim());
         let store = self.queue.store();
         let queued = store
-            .enqueue_approval(NewApproval {
-                agent: self.agent.clone(),
-                session_id: self.session_id.clone(),
-                tool: req.tool.clone(),
-                preview,
-                approvers: self.approvers.clone(),
+            .enqueue_approval(entry_for(
+                req,
+                &self.agent,
+                &self.session_id,
+                self.approvers.clone(),
                 deadline,
-                waiter: Some(crate::waiter::this_process().to_string()),
-            })
+            ))
             .await
             .map_err(|e| {
                 self.unavailable(req, format!("it could not be queued for approval: {e}"))

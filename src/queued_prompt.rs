@@ -13,12 +13,12 @@
 //! an entry that expires leaves the prompt waiting alone; a store that cannot queue leaves
 //! the prompt alone, so a broken state file never makes the terminal unusable.
 
-use crate::approval_queue::{Abandoned, ApprovalQueue, APPROVE_SCOPE};
+use crate::approval_queue::{entry_for, Abandoned, ApprovalQueue, APPROVE_SCOPE};
 use async_trait::async_trait;
 use std::sync::Arc;
 use std::time::Duration;
 use tackle_protocol::{ApprovalAnswer, ApprovalRequest, ApprovalUnavailable, Approver, FormAsker};
-use tackle_store::{Approval, ApprovalReply, ApprovalStatus, NewApproval, StoreError};
+use tackle_store::{Approval, ApprovalReply, ApprovalStatus, StoreError};
 use time::OffsetDateTime;
 use tokio_util::sync::CancellationToken;
 
@@ -192,18 +192,15 @@ impl Approver for QueuedPrompt {
         }
         let store = self.queue.store();
         let deadline = OffsetDateTime::now_utc() + PROMPT_DEADLINE;
-        // What the prompt shows, with every secret value the config knows blanked.
-        let preview = crate::log_redact::redact(crate::approval::render(req).trim());
+        let approvers = vec![self.front.name.to_string(), APPROVE_SCOPE.to_string()];
         let queued = store
-            .enqueue_approval(NewApproval {
-                agent: self.agent.clone(),
-                session_id: self.session_id.clone(),
-                tool: req.tool.clone(),
-                preview,
-                approvers: vec![self.front.name.to_string(), APPROVE_SCOPE.to_string()],
+            .enqueue_approval(entry_for(
+                req,
+                &self.agent,
+                &self.session_id,
+                approvers,
                 deadline,
-                waiter: Some(crate::waiter::this_process().to_string()),
-            })
+            ))
             .await;
         let id = match queued {
             Ok(queued) => queued.id,
@@ -250,7 +247,7 @@ impl Approver for QueuedPrompt {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use tackle_store::Store;
+    use tackle_store::{NewApproval, Store};
     use tokio::sync::Notify;
 
     fn request() -> ApprovalRequest {
