@@ -34,6 +34,7 @@ pub(crate) mod net;
 mod request;
 mod search;
 
+use serde_json::Value;
 use std::sync::Arc;
 use std::time::Duration;
 use tackle_protocol::config::{SearchBackendConfig, WebSearchConfig};
@@ -104,6 +105,32 @@ impl Extension for WebExtension {
             Arc::new(search::WebSearch::new(self.settings.clone())),
         ]
     }
+}
+
+/// What a request carries out besides its method and URL (which the dispatcher reads from the
+/// planned capability): any header, body or JSON the model chose, whatever the method. A GET
+/// with a header or a body sends data as surely as a POST does
+/// (docs/decisions/0033-taint-gates-sinks.md).
+pub(crate) fn request_sink(args: &Value) -> Option<String> {
+    let chosen = |key: &str| match args.get(key) {
+        None | Some(Value::Null) => false,
+        Some(Value::Object(m)) => !m.is_empty(),
+        Some(Value::String(s)) => !s.is_empty(),
+        Some(_) => true,
+    };
+    let what: Vec<&str> = ["headers", "body", "json"]
+        .into_iter()
+        .filter(|k| chosen(k))
+        .collect();
+    if what.is_empty() {
+        return None;
+    }
+    let url = args.get("url").and_then(Value::as_str).unwrap_or("a URL");
+    Some(format!(
+        "sends data ({}) to {}",
+        what.join(", "),
+        tackle_protocol::text::preview(url, 120)
+    ))
 }
 
 #[cfg(test)]

@@ -109,6 +109,10 @@ impl Tool for HttpRequestTool {
         Some(self.settings.fetch_timeout + Duration::from_secs(5))
     }
 
+    fn sink(&self, args: &Value) -> Option<String> {
+        super::request_sink(args)
+    }
+
     fn provenance(&self, args: &Value) -> tackle_protocol::Provenance {
         let url = args
             .get("url")
