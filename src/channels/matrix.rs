@@ -150,7 +150,12 @@ impl Matrix {
         if let Some(dir) = self.since_file.parent() {
             let _ = std::fs::create_dir_all(dir);
         }
-        if let Err(e) = std::fs::write(&self.since_file, since) {
+        // Written aside and renamed over: a daemon killed mid-write must leave the old
+        // position, never an empty file (read as "first start", which skips what was said).
+        let aside = self.since_file.with_extension("matrix-since.new");
+        let written =
+            std::fs::write(&aside, since).and_then(|()| std::fs::rename(&aside, &self.since_file));
+        if let Err(e) = written {
             tracing::warn!(
                 "matrix: cannot keep the sync position in {}: {e}",
                 self.since_file.display()
