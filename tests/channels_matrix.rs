@@ -276,3 +276,49 @@ fn a_restarted_daemon_reads_on_from_where_it_stopped_in_the_same_session() {
     let (code, log) = d.stop("-TERM");
     assert_eq!(code, Some(0), "{log}");
 }
+
+#[test]
+fn a_message_taken_before_a_kill_is_answered_after_the_restart() {
+    // MARKER_RULES without its catch-all: the interrupted call left in the session must not
+    // decide the answer, the message taken up again does.
+    let rules = concat!(
+        "rules:\n",
+        "  - name: made\n    when: {tool_result_contains: \"marker-made\"}\n    respond: {content: \"Made it.\"}\n",
+        "  - name: touch\n    when: {messages_contain: \"make the marker\"}\n    respond:\n      tool_calls:\n        - {name: shell, arguments: {command: \"touch MARKER && echo marker-made\"}}\n",
+    );
+    let Some(llm) = FakeLlm::start(rules) else {
+        return;
+    };
+    let (sb, hs) = (Sandbox::new(), FakeHomeserver::start());
+    let config = config(&sb, &llm, &hs);
+    let mut d = daemon(&sb, &config);
+    hs.wait_polling();
+    let marker = sb.workspace().join("MARKER");
+    hs.say(OWNER, "please make the marker");
+    hs.wait_text("Reply y");
+    // Killed while its turn waits for the approval: the message was read (the sync
+    // position moved past it) but never answered.
+    d.stop("-KILL");
+    let mut d = daemon(&sb, &config);
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while hs.texts().iter().filter(|t| t.contains("Reply y")).count() < 2 {
+        assert!(
+            Instant::now() < deadline,
+            "the message taken before the kill was not taken up again: {:#?}",
+            hs.texts()
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    hs.say(OWNER, "y");
+    hs.wait_text("Made it.");
+    assert!(
+        marker.exists(),
+        "the call allowed after the restart did not run"
+    );
+    let (code, log) = d.stop("-TERM");
+    assert_eq!(code, Some(0), "{log}");
+    assert!(
+        log.contains("taken before it stopped"),
+        "the restart did not say it took the message up again: {log}"
+    );
+}

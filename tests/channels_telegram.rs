@@ -191,6 +191,11 @@ fn answer(path: &str, body: Value, shared: &(Mutex<State>, Condvar)) -> (u16, Va
             }}),
         ),
         "answerCallbackQuery" => (200, json!({"ok": true, "result": true})),
+        "getMe" => (
+            200,
+            json!({"ok": true, "result": {"id": 4242, "is_bot": true, "first_name": "Tackle",
+                   "username": "tackle_test_bot"}}),
+        ),
         _ => (
             404,
             json!({"ok": false, "error_code": 404, "description": "Not Found"}),
@@ -444,4 +449,65 @@ fn a_message_tool_call_without_a_chat_answers_in_the_chat_the_turn_came_from() {
     tg.wait_text(OWNER, "Told you.");
     let (code, log) = d.stop("-TERM");
     assert_eq!(code, Some(0), "{log}");
+}
+
+/// `tackle doctor` with the daemon's environment.
+fn doctor(sb: &Sandbox, config: &Path, token: &str) -> common::Run {
+    let mut cmd = sb.tackle(config, &["doctor", "--json"]);
+    cmd.env("TG_TOKEN", token);
+    common::run(cmd)
+}
+
+fn channel_check(out: &common::Run) -> Value {
+    let report: Value = serde_json::from_str(&out.stdout).unwrap_or_else(|e| {
+        panic!(
+            "doctor --json printed no JSON ({e}): {}{}",
+            out.stdout, out.stderr
+        )
+    });
+    report["checks"]
+        .as_array()
+        .and_then(|c| c.iter().find(|c| c["name"] == "channel bot (telegram)"))
+        .cloned()
+        .unwrap_or_else(|| panic!("no check for the channel: {report:#}"))
+}
+
+#[test]
+fn doctor_probes_the_channel_and_says_how_its_reading_stands() {
+    let Some(llm) = FakeLlm::start("rules:\n  - name: any\n    when: {messages_contain: \"\"}\n    respond: {content: \"Hi.\"}\n") else {
+        return;
+    };
+    let (sb, tg) = (Sandbox::new(), FakeTelegram::start());
+    let config = config(&sb, &llm, &tg, false);
+    let check = channel_check(&doctor(&sb, &config, TOKEN));
+    assert_eq!(check["status"], "ok", "{check:#}");
+    let detail = check["detail"].as_str().unwrap_or_default();
+    assert!(detail.contains("@tackle_test_bot"), "{detail}");
+    assert!(detail.contains("not read by a daemon yet"), "{detail}");
+
+    // Once a daemon has read the chat, doctor says when.
+    let mut d = daemon(&sb, &config);
+    tg.message(OWNER, OWNER, "hello");
+    tg.wait_text(OWNER, "Hi.");
+    let (code, log) = d.stop("-TERM");
+    assert_eq!(code, Some(0), "{log}");
+    let check = channel_check(&doctor(&sb, &config, TOKEN));
+    let detail = check["detail"].as_str().unwrap_or_default();
+    assert!(
+        detail.contains("last read") && detail.contains("s ago"),
+        "{detail}"
+    );
+
+    // A refused token fails the check, exits 1 and is never shown.
+    let out = doctor(&sb, &config, "4242:wrong-token-also-secret");
+    let check = channel_check(&out);
+    assert_eq!(check["status"], "fail", "{check:#}");
+    assert_eq!(out.code, 1, "{}{}", out.stdout, out.stderr);
+    assert!(
+        !out.stdout.contains("wrong-token-also-secret")
+            && !out.stderr.contains("wrong-token-also-secret"),
+        "{}{}",
+        out.stdout,
+        out.stderr
+    );
 }

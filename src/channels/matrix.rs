@@ -4,14 +4,16 @@
 //! buttons a bot can read back, so an approval is asked as a message and answered by the
 //! reply `y`, `a` or `n` (read by the runner, from an approver only).
 //!
-//! The sync position is kept in the state directory (`channels/NAME.matrix-since`), so a
-//! restarted daemon reads on from where it stopped: what was said while it was down is
+//! The sync position is kept in the store with what each sync brought ([`Channel::position`]),
+//! so a restarted daemon reads on from where it stopped: what was said while it was down is
 //! answered, and what it had already read is not answered twice. On the very first start
-//! the room history is skipped: a new bot does not answer the past.
+//! the room history is skipped: a new bot does not answer the past. (Earlier versions kept
+//! the position in `channels/NAME.matrix-since` of the state directory; it is read once
+//! when the store has none.)
 //!
 //! The access token goes in a header only, never in a URL or a message.
 
-use super::retry::{retried, Attempt};
+use super::retry::{once, retried, Attempt};
 use super::{Channel, ChannelError, Sent, Update};
 use anyhow::Result;
 use async_trait::async_trait;
@@ -31,8 +33,6 @@ pub struct Matrix {
     token: String,
     poll: Duration,
     timeout: Duration,
-    /// Where the sync position is kept between runs.
-    since_file: PathBuf,
     /// Whose invites are accepted: the allowed senders (anyone may invite a bot, and a bot
     /// that joined every room would be pulled into any).
     invite_from: Vec<String>,
@@ -54,7 +54,7 @@ impl Matrix {
         token: &str,
         poll: Duration,
         timeout: Option<Duration>,
-        since_file: PathBuf,
+        legacy_since: PathBuf,
         invite_from: Vec<String>,
     ) -> Result<Self> {
         if token.trim().is_empty() {
@@ -65,7 +65,7 @@ impl Matrix {
             .connect_timeout(Duration::from_secs(10))
             .build()
             .map_err(|e| anyhow::anyhow!("cannot build the HTTP client: {}", e.without_url()))?;
-        let since = std::fs::read_to_string(&since_file)
+        let since = std::fs::read_to_string(&legacy_since)
             .ok()
             .map(|s| s.trim().to_string())
             .filter(|s| !s.is_empty());
@@ -75,7 +75,6 @@ impl Matrix {
             token: token.to_string(),
             poll,
             timeout: timeout.unwrap_or(Duration::from_secs(15)),
-            since_file,
             invite_from,
             state: tokio::sync::Mutex::new(SyncState { me: None, since }),
             txn: AtomicU64::new(0),
@@ -143,23 +142,6 @@ impl Matrix {
             }
             500..=599 => Err(Attempt::Again(said())),
             _ => Err(Attempt::Final(ChannelError::Failed(said()))),
-        }
-    }
-
-    fn keep_since(&self, since: &str) {
-        if let Some(dir) = self.since_file.parent() {
-            let _ = std::fs::create_dir_all(dir);
-        }
-        // Written aside and renamed over: a daemon killed mid-write must leave the old
-        // position, never an empty file (read as "first start", which skips what was said).
-        let aside = self.since_file.with_extension("matrix-since.new");
-        let written =
-            std::fs::write(&aside, since).and_then(|()| std::fs::rename(&aside, &self.since_file));
-        if let Err(e) = written {
-            tracing::warn!(
-                "matrix: cannot keep the sync position in {}: {e}",
-                self.since_file.display()
-            );
         }
     }
 
@@ -241,6 +223,23 @@ impl Channel for Matrix {
         MAX_LEN
     }
 
+    async fn whoami(&self) -> Result<String, ChannelError> {
+        let who = once(self.try_call(reqwest::Method::GET, "/account/whoami", None, self.timeout))
+            .await?;
+        Ok(who["user_id"]
+            .as_str()
+            .unwrap_or("an unnamed user")
+            .to_string())
+    }
+
+    async fn position(&self) -> Option<String> {
+        self.state.lock().await.since.clone()
+    }
+
+    async fn resume_from(&self, position: &str) {
+        self.state.lock().await.since = Some(position.to_string());
+    }
+
     async fn receive(&self, stop: &CancellationToken) -> Result<Vec<Update>, ChannelError> {
         let mut state = self.state.lock().await;
         let me = match &state.me {
@@ -268,7 +267,6 @@ impl Channel for Matrix {
             return Err(ChannelError::Failed("/sync answered no next_batch".into()));
         };
         state.since = Some(next.to_string());
-        self.keep_since(next);
         let (updates, invites) = read_sync(&sync, &me);
         for (room, by) in invites {
             if self.invite_from.contains(&by) {

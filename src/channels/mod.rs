@@ -82,6 +82,22 @@ pub trait Channel: Send + Sync {
     async fn ask_approval(&self, chat: &str, approval: &Approval) -> Result<Sent, ChannelError>;
     /// Tells the presser what became of a press (a platform that needs no answer does nothing).
     async fn answer_press(&self, press: &str, text: &str) -> Result<(), ChannelError>;
+    /// Where the platform's stream stands after the last [`Self::receive`] (an offset, a
+    /// sync token), kept with what that call brought so a restarted daemon reads on from
+    /// there; `None` for a platform that keeps no position.
+    async fn position(&self) -> Option<String> {
+        None
+    }
+    /// Reads on from a position [`Self::position`] gave, before the first receive.
+    async fn resume_from(&self, _position: &str) {}
+    /// Asks the platform, once, who the credentials belong to (`tackle doctor`'s probe):
+    /// the bot's name or user id.
+    async fn whoami(&self) -> Result<String, ChannelError> {
+        Err(ChannelError::Failed(format!(
+            "{} channels cannot be probed",
+            self.kind()
+        )))
+    }
 }
 
 /// The channels the daemon reads, running until `stop`.
@@ -145,7 +161,11 @@ pub fn start(
 }
 
 /// The adapter of a channel entry: the one place that knows every platform.
-fn open(name: &str, entry: &ChannelConfig, state_dir: &Path) -> Result<Arc<dyn Channel>> {
+pub(crate) fn open(
+    name: &str,
+    entry: &ChannelConfig,
+    state_dir: &Path,
+) -> Result<Arc<dyn Channel>> {
     let inbound = entry.inbound();
     let poll = Duration::from_secs(inbound.map_or(25, |i| i.poll_timeout_secs).clamp(1, 50));
     let timeout = entry.timeout_secs().map(Duration::from_secs);
@@ -161,7 +181,8 @@ fn open(name: &str, entry: &ChannelConfig, state_dir: &Path) -> Result<Arc<dyn C
             access_token.expose(),
             poll,
             timeout,
-            // A file name safe whatever the config's key holds.
+            // Where earlier versions kept the sync position: read once, when the store has
+            // none. A file name safe whatever the config's key holds.
             state_dir
                 .join("channels")
                 .join(format!("{}.matrix-since", runner::session_id(name, "sync"))),

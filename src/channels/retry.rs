@@ -65,3 +65,20 @@ where
         tokio::time::sleep(wait).await;
     }
 }
+
+/// One try, for a probe that must answer at once (`tackle doctor`): what a retry would wait
+/// out is said instead.
+pub async fn once<Fut>(attempt: Fut) -> Result<Value, ChannelError>
+where
+    Fut: Future<Output = Result<Value, Attempt>>,
+{
+    match attempt.await {
+        Ok(v) => Ok(v),
+        Err(Attempt::Final(e)) => Err(e),
+        Err(Attempt::Again(why)) => Err(ChannelError::Failed(why)),
+        Err(Attempt::RateLimited(after)) => Err(ChannelError::Failed(format!(
+            "rate-limited for {} s",
+            after.as_secs()
+        ))),
+    }
+}

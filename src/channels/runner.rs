@@ -50,6 +50,11 @@ struct Shared {
 struct Inbound {
     sender: String,
     text: String,
+    /// Its row in the store's inbox, forgotten once it is answered or its failure recorded;
+    /// `None` when the store could not keep it.
+    kept: Option<i64>,
+    /// Taken up again after a restart, with a turn already started: where it started.
+    started_mark: Option<i64>,
 }
 
 struct Worker {
@@ -71,16 +76,25 @@ impl Runner {
     pub async fn run(self, stop: CancellationToken) {
         let s = &self.shared.setup;
         let mut workers: HashMap<String, Worker> = HashMap::new();
+        let mut position = self.resume(&mut workers, &stop).await;
         let mut failures = 0u32;
         while !stop.is_cancelled() {
             match s.channel.receive(&stop).await {
                 Ok(updates) => {
                     failures = 0;
+                    let mut taken = Vec::new();
                     for update in updates {
-                        self.handle(update, &mut workers, &stop).await;
+                        if let Some(message) = self.handle(update).await {
+                            taken.push(message);
+                        }
                     }
+                    self.keep(taken, &mut position, &mut workers, &stop).await;
                 }
                 Err(ChannelError::Unauthorized(e)) => {
+                    let _ = s
+                        .store
+                        .channel_failed(&s.name, &format!("stopped: {e}"))
+                        .await;
                     eprintln!(
                         "daemon: channel {} stopped: {e}; check the token of channels.{}; the rest of the daemon runs on",
                         s.name, s.name
@@ -97,6 +111,9 @@ impl Runner {
                     break;
                 }
                 Err(ChannelError::Failed(e)) => {
+                    if let Err(e) = s.store.channel_failed(&s.name, &e).await {
+                        tracing::warn!("channel {}: cannot note a failure: {e}", s.name);
+                    }
                     failures += 1;
                     let wait = Duration::from_secs(1u64 << failures.min(6)).min(MAX_POLL_BACKOFF);
                     eprintln!(
@@ -116,12 +133,114 @@ impl Runner {
         futures::future::join_all(done).await;
     }
 
-    async fn handle(
+    /// Reads on from the position the store kept and queues the messages a killed daemon
+    /// took and never finished; returns the position.
+    async fn resume(
         &self,
-        update: Update,
+        workers: &mut HashMap<String, Worker>,
+        stop: &CancellationToken,
+    ) -> Option<String> {
+        let s = &self.shared.setup;
+        let position = match s.store.channel_state(&s.name).await {
+            Ok(state) => state.position,
+            Err(e) => {
+                eprintln!(
+                    "daemon: channel {}: cannot read where it stopped: {e}; reading on from the platform's own position",
+                    s.name
+                );
+                None
+            }
+        };
+        if let Some(p) = &position {
+            s.channel.resume_from(p).await;
+        }
+        match s.store.channel_unanswered(&s.name).await {
+            Ok(left) => {
+                if !left.is_empty() {
+                    eprintln!(
+                        "daemon: channel {}: answering {} message(s) taken before it stopped",
+                        s.name,
+                        left.len()
+                    );
+                }
+                for m in left {
+                    let inbound = Inbound {
+                        sender: m.sender,
+                        text: m.text,
+                        kept: Some(m.id),
+                        started_mark: m.started_mark,
+                    };
+                    self.queue(m.chat, inbound, workers, stop);
+                }
+            }
+            Err(e) => eprintln!(
+                "daemon: channel {}: cannot read the messages left unanswered: {e}",
+                s.name
+            ),
+        }
+        position
+    }
+
+    /// Keeps what a receive took in the store with the platform's new position, in one
+    /// transaction, then queues it: whenever the process dies, a restart neither loses
+    /// these messages nor takes them twice.
+    async fn keep(
+        &self,
+        taken: Vec<(String, Inbound)>,
+        position: &mut Option<String>,
         workers: &mut HashMap<String, Worker>,
         stop: &CancellationToken,
     ) {
+        let s = &self.shared.setup;
+        let now = s.channel.position().await;
+        let moved = now.is_some() && now != *position;
+        let rows = taken
+            .iter()
+            .map(|(chat, m)| (chat.clone(), m.sender.clone(), m.text.clone()))
+            .collect();
+        let ids = match s
+            .store
+            .channel_received(&s.name, if moved { now.clone() } else { None }, rows)
+            .await
+        {
+            Ok(ids) => {
+                *position = now;
+                ids
+            }
+            Err(e) => {
+                // Still answered now; only a restart before the answer would lose them.
+                eprintln!(
+                    "daemon: channel {}: cannot keep what it received: {e}",
+                    s.name
+                );
+                Vec::new()
+            }
+        };
+        for (i, (chat, mut message)) in taken.into_iter().enumerate() {
+            message.kept = ids.get(i).copied();
+            self.queue(chat, message, workers, stop);
+        }
+    }
+
+    fn queue(
+        &self,
+        chat: String,
+        message: Inbound,
+        workers: &mut HashMap<String, Worker>,
+        stop: &CancellationToken,
+    ) {
+        let worker = workers.entry(chat.clone()).or_insert_with(|| {
+            let (queue, rx) = unbounded_channel();
+            let done = tokio::spawn(Arc::clone(&self.shared).work(chat, rx, stop.clone()));
+            Worker { queue, done }
+        });
+        // A worker never ends while its queue is open, so this is not refused.
+        let _ = worker.queue.send(message);
+    }
+
+    /// Acts on a press, a stranger, an empty message or a reply word at once; returns a
+    /// message for its chat's worker.
+    async fn handle(&self, update: Update) -> Option<(String, Inbound)> {
         let shared = &self.shared;
         match update {
             Update::Press {
@@ -134,15 +253,16 @@ impl Runner {
                 if let Err(e) = shared.setup.channel.answer_press(&press, &answer).await {
                     tracing::warn!("channel {}: cannot answer a press: {e}", shared.setup.name);
                 }
+                None
             }
             Update::Message { chat, sender, text } => {
                 if !shared.setup.allowed.contains(&sender) {
                     shared.ignored(&chat, &sender).await;
-                    return;
+                    return None;
                 }
                 if text.trim().is_empty() {
                     shared.not_text(&chat, &sender).await;
-                    return;
+                    return None;
                 }
                 if let Some(reply) = reply_word(&text) {
                     let latest = shared
@@ -154,16 +274,18 @@ impl Runner {
                         let data = format!("{}:{id}", reply_code(reply));
                         let answer = shared.press(&chat, &sender, &data).await;
                         let _ = shared.setup.channel.send(&chat, &answer).await;
-                        return;
+                        return None;
                     }
                 }
-                let worker = workers.entry(chat.clone()).or_insert_with(|| {
-                    let (queue, rx) = unbounded_channel();
-                    let done = tokio::spawn(Arc::clone(shared).work(chat, rx, stop.clone()));
-                    Worker { queue, done }
-                });
-                // A worker never ends while its queue is open, so this is not refused.
-                let _ = worker.queue.send(Inbound { sender, text });
+                Some((
+                    chat,
+                    Inbound {
+                        sender,
+                        text,
+                        kept: None,
+                        started_mark: None,
+                    },
+                ))
             }
         }
     }
@@ -184,6 +306,39 @@ impl Shared {
         while let Some(message) = queue.recv().await {
             let started = Instant::now();
             let session = session_id(&self.setup.name, &chat);
+            if stop.is_cancelled() && message.kept.is_some() {
+                // Kept in the store: the next start answers it.
+                let _ = self
+                    .setup
+                    .channel
+                    .send(
+                        &chat,
+                        "The daemon is stopping; this message will be answered once it is back.",
+                    )
+                    .await;
+                continue;
+            }
+            if let (Some(id), Some(mark)) = (message.kept, message.started_mark) {
+                // Its turn ended before the restart and only the bookkeeping was cut off:
+                // answering again would run its calls twice.
+                if let Ok(true) = self
+                    .setup
+                    .store
+                    .session_answered_since(&session, mark)
+                    .await
+                {
+                    let _ = self.setup.store.channel_answered(id).await;
+                    continue;
+                }
+            }
+            if let Some(id) = message.kept {
+                if let Err(e) = self.setup.store.channel_started(id).await {
+                    tracing::warn!(
+                        "channel {}: cannot note a turn's start: {e}",
+                        self.setup.name
+                    );
+                }
+            }
             let result = if stop.is_cancelled() {
                 Err("the daemon is stopping; send it again once it is back".to_string())
             } else {
@@ -218,6 +373,14 @@ impl Shared {
             entry.record.session_id = Some(session.clone());
             entry.record.duration_ms = u64::try_from(started.elapsed().as_millis()).ok();
             append(&self.setup.store, entry).await;
+            if let Some(id) = message.kept {
+                if let Err(e) = self.setup.store.channel_answered(id).await {
+                    tracing::warn!(
+                        "channel {}: cannot mark a message answered: {e}",
+                        self.setup.name
+                    );
+                }
+            }
         }
     }
 

@@ -6,7 +6,7 @@
 //! no error that could carry the URL leaves this file with it: reqwest's errors are stripped
 //! of their URL and any text is scrubbed of the token.
 
-use super::retry::{retried, Attempt};
+use super::retry::{once, retried, Attempt};
 use super::{Channel, ChannelError, Sent, Update};
 use anyhow::Result;
 use async_trait::async_trait;
@@ -212,6 +212,24 @@ impl Channel for Telegram {
 
     fn max_len(&self) -> usize {
         MAX_LEN
+    }
+
+    async fn whoami(&self) -> Result<String, ChannelError> {
+        let me = once(self.try_call("getMe", &json!({}), self.timeout)).await?;
+        Ok(me["username"]
+            .as_str()
+            .map(|u| format!("@{u}"))
+            .unwrap_or_else(|| "a bot with no username".into()))
+    }
+
+    async fn position(&self) -> Option<String> {
+        self.offset.lock().await.map(|o| o.to_string())
+    }
+
+    async fn resume_from(&self, position: &str) {
+        if let Ok(o) = position.parse::<i64>() {
+            *self.offset.lock().await = Some(o);
+        }
     }
 
     async fn receive(&self, stop: &CancellationToken) -> Result<Vec<Update>, ChannelError> {

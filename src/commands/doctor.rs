@@ -2,6 +2,7 @@
 //! store, each backend, each MCP server) and says which protections are enforced on this
 //! machine. Exit 1 when something configured is broken, 2 when the config cannot be used.
 
+mod channels;
 mod render;
 mod skills;
 
@@ -140,7 +141,7 @@ pub async fn run(global: &Global, args: DoctorArgs) -> Result<i32> {
     // The slow checks run together: every backend's probe (the configured ones, else the
     // one `tackle run` would find) and the MCP servers' start-up.
     let home = std::env::var_os("HOME").map(PathBuf::from);
-    let ((detected, probed, probed_backends), mcp) = tokio::join!(
+    let ((detected, probed, probed_backends), mcp, channel_checks) = tokio::join!(
         async {
             let (backends, detected) = backends_to_probe(&config).await;
             let host = probe_host(&backends, &config, &state_dir, &app.workspace, home.clone());
@@ -159,7 +160,8 @@ pub async fn run(global: &Global, args: DoctorArgs) -> Result<i32> {
             }
             (detected, out, backends)
         },
-        mcp_statuses(&app, &config)
+        mcp_statuses(&app, &config),
+        channels::checks(&config, &app.store, &state_dir)
     );
 
     checks.push(Check::ok(
@@ -186,6 +188,7 @@ pub async fn run(global: &Global, args: DoctorArgs) -> Result<i32> {
         }
     }
     checks.extend(mcp.iter().map(mcp_check));
+    checks.extend(channel_checks);
     checks.extend(protection_checks(&config));
     checks.extend(shell_rule_checks(&config, &app.workspace, &state_dir));
     app.shutdown().await;

@@ -26,6 +26,7 @@ mod audit;
 mod checkpoint;
 mod error;
 mod fires;
+mod inbox;
 mod links;
 mod longterm;
 mod memory;
@@ -48,6 +49,7 @@ pub use audit::{
 };
 pub use error::StoreError;
 pub use fires::{Claimed, FireClaim, FireRecord, FireStatus};
+pub use inbox::{ChannelState, InboxMessage, NewInboxMessage};
 pub use links::SessionLink;
 pub use longterm::{pinned_block, LongtermEntry, LongtermHit, LongtermSet, PINNED};
 pub use memory::{

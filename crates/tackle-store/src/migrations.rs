@@ -286,6 +286,31 @@ const MIGRATIONS: &[(i64, &str)] = &[
         14,
         "ALTER TABLE approvals ADD COLUMN waiter TEXT;",
     ),
+    (
+        // What chat channels received and have not finished answering, and where each reads
+        // on, written together (docs/decisions/0035-channel-inbox.md); with when each last
+        // read and its last error, for doctor and the console.
+        15,
+        "CREATE TABLE channel_inbox (
+            id INTEGER PRIMARY KEY,
+            channel TEXT NOT NULL,
+            chat TEXT NOT NULL,
+            sender TEXT NOT NULL,
+            text TEXT NOT NULL,
+            received_ms INTEGER NOT NULL,
+            -- Set when its turn starts: the newest session entry id then, so a restart can
+            -- tell a turn that ended (its answer stored after the mark) from one cut off.
+            started_mark INTEGER
+        );
+        CREATE INDEX channel_inbox_by_channel ON channel_inbox (channel, id);
+        CREATE TABLE channel_state (
+            channel TEXT PRIMARY KEY,
+            position TEXT,
+            polled_ms INTEGER,
+            error TEXT,
+            error_ms INTEGER
+        );",
+    ),
 ];
 
 /// The newest schema version this build knows.
