@@ -1526,3 +1526,65 @@ fn an_approval_whose_waiter_was_killed_is_closed_not_left_answerable() {
     assert!(late.stderr.contains("already"), "{late}");
     assert!(!marker.exists());
 }
+
+#[test]
+fn a_failing_chat_channel_is_shown_as_failing_without_its_token() {
+    let Some(llm) = FakeLlm::start("rules: []\n") else {
+        return;
+    };
+    let sb = Sandbox::new();
+    let port = free_port();
+    // A Telegram API that answers every call with a server error.
+    let down = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let down_port = down.local_addr().expect("addr").port();
+    std::thread::spawn(move || {
+        for stream in down.incoming().flatten() {
+            let mut stream = stream;
+            let mut buf = [0u8; 4096];
+            let _ = stream.read(&mut buf);
+            let _ = stream.write_all(
+                b"HTTP/1.1 502 Bad Gateway\r\nContent-Length: 0\r\nConnection: close\r\n\r\n",
+            );
+        }
+    });
+    let secret = "777:channel-token-that-must-not-show";
+    let config = config(
+        &sb,
+        &llm,
+        port,
+        &format!(
+            "channels:\n  bot:\n    type: telegram\n    bot_token: \"{secret}\"\n    api_base: http://127.0.0.1:{down_port}\n    inbound:\n      allowed_senders: [\"1\"]\n      poll_timeout_secs: 1\n"
+        ),
+    );
+    let mut daemon = Daemon::start(&sb, &config, port);
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let channel = loop {
+        let (status, body) = daemon.get("/v1/channels", Some(READ_TOKEN));
+        assert_eq!(status, 200, "{body}");
+        assert!(!body.contains(secret), "the token is in the answer: {body}");
+        let list: Value = serde_json::from_str(&body).expect("json");
+        let bot = list["channels"]
+            .as_array()
+            .and_then(|c| c.iter().find(|c| c["name"] == "bot"))
+            .cloned()
+            .unwrap_or_else(|| panic!("the channel is not listed: {list:#}"));
+        if bot["failing"] == true || Instant::now() > deadline {
+            break bot;
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    assert_eq!(channel["failing"], true, "{channel:#}");
+    assert_eq!(channel["kind"], "telegram", "{channel:#}");
+    assert!(
+        channel["last_error"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("502"),
+        "{channel:#}"
+    );
+    // A token without a read scope is refused.
+    assert_eq!(daemon.get("/v1/channels", None).0, 401);
+    let (code, log) = daemon.stop();
+    assert_eq!(code, Some(0), "{log}");
+    assert!(!log.contains(secret), "{log}");
+}

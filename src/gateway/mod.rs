@@ -9,6 +9,7 @@ mod approvals;
 mod audit;
 mod audit_api;
 mod auth;
+mod channels_api;
 mod console;
 mod errors;
 mod events;
@@ -238,6 +239,17 @@ pub const ROUTES: &[Route] = &[
     },
     Route {
         method: "GET",
+        path: "/v1/channels",
+        scope: Some(GatewayScope::Read),
+        summary: "The chat channels the daemon reads, each with when it last read, its last failure and the messages it has not answered yet",
+        request: None,
+        response: schema::<channels_api::ChannelList>,
+        events: None,
+        media: JSON,
+        query: &[],
+    },
+    Route {
+        method: "GET",
         path: "/",
         scope: None,
         summary: "The web console (it asks for a token and shows what the token's scopes allow)",
@@ -324,6 +336,7 @@ pub struct Gateway {
     local: LocalOnly,
     turns: turns::Turns,
     schedules: tackle_tools::schedule::ScheduleSettings,
+    channels: Vec<channels_api::Reading>,
 }
 
 /// Binds `gateway.bind`, refusing a non-loopback address unless `allow_remote` is set.
@@ -355,6 +368,7 @@ pub fn gateway(
         store: store.clone(),
         tokens: auth::Tokens::new(&cfg.tokens)?,
         schedules: crate::schedules::settings(config, &store)?,
+        channels: channels_api::reading(config),
         rate: auth::RateLimit::new(cfg.rate_limit_per_minute),
         local: LocalOnly::for_bind(addr).with_exact_origins(&cfg.allowed_origins),
         turns: turns::Turns::new(
@@ -399,6 +413,7 @@ pub async fn serve(
         .route("/v1/schedules/{id}/enable", post(schedules_api::enable))
         .route("/v1/schedules/{id}/disable", post(schedules_api::disable))
         .route("/v1/schedules/{id}", delete(schedules_api::remove))
+        .route("/v1/channels", get(channels_api::list))
         .route("/openapi.json", get(openapi::document))
         .route("/", get(console::index))
         .route("/console/{file}", get(console::asset))

@@ -129,6 +129,9 @@
     $("logout").hidden = false;
     await detectEvents();
     approvalsTimer = every(3000, refreshApprovals);
+    // The tab's count says a channel is failing whichever tab is open.
+    every(15000, refreshChannels);
+    refreshChannels();
     select("approvals");
   }
 
@@ -145,6 +148,7 @@
     }
     if (name === "audit") refreshAudit();
     if (name === "schedules") refreshSchedules();
+    if (name === "channels") refreshChannels();
   }
 
   // ---- approvals -------------------------------------------------------------------------
@@ -650,6 +654,35 @@
     refreshSchedules();
   }
 
+  // ---- channels --------------------------------------------------------------------------
+
+  async function refreshChannels() {
+    let list;
+    try {
+      list = await api("GET", "/v1/channels");
+    } catch (e) {
+      report($("channels-error"), e);
+      return;
+    }
+    show($("channels-error"), "");
+    const failing = list.channels.filter((c) => c.failing).length;
+    $("channels-failing").textContent = failing ? String(failing) : "";
+    const rows = list.channels.map((c) => el(
+      "tr",
+      c.failing ? "failing" : null,
+      el("td", "mono", c.name),
+      el("td", null, c.kind),
+      el("td", null, c.last_read ? time(c.last_read) : "not read yet"),
+      el("td", c.failing ? "error" : "muted",
+        c.last_error ? time(c.last_error_at) + ": " + c.last_error : "none"),
+      el("td", "num", String(c.unanswered)),
+    ));
+    $("channel-rows").replaceChildren(...rows);
+    if (!rows.length) {
+      $("channel-rows").append(el("tr", null, el("td", "muted", "No channel is read (channels.NAME.inbound).")));
+    }
+  }
+
   // ---- wiring ----------------------------------------------------------------------------
 
   function start() {
@@ -667,6 +700,7 @@
     }
     $("sessions-refresh").addEventListener("click", refreshSessions);
     $("schedules-refresh").addEventListener("click", refreshSchedules);
+    $("channels-refresh").addEventListener("click", refreshChannels);
     $("audit-form").addEventListener("submit", (ev) => {
       ev.preventDefault();
       refreshAudit();
