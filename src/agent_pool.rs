@@ -37,6 +37,10 @@ pub struct TurnRequest {
     pub session: String,
     /// The chat channel and chat the turn came from, which its calls carry.
     pub origin: Option<(String, String)>,
+    /// Who wrote `task`, when it was not an operator (an inbound chat message from an
+    /// allowed sender who is not an approver): the session is tainted by it
+    /// (docs/decisions/0033-taint-gates-sinks.md).
+    pub untrusted_author: Option<String>,
     pub task: String,
     pub approver: Arc<dyn Approver>,
     pub events: UnboundedSender<AgentEvent>,
@@ -123,6 +127,11 @@ impl PooledAgent {
             let mut stored = Session::resume(rt.store.clone(), &t.session, &rt.agent_name).await?;
             if let Some((channel, chat)) = &t.origin {
                 stored.set_origin(channel, chat);
+            }
+            if let Some(author) = &t.untrusted_author {
+                stored
+                    .taint_with(format!("a message from {author}"))
+                    .await?;
             }
             rt.agent_loop
                 .run_turn(&mut stored, &t.task, t.approver, &t.events, &t.cancel)

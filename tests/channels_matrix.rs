@@ -177,9 +177,13 @@ fn answer(r: &Request, shared: &(Mutex<State>, Condvar)) -> (u16, Value) {
 }
 
 fn config(sb: &Sandbox, llm: &FakeLlm, hs: &FakeHomeserver) -> PathBuf {
+    config_with(sb, llm, hs, "")
+}
+
+fn config_with(sb: &Sandbox, llm: &FakeLlm, hs: &FakeHomeserver, extra: &str) -> PathBuf {
     sb.config(&format!(
         "{}agents:\n  - name: helper\n    backend: fake\n    model: fake-model\n\
-channels:\n  room:\n    type: matrix\n    access_token: \"${{MX_TOKEN}}\"\n    homeserver: http://127.0.0.1:{}\n    inbound:\n      agent: helper\n      allowed_senders: [\"{OWNER}\", \"{FRIEND}\"]\n      approvers: [\"{OWNER}\"]\n      poll_timeout_secs: 1\n      approval_timeout_secs: 60\n",
+channels:\n  room:\n    type: matrix\n    access_token: \"${{MX_TOKEN}}\"\n    homeserver: http://127.0.0.1:{}\n    inbound:\n      agent: helper\n      allowed_senders: [\"{OWNER}\", \"{FRIEND}\"]\n      approvers: [\"{OWNER}\"]\n      poll_timeout_secs: 1\n      approval_timeout_secs: 60\n{extra}",
         llm.backend_yaml("openai", false),
         hs.port,
     ))
@@ -321,4 +325,62 @@ fn a_message_taken_before_a_kill_is_answered_after_the_restart() {
         log.contains("taken before it stopped"),
         "the restart did not say it took the message up again: {log}"
     );
+}
+
+#[test]
+fn a_message_from_someone_who_is_not_an_operator_taints_the_session() {
+    // A loopback endpoint the agent may POST to without asking (auto-approved, granted).
+    let posts: Arc<Mutex<Vec<String>>> = Arc::default();
+    let seen = Arc::clone(&posts);
+    let site = channels_fake::serve(Arc::new(move |r: Request| {
+        seen.lock()
+            .unwrap()
+            .push(format!("{} {}", r.method, r.path));
+        (200, json!({"ok": true}))
+    }));
+    let rules = format!(
+        "rules:\n  - name: sent\n    when: {{tool_result_contains: \"ok\"}}\n    respond: {{content: \"Report sent.\"}}\n  - name: send\n    when: {{messages_contain: \"send the report\"}}\n    respond:\n      tool_calls:\n        - {{name: http_request, arguments: {{method: POST, url: \"http://127.0.0.1:{site}/collect\", body: \"the report\"}}}}\n"
+    );
+    let Some(llm) = FakeLlm::start(&rules) else {
+        return;
+    };
+    let (sb, hs) = (Sandbox::new(), FakeHomeserver::start());
+    let grant = "      grants:\n        network:\n          allow_private: true\n          endpoints:\n            - host: 127.0.0.1\n";
+    let security = format!(
+        "security:\n  auto_approved_tools: [http_request]\n  tool_policies:\n    http_request:\n{grant}"
+    );
+    let config = config_with(&sb, &llm, &hs, &security);
+    let mut d = daemon(&sb, &config);
+    hs.wait_polling();
+    // The friend may talk but is no operator: what they wrote is someone else's text in the
+    // session, so the auto-approved POST waits for an approver.
+    hs.say(FRIEND, "please send the report");
+    let asked = hs.wait_text("Reply y");
+    assert!(
+        asked.contains("untrusted") && asked.contains("@friend:fake"),
+        "the prompt does not say why: {asked}"
+    );
+    std::thread::sleep(Duration::from_millis(500));
+    assert!(
+        posts.lock().unwrap().is_empty(),
+        "the POST ran without an approver"
+    );
+    let (code, log) = d.stop("-TERM");
+    assert_eq!(code, Some(0), "{log}");
+
+    // The owner's own request, in a session of its own, runs as configured.
+    let (sb, hs) = (Sandbox::new(), FakeHomeserver::start());
+    let config = config_with(&sb, &llm, &hs, &security);
+    let mut d = daemon(&sb, &config);
+    hs.wait_polling();
+    hs.say(OWNER, "please send the report");
+    hs.wait_text("Report sent.");
+    assert_eq!(
+        posts.lock().unwrap().len(),
+        1,
+        "{:?}",
+        posts.lock().unwrap()
+    );
+    let (code, log) = d.stop("-TERM");
+    assert_eq!(code, Some(0), "{log}");
 }

@@ -283,3 +283,47 @@ fn data_in_headers_or_a_get_body_counts_as_sending_too() {
     };
     assert!(!site.got("/collect"), "{r}");
 }
+
+#[test]
+fn a_resumed_session_is_as_tainted_as_it_ended() {
+    let site = Site::start();
+    // Turn one (`first task`) reads the page; turn two, in a later run of the same session,
+    // tries to send data out: the page is still in its context, so the taint must be too.
+    let rules = format!(
+        "rules:\n  - name: stop\n    when: {{tool_result_contains: \"approval\"}}\n    respond: {{content: \"stopped\"}}\n  - name: send\n    when: {{messages_contain: \"second task\"}}\n    respond:\n      tool_calls: {}\n  - name: read\n    when: {{tool_result_contains: \"INJECTED-PAGE\"}}\n    respond: {{content: \"read it\"}}\n  - name: fetch\n    when: {{messages_contain: \"first task\"}}\n    respond:\n      tool_calls: {}\n",
+        json!([post(site.port)]),
+        json!([fetch(site.port)])
+    );
+    let Some(llm) = FakeLlm::start(&rules) else {
+        return;
+    };
+    let sb = Sandbox::new();
+    let grant = "      grants:\n        network:\n          allow_private: true\n          endpoints:\n            - host: 127.0.0.1\n";
+    let config = sb.config(&format!(
+        "{}security:\n  auto_approved_tools: [web_fetch, http_request]\n  tool_policies:\n    web_fetch:\n{grant}    http_request:\n{grant}",
+        llm.backend_yaml("openai", false)
+    ));
+    let first = run(sb.tackle(
+        &config,
+        &["run", "--session", "resumed-1", "-m", "first task"],
+    ));
+    assert!(site.got("GET /page"), "the page was not fetched\n{first}");
+    let second = run(sb.tackle(
+        &config,
+        &["run", "--session", "resumed-1", "-m", "second task"],
+    ));
+    assert!(
+        !site.got("/collect"),
+        "the resumed session sent the data out\n{second}"
+    );
+    assert!(
+        second.stderr.contains("read untrusted content") && second.stderr.contains("/page"),
+        "the refusal names the source read in the earlier run\n{second}"
+    );
+    // A fresh session with the same second task sends as configured: the gate is the taint.
+    let clean = run(sb.tackle(
+        &config,
+        &["run", "--session", "clean-1", "-m", "second task"],
+    ));
+    assert!(site.got("POST /collect"), "{clean}");
+}

@@ -342,7 +342,8 @@ impl Shared {
             let result = if stop.is_cancelled() {
                 Err("the daemon is stopping; send it again once it is back".to_string())
             } else {
-                self.answer(&chat, &session, message.text).await
+                self.answer(&chat, &session, &message.sender, message.text)
+                    .await
             };
             let (verdict, outcome, why) = match &result {
                 Ok(()) => (
@@ -385,8 +386,18 @@ impl Shared {
     }
 
     /// Runs a turn for `text` and shows its answer in the chat as it streams.
-    async fn answer(&self, chat: &str, session: &str, text: String) -> Result<(), String> {
+    async fn answer(
+        &self,
+        chat: &str,
+        session: &str,
+        sender: &str,
+        text: String,
+    ) -> Result<(), String> {
         let s = &self.setup;
+        // Only an approver speaks for the operator: anyone else allowed to talk is someone
+        // else writing into the session (docs/decisions/0033-taint-gates-sinks.md).
+        let untrusted = (!s.approvers.iter().any(|a| a == sender))
+            .then(|| format!("{} in chat {chat}", self.who(sender)));
         let (notes_tx, notes) = unbounded_channel::<Approval>();
         let asking = Asking {
             queue: Arc::clone(&s.queue),
@@ -403,7 +414,13 @@ impl Shared {
         };
         let running = s
             .turns
-            .start(&s.agent, session, (&s.name, chat), text, asking)
+            .start(
+                &s.agent,
+                session,
+                (&s.name, chat),
+                (text, untrusted),
+                asking,
+            )
             .await
             .map_err(|e| crate::errors::render(&e))?;
         self.stream(chat, running, notes).await

@@ -54,13 +54,14 @@ impl ChannelTurns {
     }
 
     /// Starts `task` as a turn of `agent` in session `session` (resumed, or created with
-    /// that id), from chat `chat` of channel `channel`.
+    /// that id), from chat `chat` of channel `channel`; `untrusted_author` names who wrote it
+    /// when that is not an operator.
     pub async fn start(
         &self,
         agent: &str,
         session: &str,
         (channel, chat): (&str, &str),
-        task: String,
+        (task, untrusted_author): (String, Option<String>),
         asking: Asking,
     ) -> Result<Running> {
         let pooled = self.pool.agent(agent).await?;
@@ -81,6 +82,7 @@ impl ChannelTurns {
             session: session.to_string(),
             // Its calls carry the chat they came from (a `message` answers there).
             origin: Some((channel.to_string(), chat.to_string())),
+            untrusted_author,
             task,
             approver,
             events: tx,

@@ -116,6 +116,7 @@ impl Turns {
         let done = pooled.spawn_turn(TurnRequest {
             session: id.clone(),
             origin: None,
+            untrusted_author: None,
             task,
             approver,
             events: tx,

@@ -17,6 +17,9 @@ pub struct Session {
     /// The chat channel and chat this session's turns come from (`channels:`), which its
     /// calls carry ([`Session::set_origin`]); `None`: a terminal, the API, a schedule.
     origin: Option<(String, String)>,
+    /// The taint count last written to the store: the taint is kept as it grows, with the
+    /// results that brought it, so a resumed session starts as tainted as it ended.
+    taint_kept: usize,
 }
 
 impl Session {
@@ -47,6 +50,7 @@ impl Session {
             messages: Vec::new(),
             approvals: Arc::default(),
             origin: None,
+            taint_kept: 0,
         }
     }
 
@@ -60,6 +64,7 @@ impl Session {
             messages: Vec::new(),
             approvals: Arc::default(),
             origin: None,
+            taint_kept: 0,
         })
     }
 
@@ -89,6 +94,7 @@ impl Session {
             messages: vec![message],
             approvals: Arc::default(),
             origin: None,
+            taint_kept: 0,
         })
     }
 
@@ -116,13 +122,20 @@ impl Session {
                 _ => {}
             }
         }
+        let approvals = Arc::<SessionApprovals>::default();
+        let mut taint_kept = 0;
+        if let Some(kept) = store.session_taint(id.as_str()).await? {
+            taint_kept = usize::try_from(kept.count).unwrap_or(usize::MAX);
+            approvals.taint().restore(kept.sources, taint_kept);
+        }
         Ok(Self {
             id,
             store: Some(store),
             summary,
             messages: close_unanswered_calls(messages),
-            approvals: Arc::default(),
+            approvals,
             origin: None,
+            taint_kept,
         })
     }
 
@@ -160,6 +173,33 @@ impl Session {
             store.append(&self.id, Entry::new(kind, content)).await?;
         }
         self.messages.push(message);
+        self.keep_taint().await
+    }
+
+    /// Marks the session as having read untrusted content from `source` (an inbound message
+    /// from someone who is not an operator), and keeps that.
+    pub async fn taint_with(&mut self, source: String) -> Result<(), StoreError> {
+        self.approvals
+            .taint()
+            .record(&tackle_protocol::Provenance::Untrusted(source));
+        self.keep_taint().await
+    }
+
+    /// Writes the taint to the store when it grew since it was last written.
+    async fn keep_taint(&mut self) -> Result<(), StoreError> {
+        let Some(store) = &self.store else {
+            return Ok(());
+        };
+        let (sources, count) = self.approvals.taint().snapshot();
+        if count <= self.taint_kept {
+            return Ok(());
+        }
+        let record = tackle_store::TaintRecord {
+            sources,
+            count: u64::try_from(count).unwrap_or(u64::MAX),
+        };
+        store.set_session_taint(self.id.as_str(), record).await?;
+        self.taint_kept = count;
         Ok(())
     }
 

@@ -67,6 +67,25 @@ impl SessionTaint {
         }
     }
 
+    /// How many untrusted results entered, and the sources named: what the store keeps.
+    pub fn snapshot(&self) -> (Vec<String>, usize) {
+        let named = self.sources.lock().map(|s| s.clone()).unwrap_or_default();
+        (named, self.count.load(std::sync::atomic::Ordering::Relaxed))
+    }
+
+    /// Starts a resumed session as tainted as it was kept ([`Self::snapshot`]).
+    pub fn restore(&self, sources: Vec<String>, count: usize) {
+        if let Ok(mut named) = self.sources.lock() {
+            for source in sources.into_iter().take(NAMED_SOURCES) {
+                if named.len() < NAMED_SOURCES && !named.contains(&source) {
+                    named.push(source);
+                }
+            }
+        }
+        self.count
+            .fetch_max(count, std::sync::atomic::Ordering::Relaxed);
+    }
+
     /// Starts this (a child's) session tainted by what its parent read: an agent given work
     /// by a tainted session may be carrying it.
     pub fn inherit(&self, parent_sources: &[String]) {

@@ -35,6 +35,7 @@ mod perms;
 mod pins;
 mod reminders;
 mod schedules;
+mod session_taint;
 mod sessions;
 
 pub use approvals::{
@@ -61,6 +62,7 @@ pub use reminders::{NewReminder, Reminder, ReminderStatus};
 pub use schedules::{
     NewSchedule, Schedule, ScheduleKind, ScheduleUpdate, Target, SCHEDULES_MARKER,
 };
+pub use session_taint::TaintRecord;
 pub use sessions::{Entry, EntryKind, SessionId, SessionInfo, SessionSummary, StoredEntry};
 
 use checkpoint::CheckpointDue;

@@ -311,6 +311,12 @@ const MIGRATIONS: &[(i64, &str)] = &[
             error_ms INTEGER
         );",
     ),
+    (
+        // Where a session's untrusted content came from, so a resumed session starts as
+        // tainted as it ended (docs/decisions/0033-taint-gates-sinks.md).
+        17,
+        "ALTER TABLE sessions ADD COLUMN taint TEXT;",
+    ),
 ];
 
 /// The newest schema version this build knows.
