@@ -11,6 +11,7 @@
 mod matrix;
 mod retry;
 mod runner;
+mod slack;
 mod stream;
 mod telegram;
 mod turns;
@@ -131,8 +132,14 @@ pub fn start(
                 crate::exit::unknown_agent(config, &agent)
             )));
         }
-        let channel = open(name, entry, &crate::app::App::state_dir_for(config))
-            .map_err(|e| anyhow::anyhow!("channels.{name}: {e}"))?;
+        let channel = open(name, entry, &crate::app::App::state_dir_for(config)).map_err(|e| {
+            // A missing field stays a usage error (its exit code).
+            if e.is::<crate::exit::UsageError>() {
+                e
+            } else {
+                anyhow::anyhow!("channels.{name}: {e}")
+            }
+        })?;
         if !global.quiet {
             let who = match inbound.allowed_senders.len() {
                 0 => "nobody (channels.NAME.inbound.allowed_senders is empty)".to_string(),
@@ -190,6 +197,25 @@ pub(crate) fn open(
                 .map(|i| i.allowed_senders.clone())
                 .unwrap_or_default(),
         )?)),
+        ChannelConfig::Slack {
+            bot_token,
+            app_token,
+            ..
+        } => {
+            let Some(app_token) = app_token.as_ref().filter(|t| !t.expose().trim().is_empty())
+            else {
+                return Err(crate::exit::usage(format!(
+                    "channels.{name}.app_token is not set: Slack is read over Socket Mode, which takes the app-level token (xapp-…, scope connections:write)"
+                )));
+            };
+            Ok(Arc::new(slack::Slack::new(
+                &entry.operator_url(),
+                bot_token.expose(),
+                app_token.expose(),
+                poll,
+                timeout,
+            )?))
+        }
         other => Err(anyhow::anyhow!(
             "channels of type {} cannot be read yet, only sent to",
             other.kind()

@@ -31,8 +31,19 @@ impl Request {
 
 pub type Handler = Arc<dyn Fn(Request) -> (u16, Value) + Send + Sync>;
 
+/// A handler whose replies carry headers too (a `Retry-After`).
+pub type HeadedHandler = Arc<dyn Fn(Request) -> (u16, Vec<(String, String)>, Value) + Send + Sync>;
+
 /// Serves `handler` on a free port of 127.0.0.1; returns the port.
 pub fn serve(handler: Handler) -> u16 {
+    serve_headed(Arc::new(move |r| {
+        let (status, reply) = handler(r);
+        (status, Vec::new(), reply)
+    }))
+}
+
+/// [`serve`], for replies with headers.
+pub fn serve_headed(handler: HeadedHandler) -> u16 {
     let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
     let port = listener.local_addr().expect("addr").port();
     std::thread::spawn(move || {
@@ -44,7 +55,7 @@ pub fn serve(handler: Handler) -> u16 {
     port
 }
 
-fn one(conn: TcpStream, handler: &Handler) {
+fn one(conn: TcpStream, handler: &HeadedHandler) {
     let Ok(read_half) = conn.try_clone() else {
         return;
     };
@@ -75,17 +86,18 @@ fn one(conn: TcpStream, handler: &Handler) {
         return;
     }
     let body: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
-    let (status, reply) = handler(Request {
+    let (status, extra, reply) = handler(Request {
         method,
         path,
         headers,
         body,
     });
     let text = reply.to_string();
+    let extra: String = extra.iter().map(|(k, v)| format!("{k}: {v}\r\n")).collect();
     let mut conn = conn;
     let _ = write!(
         conn,
-        "HTTP/1.1 {status} X\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{text}",
+        "HTTP/1.1 {status} X\r\nContent-Type: application/json\r\n{extra}Content-Length: {}\r\nConnection: close\r\n\r\n{text}",
         text.len()
     );
 }

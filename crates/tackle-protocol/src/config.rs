@@ -615,6 +615,14 @@ pub enum ChannelConfig {
         api_base: Option<String>,
         #[serde(default)]
         timeout_secs: Option<u64>,
+        /// The app-level token (`xapp-…`, scope `connections:write`) Socket Mode connects
+        /// with; required by `inbound`.
+        #[serde(default)]
+        app_token: Option<Secret>,
+        /// Set: `tackle daemon` also reads the app's messages (Socket Mode, no public URL)
+        /// and answers them with an agent.
+        #[serde(default)]
+        inbound: Option<InboundConfig>,
     },
     /// A Discord bot: `POST {api_base}/channels/{channel_id}/messages`,
     /// `Authorization: Bot {bot_token}`.
@@ -715,7 +723,9 @@ impl ChannelConfig {
     /// What `tackle daemon` answers on this channel, when it reads it at all.
     pub fn inbound(&self) -> Option<&InboundConfig> {
         match self {
-            Self::Telegram { inbound, .. } | Self::Matrix { inbound, .. } => inbound.as_ref(),
+            Self::Telegram { inbound, .. }
+            | Self::Slack { inbound, .. }
+            | Self::Matrix { inbound, .. } => inbound.as_ref(),
             _ => None,
         }
     }
