@@ -191,12 +191,15 @@ impl App {
             // The probe runs while the model thinks about its first reply.
             tackle_host::warm_up_sandbox();
         }
+        // Made (or read back) before any command can run, so every command gets the decoys.
+        let honeytokens = honeytokens(&config, &state_dir)?;
         let host = host_provider(
             &config,
             &state_dir,
             home,
             source.as_deref(),
             services.operator_urls(),
+            honeytokens.as_deref(),
         );
         let redact = redactor(&secrets, extra_secrets(&config, &services));
         crate::log_redact::install(redact.clone());
@@ -218,6 +221,9 @@ impl App {
             },
         );
         dispatcher = dispatcher.with_audit(Arc::new(store.clone()));
+        if let Some(h) = honeytokens {
+            dispatcher = dispatcher.with_honeytokens(h);
+        }
         if let Some(agents) = agents {
             dispatcher = dispatcher.with_agents(agents);
         }
@@ -273,6 +279,11 @@ impl App {
             mcp.shutdown().await;
         }
         self.dispatcher.end_sessions();
+        // The audit records this process added are signed now, not at the next open
+        // (docs/decisions/0032-tamper-evident-audit.md).
+        if let Err(e) = self.store.seal_audit().await {
+            tracing::warn!("could not sign the end of the audit log: {e}");
+        }
     }
 
     /// The state directory the config asks for (or the XDG default).
@@ -533,6 +544,7 @@ fn host_provider(
     config_file: Option<&Path>,
     // Operator destinations outside the config file (a service-account key's token URI).
     extra_operator_urls: Vec<String>,
+    honeytokens: Option<&tackle_agent::honeytoken::Honeytokens>,
 ) -> Arc<dyn HostProvider> {
     // Commands never see Tackle's own config (API keys) or state (sessions, audit log).
     let mut host_config = tackle_host::HostConfig::new(state_dir)
@@ -542,11 +554,29 @@ fn host_provider(
     host_config.operator_hosts.extend(extra_operator_urls);
     host_config.net_bridge = std::env::current_exe().ok();
     host_config.sandbox_init.clone_from(&host_config.net_bridge);
+    if let Some(h) = honeytokens {
+        host_config.decoy_env = h.decoys().env();
+        host_config.decoy_home_files = h.decoys().home_files();
+    }
     if let Some(file) = config_file {
         let file = std::fs::canonicalize(file).unwrap_or_else(|_| file.to_path_buf());
         host_config = host_config.hide(file);
     }
     Arc::new(tackle_host::NativeHostProvider::new(host_config))
+}
+
+/// `security.honeytokens`: this state directory's decoys, made on first use. Asked for and not
+/// to be had is an error, not a silent run without them.
+fn honeytokens(
+    config: &Config,
+    state_dir: &Path,
+) -> Result<Option<Arc<tackle_agent::honeytoken::Honeytokens>>> {
+    if !config.security.honeytokens {
+        return Ok(None);
+    }
+    tackle_agent::honeytoken::Honeytokens::load(state_dir)
+        .map(|h| Some(Arc::new(h)))
+        .map_err(|e| anyhow::anyhow!("security.honeytokens: {e}"))
 }
 
 /// Credentials Tackle holds or hands on outside the config file: a service-account key's

@@ -169,6 +169,12 @@ pub enum SessionsCommand {
         /// The session's id, as `tackle sessions list` shows it.
         id: String,
     },
+    /// Let a session frozen by a honeytoken (`security.honeytokens`) call tools again, from
+    /// its next run; `tackle doctor` lists the frozen ones.
+    Unfreeze {
+        /// The session's id, as the refusal and `tackle doctor` show it.
+        id: String,
+    },
     /// Delete every session not active for this long (`30d`, `12h`, `2w`); the audit log
     /// keeps its records.
     Prune {

@@ -28,7 +28,8 @@ pub async fn run(global: &Global, mut args: AuditArgs) -> Result<i32> {
         limit: args.limit,
     };
     // Opening the store closed the intents of calls whose process is gone as interrupted.
-    let records = match store.audit_entries(query).await {
+    // Read as exported: `--json` shows each record's id, chain place and evidence too.
+    let records = match store.audit_export(query).await {
         Ok(records) => records,
         Err(e @ StoreError::BadTime { .. }) => {
             return Err(usage(format!(
@@ -47,7 +48,8 @@ pub async fn run(global: &Global, mut args: AuditArgs) -> Result<i32> {
         }
         return Ok(exit::OK);
     }
-    for line in lines(&records) {
+    let entries: Vec<AuditEntry> = records.into_iter().map(|e| e.entry).collect();
+    for line in lines(&entries) {
         outln!("{line}")?;
     }
     Ok(exit::OK)

@@ -120,6 +120,9 @@ pub async fn run(global: &Global, args: DaemonArgs) -> Result<i32> {
         mcp.await
             .map_err(|e| anyhow::anyhow!("MCP server task: {e}"))??;
     }
+    if let Err(e) = store.seal_audit().await {
+        tracing::warn!("could not sign the end of the audit log: {e}");
+    }
     ran.map_err(|e| anyhow::anyhow!("schedule engine: {e}"))?;
     if !global.quiet {
         eprintln!("daemon: stopped");

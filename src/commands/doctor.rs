@@ -3,6 +3,7 @@
 //! machine. Exit 1 when something configured is broken, 2 when the config cannot be used.
 
 mod channels;
+mod honeytokens;
 mod render;
 mod skills;
 
@@ -190,6 +191,7 @@ pub async fn run(global: &Global, args: DoctorArgs) -> Result<i32> {
     checks.extend(mcp.iter().map(mcp_check));
     checks.extend(channel_checks);
     checks.extend(protection_checks(&config));
+    checks.push(honeytokens::check(&config, &state_dir));
     checks.extend(shell_rule_checks(&config, &app.workspace, &state_dir));
     app.shutdown().await;
 

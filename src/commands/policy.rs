@@ -125,9 +125,12 @@ enum Skip {
     /// Not a tool call (an HTTP API request), or refused before policy (unknown tool, invalid
     /// arguments): no policy decision was recorded.
     NotAPolicyDecision,
-    /// The log keeps a summary of the arguments (cut at 200 characters) that is not the whole
-    /// call.
+    /// A record written before the arguments were kept whole keeps a summary of them (cut at
+    /// 200 characters) that is not the whole call.
     ArgumentsSummarised,
+    /// The arguments were longer than the log keeps whole (`ARGUMENTS_MAX_BYTES`), or the
+    /// redactor left them as text that is not JSON.
+    ArgumentsCut,
     /// The candidate configuration cannot plan the call (its tool is unknown there, e.g. an
     /// MCP tool, since no server is started).
     NotPlannable,
@@ -139,7 +142,10 @@ impl Skip {
             Skip::NotAPolicyDecision => {
                 "not a policy decision (API requests, unknown tools, invalid arguments)"
             }
-            Skip::ArgumentsSummarised => "arguments recorded only as a cut summary",
+            Skip::ArgumentsSummarised => {
+                "arguments recorded only as a cut summary (records written before the arguments were kept whole)"
+            }
+            Skip::ArgumentsCut => "arguments longer than the log keeps whole (16 KiB), or not JSON once redacted",
             Skip::NotPlannable => "tool unknown to the candidate (MCP servers are not started)",
         }
     }
@@ -148,6 +154,7 @@ impl Skip {
         match self {
             Skip::NotAPolicyDecision => "not_a_policy_decision",
             Skip::ArgumentsSummarised => "arguments_summarised",
+            Skip::ArgumentsCut => "arguments_cut",
             Skip::NotPlannable => "not_plannable",
         }
     }
@@ -170,6 +177,26 @@ fn recorded_decision(r: &AuditRecord, caller: &str) -> Option<Verdict> {
             "denied" => Some(Verdict::Deny),
             _ => None,
         },
+    }
+}
+
+/// The arguments a record gives replay to re-plan.
+enum Recorded {
+    /// The redacted arguments, whole.
+    Whole(Value),
+    /// Older records keep only the 200-character summary; it is the call when it is whole JSON.
+    Summary(Value),
+}
+
+fn recorded_arguments(e: &tackle_store::ExportedEntry) -> std::result::Result<Recorded, Skip> {
+    match &e.detail.arguments {
+        Some(_) if e.detail.arguments_cut => Err(Skip::ArgumentsCut),
+        Some(text) => serde_json::from_str(text)
+            .map(Recorded::Whole)
+            .map_err(|_| Skip::ArgumentsCut),
+        None => serde_json::from_str(&e.entry.record.args_summary)
+            .map(Recorded::Summary)
+            .map_err(|_| Skip::ArgumentsSummarised),
     }
 }
 
@@ -219,15 +246,23 @@ async fn replay(
     let mut changed: BTreeMap<String, Vec<Change>> = BTreeMap::new();
     let mut skipped: BTreeMap<Skip, usize> = BTreeMap::new();
     let mut replayed = 0usize;
+    let mut from_summary = 0usize;
     for exported in &records {
         let r = &exported.entry.record;
         let Some(recorded) = recorded_decision(r, &exported.entry.caller) else {
             *skipped.entry(Skip::NotAPolicyDecision).or_default() += 1;
             continue;
         };
-        let Ok(arguments) = serde_json::from_str::<Value>(&r.args_summary) else {
-            *skipped.entry(Skip::ArgumentsSummarised).or_default() += 1;
-            continue;
+        let arguments = match recorded_arguments(exported) {
+            Ok(Recorded::Whole(arguments)) => arguments,
+            Ok(Recorded::Summary(arguments)) => {
+                from_summary += 1;
+                arguments
+            }
+            Err(skip) => {
+                *skipped.entry(skip).or_default() += 1;
+                continue;
+            }
         };
         let decision = match planners.decide(agent_of(r), &r.tool, &arguments).await? {
             Ok(d) => d,
@@ -264,7 +299,7 @@ async fn replay(
         let all: Vec<&Change> = changed.values().flatten().collect();
         outln!(
             "{}",
-            serde_json::json!({"replayed": replayed, "changed": all, "skipped": skipped})
+            serde_json::json!({"replayed": replayed, "from_summary": from_summary, "changed": all, "skipped": skipped})
         )?;
         return Ok(exit::OK);
     }
@@ -283,6 +318,11 @@ async fn replay(
         }
     }
     outln!("{replayed} recorded calls re-decided, {total} would change")?;
+    if from_summary > 0 {
+        outln!(
+            "{from_summary} of them re-decided from the argument summary: records written before the arguments were kept whole"
+        )?;
+    }
     if !global.quiet {
         for (skip, n) in &skipped {
             eprintln!("skipped {n}: {}", skip.words());

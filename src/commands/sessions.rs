@@ -1,4 +1,4 @@
-//! `tackle sessions list|show ID|rm ID|prune`: the stored conversations.
+//! `tackle sessions list|show ID|rm ID|prune|unfreeze ID`: the stored conversations.
 
 use crate::app::{load_config, open_store, App};
 use crate::cli::{Global, SessionsCommand};
@@ -17,7 +17,8 @@ const RESULT_CHARS: usize = 2_000;
 
 pub async fn run(global: &Global, cmd: SessionsCommand) -> Result<i32> {
     let loaded = load_config(global)?;
-    let store = open_store(&App::state_dir_for(&loaded.config))?;
+    let state_dir = App::state_dir_for(&loaded.config);
+    let store = open_store(&state_dir)?;
     match cmd {
         SessionsCommand::List {
             json, tree: true, ..
@@ -26,6 +27,20 @@ pub async fn run(global: &Global, cmd: SessionsCommand) -> Result<i32> {
         SessionsCommand::Prune { older_than } => prune(&store, &older_than, global.quiet).await,
         SessionsCommand::Show { id, json } => show(&store, &SessionId(id), json).await,
         SessionsCommand::Rm { id } => rm(&store, &SessionId(id)).await,
+        SessionsCommand::Unfreeze { id } => unfreeze(&state_dir, &id),
+    }
+}
+
+/// A session a honeytoken froze may call tools again (docs/decisions/0034-honeytokens.md).
+fn unfreeze(state_dir: &std::path::Path, id: &str) -> Result<i32> {
+    let shown = preview(id, 200);
+    if tackle_agent::honeytoken::unfreeze(state_dir, id).map_err(|e| anyhow!("{e}"))? {
+        outln!("session {shown} may call tools again from its next run")?;
+        Ok(exit::OK)
+    } else {
+        Err(exit::not_found(format!(
+            "session {shown} is not frozen (`tackle doctor` lists the frozen ones)"
+        )))
     }
 }
 

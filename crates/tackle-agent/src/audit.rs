@@ -15,7 +15,8 @@ pub struct AuditEvent {
     /// Who made the call: `model` (an agent's model), `mcp` (an MCP client), `cli`.
     pub caller: String,
     pub tool: String,
-    /// A short, redacted summary of the arguments (never the full arguments).
+    /// A short, redacted summary of the arguments (the redacted arguments whole, bounded, are
+    /// in `detail`).
     pub args_summary: String,
     /// The decision: `Allow` (the call ran), `Deny` (refused before it ran: unknown tool,
     /// invalid arguments, policy, a person's no), `Ask` (it needed an approval no one gave).
@@ -28,6 +29,9 @@ pub struct AuditEvent {
     /// Who approved (`policy`, `session`, `tty`, `--yes`, `mcp-elicitation`), or who said no.
     pub approver: String,
     pub duration_ms: u64,
+    /// The layer that decided, the digests of the arguments and the result, the redacted
+    /// arguments whole (bounded).
+    pub detail: tackle_store::AuditDetail,
 }
 
 /// Where an intent was written, for its outcome (see [`AuditSink::intent`]).
@@ -58,13 +62,15 @@ pub trait AuditSink: Send + Sync {
 #[async_trait::async_trait]
 impl AuditSink for tackle_store::Store {
     async fn record(&self, event: AuditEvent) {
-        if let Err(e) = self.append_audit_entry(entry(event)).await {
+        let (entry, detail) = entry(event);
+        if let Err(e) = self.append_audit_with(entry, detail).await {
             tracing::error!("could not append to the audit log: {e}");
         }
     }
 
     async fn intent(&self, event: &AuditEvent) -> Option<IntentId> {
-        match self.begin_audit(entry(event.clone())).await {
+        let (entry, detail) = entry(event.clone());
+        match self.begin_audit_with(entry, detail).await {
             Ok(id) => Some(IntentId(id)),
             Err(e) => {
                 // The call is recorded whole when it ends instead.
@@ -80,6 +86,8 @@ impl AuditSink for tackle_store::Store {
             rule: event.rule,
             why: event.why,
             duration_ms: Some(event.duration_ms),
+            layer: event.detail.layer,
+            result_digest: event.detail.result_digest,
         };
         if let Err(e) = self.finish_audit(id.0, outcome).await {
             tracing::error!("could not record a call's outcome in the audit log: {e}");
@@ -87,8 +95,8 @@ impl AuditSink for tackle_store::Store {
     }
 }
 
-fn entry(event: AuditEvent) -> tackle_store::AuditEntry {
-    tackle_store::AuditEntry {
+fn entry(event: AuditEvent) -> (tackle_store::AuditEntry, tackle_store::AuditDetail) {
+    let entry = tackle_store::AuditEntry {
         record: tackle_store::AuditRecord {
             ts: String::new(),
             session_id: (!event.session_id.is_empty()).then_some(event.session_id),
@@ -103,5 +111,6 @@ fn entry(event: AuditEvent) -> tackle_store::AuditEntry {
             duration_ms: Some(event.duration_ms),
         },
         caller: event.caller,
-    }
+    };
+    (entry, event.detail)
 }

@@ -4,7 +4,7 @@
 
 use crate::audit::{AuditEvent, AuditSink, IntentId, RUNNING};
 use crate::path_locks::lock_paths;
-use crate::plan::Plan;
+use crate::plan::{Layer, Plan};
 use crate::registry::{Entry, Registry};
 use crate::sanitizer::Sanitizer;
 use crate::session_approvals::SessionApprovals;
@@ -129,6 +129,8 @@ pub struct Explanation {
     pub approval_decision: Decision,
     /// The overall outcome: deny if any capability is denied, else the approval decision.
     pub decision: Decision,
+    /// The layer whose rule gives `decision`.
+    pub layer: Layer,
     /// For a call that runs a command: the sandbox it would run in, with the layer that
     /// enforces each shell rule (see `ToolHost::sandbox_view`).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -171,6 +173,8 @@ pub struct Dispatcher {
     agents: Option<Arc<dyn AgentServices>>,
     /// Where this dispatcher's agent sits in a tree of agents (the root's is empty).
     place: TreePlace,
+    /// `security.honeytokens`: the decoys no call may carry (crate::honeytoken).
+    honeytokens: Option<Arc<crate::honeytoken::Honeytokens>>,
 }
 
 impl Dispatcher {
@@ -186,6 +190,7 @@ impl Dispatcher {
             audit: None,
             agents: None,
             place: TreePlace::default(),
+            honeytokens: None,
         }
     }
 
@@ -204,6 +209,7 @@ impl Dispatcher {
             audit: self.audit.clone(),
             agents: Some(agents),
             place,
+            honeytokens: self.honeytokens.clone(),
         }
     }
 
@@ -218,6 +224,11 @@ impl Dispatcher {
 
     pub fn with_audit(mut self, audit: Arc<dyn AuditSink>) -> Self {
         self.audit = Some(audit);
+        self
+    }
+
+    pub fn with_honeytokens(mut self, honeytokens: Arc<crate::honeytoken::Honeytokens>) -> Self {
+        self.honeytokens = Some(honeytokens);
         self
     }
 
@@ -252,12 +263,22 @@ impl Dispatcher {
     ) -> (Result<ToolOutput, ToolError>, Duration) {
         let started = Instant::now();
         let mut ran_for = Duration::ZERO;
-        let (outcome, trail) = match self.clear(&req).await {
+        // Decoy credentials first: a call carrying one is refused with its arguments masked
+        // (so the record below never holds the decoy), and so is every call of a frozen session.
+        let screened = match &self.honeytokens {
+            Some(h) => h.screen(&mut req.call, &req.session_id, req.approvals.freeze()),
+            None => Ok(()),
+        };
+        let cleared = match screened {
+            Ok(()) => self.clear(&req).await,
+            Err(refusal) => Err(refusal.into()),
+        };
+        let (outcome, trail) = match cleared {
             Ok((plan, approver)) => {
                 // The decision is on record before anything runs (an intent), so a process
                 // killed mid-call still leaves it. The arguments move into the tool (a
                 // `write_file` of megabytes is not copied), so their summary is taken first.
-                let trail = self.intent(&req, approver).await;
+                let trail = self.intent(&req, &plan, approver).await;
                 // Where the result comes from, asked before the arguments move into the tool:
                 // an untrusted one taints the session from here on (crate::taint).
                 let provenance = plan.entry.tool.provenance(&req.call.arguments);
@@ -273,7 +294,7 @@ impl Dispatcher {
                     _ => Verdict::Deny,
                 };
                 let trail = self
-                    .event(&req, decision, refusal.approver)
+                    .event(&req, decision, refusal.approver, *refusal.decided)
                     .map(|e| (e, None));
                 (Err(refusal.error), trail)
             }
@@ -291,7 +312,8 @@ impl Dispatcher {
     /// redacted.
     pub async fn refuse(&self, req: &CallRequest, error: ToolError) -> ToolError {
         let error = self.sanitize_error(error);
-        if let Some(event) = self.event(req, Verdict::Deny, String::new()) {
+        let decided = (Layer::Lookup, String::new());
+        if let Some(event) = self.event(req, Verdict::Deny, String::new(), decided) {
             self.conclude(event, None, Err(&error), Duration::ZERO)
                 .await;
         }
@@ -356,6 +378,7 @@ impl Dispatcher {
             capabilities,
             approval,
             escalated,
+            taint_gated: false,
         })
     }
 
@@ -364,18 +387,37 @@ impl Dispatcher {
     async fn clear(&self, req: &CallRequest) -> Result<(Plan, String), Refusal> {
         let mut plan = self
             .plan(&req.call, &req.session_id, &req.approvals, &req.cancel)
-            .await?;
+            .await
+            .map_err(|e| self.planning_refusal(&req.call.name, e))?;
         if let Some(denial) = plan.denial() {
             return Err(ToolError::denied(denial.clone()).into());
         }
         self.gate_sink(&mut plan, req)?;
-        let approver = self.approve(&plan, req).await?;
+        let approver = self.approve(&plan, req).await.map_err(|mut refusal| {
+            // What made a person's answer necessary is the rule on record.
+            *refusal.decided = (plan.layer(), plan.approval_needed().0.rule.clone());
+            refusal
+        })?;
         if plan.unchecked().is_some() {
             plan.scope.approved = true;
             plan.host = self.host.scoped(&plan.scope);
             plan.cx = self.context(&plan.scope, "plan", Arc::clone(&plan.host));
         }
         Ok((plan, approver))
+    }
+
+    /// A call [`Self::plan`] refused: the tool is not there (lookup) or its arguments do not
+    /// fit its schema.
+    fn planning_refusal(&self, name: &str, error: ToolError) -> Refusal {
+        let layer = match error.kind {
+            ErrorKind::InvalidArguments => Layer::Schema,
+            // A tool that is listed but failed to plan has a schema that does not compile.
+            ErrorKind::Failed if self.registry.get(name).is_some() => Layer::Schema,
+            _ => Layer::Lookup,
+        };
+        let mut refusal = Refusal::from(error);
+        refusal.decided.0 = layer;
+        refusal
     }
 
     /// In a tainted session, a call that can carry data out (crate::taint::sink) is asked
@@ -398,16 +440,20 @@ impl Dispatcher {
         let rule_text = format!("{name}: taint {}", taint_rule_name(rule));
         match rule {
             TaintRule::Ignore => Ok(()),
-            TaintRule::Deny => Err(ToolError::denied(Decision::deny(
-                rule_text,
-                format!("{why}, and security.tool_policies.{name}.taint is deny"),
-            ))
-            .into()),
+            TaintRule::Deny => {
+                let mut refusal = Refusal::from(ToolError::denied(Decision::deny(
+                    rule_text,
+                    format!("{why}, and security.tool_policies.{name}.taint is deny"),
+                )));
+                refusal.decided.0 = Layer::Taint;
+                Err(refusal)
+            }
             TaintRule::Ask => {
                 // Asked of a person for this very call: neither the auto-approved list nor an
                 // earlier "allow for the session" covers it.
                 plan.approval = Decision::ask(rule_text, why);
                 plan.escalated = true;
+                plan.taint_gated = true;
                 Ok(())
             }
         }
@@ -526,8 +572,8 @@ impl Dispatcher {
                 Ok(who)
             }
             Ok((ApprovalAnswer::Deny, who)) => Err(Refusal {
-                error: ToolError::declined(&who, format!("`{name}` was not approved by the user")),
-                approver: who,
+                approver: who.clone(),
+                ..ToolError::declined(&who, format!("`{name}` was not approved by the user")).into()
             }),
             Err(unavailable) => Err(ToolError::needs_approval(unavailable.0).into()),
         }
@@ -659,6 +705,7 @@ impl Dispatcher {
             .plan(&call, "", &fresh, &CancellationToken::new())
             .await?;
         let decision = plan.decision();
+        let layer = plan.layer();
         let runs_a_command = plan
             .capabilities
             .iter()
@@ -680,6 +727,7 @@ impl Dispatcher {
             capabilities: plan.capabilities,
             approval_decision: plan.approval,
             decision,
+            layer,
             sandbox,
             taint,
         })
@@ -700,23 +748,42 @@ impl Dispatcher {
         preview(&text, 200)
     }
 
-    /// The call's record as decided, its outcome [`RUNNING`]; `None` when nothing is audited.
-    /// Taken while the arguments are still in `req`.
-    fn event(&self, req: &CallRequest, decision: Verdict, approver: String) -> Option<AuditEvent> {
+    /// The call's record as decided by `rule` of `layer`, its outcome [`RUNNING`]; `None` when
+    /// nothing is audited. Taken while the arguments are still in `req`: their digest, and the
+    /// redacted text whole (bounded) besides its summary, so replay re-plans the call itself.
+    fn event(
+        &self,
+        req: &CallRequest,
+        decision: Verdict,
+        approver: String,
+        (layer, rule): (Layer, String),
+    ) -> Option<AuditEvent> {
         self.audit.as_ref()?;
+        let redacted = self
+            .config
+            .sanitizer
+            .clean(&req.call.arguments.to_string())
+            .into_owned();
+        let mut detail = tackle_store::AuditDetail {
+            layer: layer.as_str().to_string(),
+            args_digest: Some(tackle_store::json_digest(&req.call.arguments)),
+            ..tackle_store::AuditDetail::default()
+        };
+        detail.keep_arguments(&redacted);
         Some(AuditEvent {
             session_id: req.session_id.clone(),
             // A child's record names its path in the tree (`default › researcher`).
             agent: self.place.label(&self.config.agent),
             caller: caller(&req.channel).to_string(),
             tool: req.call.name.clone(),
-            args_summary: self.summarize_args(&req.call.arguments),
+            args_summary: preview(&redacted, 200),
             decision,
             verdict: RUNNING.to_string(),
-            rule: String::new(),
+            rule,
             why: String::new(),
             approver,
             duration_ms: 0,
+            detail,
         })
     }
 
@@ -724,16 +791,19 @@ impl Dispatcher {
     async fn intent(
         &self,
         req: &CallRequest,
+        plan: &Plan,
         approver: String,
     ) -> Option<(AuditEvent, Option<IntentId>)> {
         let audit = self.audit.as_ref()?;
-        let event = self.event(req, Verdict::Allow, approver)?;
+        let decided = (plan.layer(), plan.decision().rule);
+        let event = self.event(req, Verdict::Allow, approver, decided)?;
         let intent = audit.intent(&event).await;
         Some((event, intent))
     }
 
     /// Completes `event` with the outcome: as the intent's outcome when one was written, else
-    /// as a whole record.
+    /// as a whole record. The rule that decided stays on record, unless the host refused the
+    /// call while it ran: then the sandbox's rule is the one that decided its outcome.
     async fn conclude(
         &self,
         mut event: AuditEvent,
@@ -742,20 +812,32 @@ impl Dispatcher {
         elapsed: Duration,
     ) {
         let Some(audit) = &self.audit else { return };
-        let (verdict, rule, why) = match outcome {
-            Ok(out) if out.is_error => ("ok_error".to_string(), String::new(), String::new()),
-            Ok(_) => ("ok".to_string(), String::new(), String::new()),
+        let (verdict, why) = match outcome {
+            Ok(out) if out.is_error => ("ok_error".to_string(), String::new()),
+            Ok(_) => ("ok".to_string(), String::new()),
             Err(e) => {
-                let rule = e
-                    .decision
-                    .as_ref()
-                    .map(|d| d.rule.clone())
-                    .unwrap_or_default();
-                (e.kind.as_str().to_string(), rule, e.message.clone())
+                if let Some(d) = &e.decision {
+                    if event.decision == Verdict::Allow {
+                        // A person's no to a step of a running call, or the host's refusal.
+                        let by = if e.is_declined() {
+                            Layer::Approval
+                        } else {
+                            Layer::Sandbox
+                        };
+                        event.detail.layer = by.as_str().to_string();
+                    }
+                    event.rule.clone_from(&d.rule);
+                }
+                (e.kind.as_str().to_string(), e.message.clone())
             }
         };
+        // What the model is handed: the result's text, or the error's message.
+        let returned = match outcome {
+            Ok(out) => out.content.as_str(),
+            Err(e) => e.message.as_str(),
+        };
+        event.detail.result_digest = Some(tackle_store::text_digest(returned));
         event.verdict = verdict;
-        event.rule = rule;
         event.why = why;
         event.duration_ms = u64::try_from(elapsed.as_millis()).unwrap_or(u64::MAX);
         match intent {
@@ -765,17 +847,27 @@ impl Dispatcher {
     }
 }
 
-/// A call stopped before it ran, and who stopped it when a person did.
+/// A call stopped before it ran, who stopped it when a person did, and the layer and rule
+/// that stopped it (or made a person's answer necessary).
 struct Refusal {
     error: ToolError,
     approver: String,
+    /// Boxed: refusals travel in `Result`s, kept small (clippy::result_large_err).
+    decided: Box<(Layer, String)>,
 }
 
 impl From<ToolError> for Refusal {
+    /// A refusal by a rule of the policy (the error's decision names it); other layers say so.
     fn from(error: ToolError) -> Self {
+        let rule = error
+            .decision
+            .as_ref()
+            .map(|d| d.rule.clone())
+            .unwrap_or_default();
         Self {
             error,
             approver: String::new(),
+            decided: Box::new((Layer::Policy, rule)),
         }
     }
 }

@@ -29,6 +29,7 @@ pub mod compaction;
 pub mod context;
 pub mod dispatcher;
 pub mod events;
+pub mod honeytoken;
 mod path_locks;
 pub mod plan;
 pub mod profiles;

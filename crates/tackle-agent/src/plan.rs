@@ -3,6 +3,7 @@
 //! what a call does.
 
 use crate::registry::Entry;
+use serde::Serialize;
 use std::path::PathBuf;
 use std::sync::Arc;
 use tackle_policy::resolve::ResolvedPolicy;
@@ -25,6 +26,43 @@ pub struct Plan {
     /// The approval comes from the arguments (e.g. `git push`), above the tool's own mode:
     /// neither the auto-approved list nor an "allow for the session" covers it.
     pub escalated: bool,
+    /// The approval was raised by the taint gate (crate::taint), not by the tool or policy.
+    pub(crate) taint_gated: bool,
+}
+
+/// The protection layers of the call pipeline (docs/architecture.md, "The call pipeline"), by
+/// the name `--explain` and the audit log give the one whose rule decided a call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Layer {
+    /// The tool is unknown to this agent, or cannot be offered (quarantined, its server down).
+    Lookup,
+    /// The arguments fail the tool's JSON Schema.
+    Schema,
+    /// A planned capability checked against the grants (`grants.*`, `opaque`).
+    Policy,
+    /// The taint gate: a sink called by a session that read untrusted content.
+    Taint,
+    /// The approval mode, the auto-approved list, a session's answer, a person.
+    Approval,
+    /// The tool's own rule for these arguments (e.g. `git push` always asks).
+    Tool,
+    /// The host refused while the call ran (the sandbox, the network guard).
+    Sandbox,
+}
+
+impl Layer {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Layer::Lookup => "lookup",
+            Layer::Schema => "schema",
+            Layer::Policy => "policy",
+            Layer::Taint => "taint",
+            Layer::Approval => "approval",
+            Layer::Tool => "tool",
+            Layer::Sandbox => "sandbox",
+        }
+    }
 }
 
 impl Plan {
@@ -52,6 +90,19 @@ impl Plan {
         match self.unchecked() {
             Some(d) => (d, true),
             None => (&self.approval, self.escalated),
+        }
+    }
+
+    /// The layer whose rule gives [`Self::decision`].
+    pub fn layer(&self) -> Layer {
+        if self.denial().is_some() || self.unchecked().is_some() {
+            Layer::Policy
+        } else if self.taint_gated {
+            Layer::Taint
+        } else if self.escalated {
+            Layer::Tool
+        } else {
+            Layer::Approval
         }
     }
 

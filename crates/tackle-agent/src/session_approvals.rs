@@ -11,11 +11,17 @@ pub struct SessionApprovals {
     /// What untrusted content the session has read (crate::taint), held beside the answers
     /// because it lives exactly as long and travels with every call the same way.
     taint: crate::taint::SessionTaint,
+    /// Set once a call of the session carried a decoy credential (crate::honeytoken).
+    freeze: crate::honeytoken::Freeze,
 }
 
 impl SessionApprovals {
     pub fn taint(&self) -> &crate::taint::SessionTaint {
         &self.taint
+    }
+
+    pub fn freeze(&self) -> &crate::honeytoken::Freeze {
+        &self.freeze
     }
 
     /// A person allowed `tool` for the rest of this session.

@@ -595,6 +595,68 @@ async fn every_decision_is_audited() {
 }
 
 #[tokio::test]
+async fn each_record_names_the_layer_and_rule_that_decided_and_digests_what_ran() {
+    let f = simple(ApprovalMode::Never);
+    let runs = [
+        json!({"target": "ok"}),
+        json!({"target": "forbidden"}),
+        json!({"target": "push"}),
+    ];
+    for args in &runs {
+        let _ = f
+            .run(
+                call("probe", args.clone()),
+                Arc::new(NonInteractiveApprover),
+            )
+            .await;
+    }
+    let _ = f
+        .run(call("prob", json!({})), Arc::new(NonInteractiveApprover))
+        .await;
+    let _ = f
+        .run(
+            call("probe", json!({"count": 1})),
+            Arc::new(NonInteractiveApprover),
+        )
+        .await;
+    let events = f.audit.0.lock().unwrap().clone();
+    let decided: Vec<(&str, &str, &str)> = events
+        .iter()
+        .map(|e| (e.verdict.as_str(), e.detail.layer.as_str(), e.rule.as_str()))
+        .collect();
+    assert_eq!(
+        decided,
+        [
+            // Allowed: the rule that let it run, not an empty one.
+            (
+                "ok",
+                "approval",
+                "security.tool_policies.probe.approval = never"
+            ),
+            ("denied", "policy", "test rule"),
+            // The tool's own rule for these arguments asked; no one could answer.
+            (
+                "needs_approval",
+                "tool",
+                "probe: approval always for these arguments"
+            ),
+            ("not_found", "lookup", ""),
+            ("invalid_arguments", "schema", ""),
+        ]
+    );
+    let ran = &events[0].detail;
+    assert_eq!(
+        ran.args_digest.as_deref(),
+        Some(tackle_store::json_digest(&runs[0]).as_str())
+    );
+    assert_eq!(
+        ran.result_digest.as_deref(),
+        Some(tackle_store::text_digest("done").as_str())
+    );
+    assert_eq!(ran.arguments.as_deref(), Some(r#"{"target":"ok"}"#));
+}
+
+#[tokio::test]
 async fn explain_reports_the_decision_without_running() {
     let f = simple(ApprovalMode::Always);
     let x = f

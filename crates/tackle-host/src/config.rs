@@ -50,6 +50,13 @@ pub struct HostConfig {
     /// [`crate::sandbox_exec_main`] for that argument). Without one, commands under an allow
     /// list are refused, since the list could not be made true.
     pub sandbox_init: Option<PathBuf>,
+    /// Decoy credentials (`security.honeytokens`) set in every command's environment, each
+    /// only where the scrubbed environment does not already pass a variable of that name.
+    pub decoy_env: Vec<(String, String)>,
+    /// Decoy files shown read-only to commands inside the namespace sandbox: (the file,
+    /// where under the sandbox's empty home it appears). Without namespaces the real home is
+    /// visible, and nothing is planted in it.
+    pub decoy_home_files: Vec<(PathBuf, PathBuf)>,
 }
 
 impl HostConfig {
@@ -71,6 +78,8 @@ impl HostConfig {
             sandbox_required: false,
             net_bridge: None,
             sandbox_init: None,
+            decoy_env: Vec::new(),
+            decoy_home_files: Vec::new(),
         }
     }
 

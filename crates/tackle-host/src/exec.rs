@@ -48,6 +48,10 @@ pub(crate) struct ExecScope<'a> {
     pub dns_overrides: &'a [(String, std::net::IpAddr)],
     /// `security.sandbox: required`: no command runs without the namespace sandbox.
     pub sandbox_required: bool,
+    /// Decoy credentials for the environment (see `HostConfig::decoy_env`).
+    pub decoy_env: &'a [(String, String)],
+    /// Decoy files under the sandbox's home (see `HostConfig::decoy_home_files`).
+    pub decoy_home_files: &'a [(PathBuf, PathBuf)],
 }
 
 /// The shell analyser's decision for this command. A shell line under rules is checked twice:
@@ -147,6 +151,7 @@ pub(crate) async fn run(scope: &ExecScope<'_>, req: ExecRequest) -> Result<ExecO
                 read: &scope.guard.roots.read,
                 write: &scope.guard.roots.write,
                 home: scope.guard.home.as_deref(),
+                home_files: scope.decoy_home_files,
                 hidden: scope.hidden,
                 also_read: &bridge_exe,
                 proxied_network: proxy.is_some(),
@@ -208,9 +213,15 @@ pub(crate) async fn run(scope: &ExecScope<'_>, req: ExecRequest) -> Result<ExecO
             c
         }
     };
-    cmd.current_dir(&cwd)
-        .env_clear()
-        .envs(base_env(scope.passthrough));
+    let base = base_env(scope.passthrough);
+    // A decoy never replaces a variable the operator passes through (a real credential).
+    let decoys: Vec<&(String, String)> = scope
+        .decoy_env
+        .iter()
+        .filter(|(name, _)| !base.iter().any(|(k, _)| k == name))
+        .collect();
+    cmd.current_dir(&cwd).env_clear().envs(base);
+    cmd.envs(decoys.into_iter().map(|(k, v)| (k, v)));
     cmd.env("TMPDIR", scope.tmpdir);
     for (k, v) in &req.env {
         validate_env_name(k)?;

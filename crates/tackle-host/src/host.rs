@@ -272,6 +272,8 @@ impl ToolHost for NativeHost {
             sandbox_init: c.sandbox_init.as_deref(),
             dns_overrides: &c.dns_overrides,
             sandbox_required: c.sandbox_required,
+            decoy_env: &c.decoy_env,
+            decoy_home_files: &c.decoy_home_files,
         };
         exec::run(&scope, req).await
     }
@@ -307,6 +309,7 @@ impl ToolHost for NativeHost {
             read: &guard.roots.read,
             write: &guard.roots.write,
             home: guard.home.as_deref(),
+            home_files: &c.decoy_home_files,
             hidden: &c.hidden,
             also_read: &bridge,
             proxied_network: !bridge.is_empty(),

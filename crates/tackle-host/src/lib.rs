@@ -92,6 +92,7 @@ pub fn sandbox_view_for(
         read: &[],
         write: &[],
         home: None,
+        home_files: &[],
         hidden: &[],
         also_read: &[],
         proxied_network: false,

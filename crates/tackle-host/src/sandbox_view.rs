@@ -113,6 +113,9 @@ pub(crate) struct Inputs<'a> {
     pub read: &'a [PathBuf],
     pub write: &'a [PathBuf],
     pub home: Option<&'a Path>,
+    /// Files shown read-only under the (empty) home: (the file, the path under the home).
+    /// Decoy credentials (`security.honeytokens`); nothing when there is no home.
+    pub home_files: &'a [(PathBuf, PathBuf)],
     /// Files and directories that stay invisible even inside a granted root (Tackle's config
     /// file and state directory).
     pub hidden: &'a [PathBuf],
@@ -427,6 +430,13 @@ pub(crate) fn plan(inputs: &Inputs<'_>, machine: &dyn Machine) -> SandboxView {
             mounts.push(Mount::ReadOnly {
                 src: p.clone(),
                 at: p,
+                optional: true,
+            });
+        }
+        for (src, under_home) in inputs.home_files {
+            mounts.push(Mount::ReadOnly {
+                src: src.clone(),
+                at: home.join(under_home),
                 optional: true,
             });
         }

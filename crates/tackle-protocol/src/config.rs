@@ -248,6 +248,11 @@ pub struct SecurityConfig {
     /// Whether commands may run with part of the OS sandbox missing.
     #[serde(default)]
     pub sandbox: SandboxMode,
+    /// Plant decoy credentials in commands' environment and sandbox home, and refuse (and
+    /// freeze the session of) any call that carries one
+    /// (docs/decisions/0034-honeytokens.md).
+    #[serde(default)]
+    pub honeytokens: bool,
 }
 
 /// `security.sandbox`.

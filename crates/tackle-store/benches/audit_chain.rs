@@ -12,7 +12,7 @@ use criterion::{criterion_group, criterion_main, Criterion};
 use rusqlite::{params, Connection};
 use std::time::{Duration, Instant};
 use tackle_protocol::Verdict;
-use tackle_store::{AuditEntry, AuditOutcome, AuditRecord, Store, DB_FILE};
+use tackle_store::{AuditDetail, AuditEntry, AuditOutcome, AuditRecord, Store, DB_FILE};
 
 const VERIFY_RECORDS: usize = 100_000;
 
@@ -35,12 +35,26 @@ fn entry(i: u64) -> AuditEntry {
     }
 }
 
+/// What the dispatcher records besides the entry: the layer, the argument digest and the
+/// redacted arguments (the result digest comes with the outcome).
+fn detail(e: &AuditEntry) -> AuditDetail {
+    let mut d = AuditDetail {
+        layer: "approval".into(),
+        args_digest: Some(tackle_store::text_digest(&e.record.args_summary)),
+        ..AuditDetail::default()
+    };
+    d.keep_arguments(&e.record.args_summary);
+    d
+}
+
 fn outcome() -> AuditOutcome {
     AuditOutcome {
         outcome: "ok".into(),
         rule: String::new(),
         why: String::new(),
         duration_ms: Some(1),
+        layer: String::new(),
+        result_digest: Some(tackle_store::text_digest("6.283185307179586")),
     }
 }
 
@@ -137,7 +151,9 @@ fn writes(c: &mut Criterion) {
         b.iter_custom(|iters| {
             timed(iters, None, || {
                 i += 1;
-                rt.block_on(chained.append_audit_entry(entry(i))).unwrap()
+                let e = entry(i);
+                let d = detail(&e);
+                rt.block_on(chained.append_audit_with(e, d)).unwrap()
             })
         })
     });
@@ -155,7 +171,9 @@ fn writes(c: &mut Criterion) {
             timed(iters, None, || {
                 i += 1;
                 rt.block_on(async {
-                    let id = chained.begin_audit(entry(i)).await.unwrap();
+                    let e = entry(i);
+                    let d = detail(&e);
+                    let id = chained.begin_audit_with(e, d).await.unwrap();
                     chained.finish_audit(id, outcome()).await.unwrap()
                 })
             })
@@ -173,7 +191,9 @@ fn verify(c: &mut Criterion) {
     let store = Store::open(dir.path()).unwrap();
     rt.block_on(async {
         for i in 0..VERIFY_RECORDS as u64 {
-            store.append_audit_entry(entry(i)).await.unwrap();
+            let e = entry(i);
+            let d = detail(&e);
+            store.append_audit_with(e, d).await.unwrap();
         }
     });
     let mut g = c.benchmark_group("audit verify");

@@ -6,7 +6,7 @@
 
 use std::time::{Duration, Instant};
 use tackle_protocol::Verdict;
-use tackle_store::{AuditEntry, AuditOutcome, AuditRecord, Store};
+use tackle_store::{AuditDetail, AuditEntry, AuditOutcome, AuditRecord, Store};
 
 fn entry(i: usize) -> AuditEntry {
     AuditEntry {
@@ -25,6 +25,18 @@ fn entry(i: usize) -> AuditEntry {
         },
         caller: "mcp".into(),
     }
+}
+
+/// What the dispatcher records besides the entry: the layer, the argument digest and the
+/// redacted arguments (the result digest comes with the outcome).
+fn detail(e: &AuditEntry) -> AuditDetail {
+    let mut d = AuditDetail {
+        layer: "approval".into(),
+        args_digest: Some(tackle_store::text_digest(&e.record.args_summary)),
+        ..AuditDetail::default()
+    };
+    d.keep_arguments(&e.record.args_summary);
+    d
 }
 
 /// Per-call times in microseconds: median and 99th percentile.
@@ -76,7 +88,9 @@ async fn measure(
     for i in 0..calls {
         let t = Instant::now();
         if intents {
-            let id = store.begin_audit(entry(i)).await?;
+            let e = entry(i);
+            let d = detail(&e);
+            let id = store.begin_audit_with(e, d).await?;
             store
                 .finish_audit(
                     id,
@@ -85,11 +99,15 @@ async fn measure(
                         rule: String::new(),
                         why: String::new(),
                         duration_ms: Some(1),
+                        layer: String::new(),
+                        result_digest: Some(tackle_store::text_digest("6.283185307179586")),
                     },
                 )
                 .await?;
         } else {
-            store.append_audit_entry(entry(i)).await?;
+            let e = entry(i);
+            let d = detail(&e);
+            store.append_audit_with(e, d).await?;
         }
         times.push(t.elapsed());
     }

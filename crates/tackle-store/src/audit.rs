@@ -4,12 +4,15 @@
 //! process is gone is closed as `interrupted` the next time a process opens the store.
 
 mod chain;
+mod detail;
 mod export;
 mod key;
 mod owner;
 mod verify;
 
+pub(crate) use chain::HeadCache;
 pub use chain::CHECKPOINT_EVERY;
+pub use detail::{json_digest, text_digest, AuditDetail, ARGUMENTS_MAX_BYTES};
 pub use export::ExportedEntry;
 pub use key::{hex, unhex, KEY_FILE};
 pub use verify::{AuditVerification, ChainProblem};
@@ -67,13 +70,18 @@ pub struct AuditEntry {
 }
 
 /// How a call whose intent was recorded ended.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct AuditOutcome {
     /// `ok`, or the error kind the call ended in.
     pub outcome: String,
     pub rule: String,
     pub why: String,
     pub duration_ms: Option<u64>,
+    /// The layer whose rule the record names now (see [`AuditDetail::layer`]); empty keeps
+    /// the one the intent recorded.
+    pub layer: String,
+    /// See [`AuditDetail::result_digest`].
+    pub result_digest: Option<String>,
 }
 
 /// The row an intent was written to, for its outcome.
@@ -94,21 +102,49 @@ impl Store {
     /// Appends one finished record: a call refused before it ran, or one whose intent could
     /// not be written.
     /// It joins the hash chain as it is written (see `chain`).
-    pub async fn append_audit_entry(&self, mut entry: AuditEntry) -> Result<(), StoreError> {
+    pub async fn append_audit_entry(&self, entry: AuditEntry) -> Result<(), StoreError> {
+        self.append_audit_with(entry, AuditDetail::default()).await
+    }
+
+    /// [`Self::append_audit_entry`] with what the record proves about the call.
+    pub async fn append_audit_with(
+        &self,
+        mut entry: AuditEntry,
+        mut detail: AuditDetail,
+    ) -> Result<(), StoreError> {
         normalize(&mut entry);
-        self.audit_write(move |conn| chain::append(conn, &entry).map(drop))
+        detail.normalize();
+        let cache = self.chain_head.clone();
+        self.audit_write(move |conn| chain::append(conn, &cache, &entry, &detail).map(drop))
             .await
     }
 
     /// Records a call about to run, before it runs: its outcome is [`RUNNING`] and this process
     /// owns it until [`Self::finish_audit`]. Should the process end first, the next process to
     /// open the store closes it as [`INTERRUPTED`].
-    pub async fn begin_audit(&self, mut entry: AuditEntry) -> Result<IntentId, StoreError> {
+    pub async fn begin_audit(&self, entry: AuditEntry) -> Result<IntentId, StoreError> {
+        self.begin_audit_with(entry, AuditDetail::default()).await
+    }
+
+    /// [`Self::begin_audit`] with what the record proves about the call; its result digest
+    /// comes with the outcome.
+    pub async fn begin_audit_with(
+        &self,
+        mut entry: AuditEntry,
+        mut detail: AuditDetail,
+    ) -> Result<IntentId, StoreError> {
         RUNNING.clone_into(&mut entry.record.outcome);
         entry.record.duration_ms = None;
-        self.audit_write(move |conn| insert_audit(conn, &entry, Some(owner::this_process())))
-            .await
-            .map(IntentId)
+        detail.normalize();
+        detail.result_digest = None;
+        let cache = self.chain_head.clone();
+        self.audit_write(move |conn| {
+            let id = insert_audit(conn, &entry, &detail, Some(owner::this_process()))?;
+            cache.inserted(id);
+            Ok(id)
+        })
+        .await
+        .map(IntentId)
     }
 
     /// Completes an intent with how its call ended; the record joins the hash chain.
@@ -117,14 +153,36 @@ impl Store {
         id: IntentId,
         outcome: AuditOutcome,
     ) -> Result<(), StoreError> {
+        let cache = self.chain_head.clone();
         self.audit_write(move |conn| {
             let outcome = outcome.clone();
-            chain::close(conn, id.0, move |entry| {
+            chain::close(conn, &cache, id.0, move |entry, detail| {
                 entry.record.outcome = outcome.outcome;
                 entry.record.rule = outcome.rule;
                 entry.record.why = outcome.why;
                 entry.record.duration_ms = outcome.duration_ms;
+                if !outcome.layer.is_empty() {
+                    detail.layer = outcome.layer;
+                }
+                detail.result_digest = outcome.result_digest;
             })
+        })
+        .await
+    }
+
+    /// Signs the chain's head if records were added since the last checkpoint: a process
+    /// ending normally covers its own tail rather than leaving it to the next open.
+    pub async fn seal_audit(&self) -> Result<(), StoreError> {
+        // A store this process never opened holds nothing it wrote: opening it now would
+        // create a database for a command that records nothing (`tools list`).
+        if !self.is_open() {
+            return Ok(());
+        }
+        let cache = self.chain_head.clone();
+        self.with_conn(move |conn| {
+            // The checkpoint it may write is not in the cached head.
+            cache.clear();
+            chain::seal_tail(conn)
         })
         .await
     }
@@ -258,6 +316,9 @@ fn parse_time(text: &str) -> Result<OffsetDateTime, StoreError> {
 const ENTRY_COLUMNS: &str =
     "ts, session_id, agent, tool, args_summary, verdict, rule, why, approver, outcome, duration_ms, caller";
 
+/// How many columns [`ENTRY_COLUMNS`] names: what follows them in a row starts here.
+const ENTRY_COLUMN_COUNT: usize = 12;
+
 /// A record from [`ENTRY_COLUMNS`] starting at column `at`, with its stored verdict text
 /// (see [`checked`]).
 fn entry_from_row(r: &rusqlite::Row<'_>, at: usize) -> rusqlite::Result<(AuditEntry, String)> {
@@ -325,6 +386,7 @@ fn parse_verdict(s: &str) -> Option<Verdict> {
 fn insert_audit(
     conn: &rusqlite::Connection,
     entry: &AuditEntry,
+    detail: &AuditDetail,
     owner: Option<&str>,
 ) -> Result<i64, StoreError> {
     let record = &entry.record;
@@ -336,8 +398,9 @@ fn insert_audit(
     let summary = truncate_at_char_boundary(&record.args_summary, ARGS_SUMMARY_MAX_BYTES);
     // Kept compiled on the connection: parsing the statement was a quarter of the insert.
     let mut insert = conn.prepare_cached(
-        "INSERT INTO audit (ts, session_id, agent, tool, args_summary, verdict, rule, why, approver, outcome, duration_ms, caller, owner)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
+        "INSERT INTO audit (ts, session_id, agent, tool, args_summary, verdict, rule, why, approver, outcome, duration_ms, caller, owner,
+                            layer, args_digest, arguments, arguments_cut)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17)",
     )?;
     insert.execute(params![
         ts,
@@ -352,7 +415,11 @@ fn insert_audit(
         record.outcome,
         millis(record.duration_ms),
         entry.caller,
-        owner
+        owner,
+        detail.layer,
+        detail.args_digest,
+        detail.arguments,
+        detail.arguments_cut
     ])?;
     Ok(conn.last_insert_rowid())
 }
@@ -384,8 +451,9 @@ pub(crate) fn close_interrupted(conn: &rusqlite::Connection) -> Result<usize, St
             .prepare_cached("SELECT id FROM audit WHERE owner = ?1 ORDER BY id")?
             .query_map([gone], |r| r.get(0))?
             .collect::<Result<_, _>>()?;
+        let mut head = chain::head(&tx)?;
         for id in &ids {
-            chain::close_in(&tx, *id, |entry| {
+            head = chain::close_in(&tx, head, *id, |entry, _| {
                 INTERRUPTED.clone_into(&mut entry.record.outcome);
                 entry.record.why.clone_from(&why);
             })?;
@@ -402,3 +470,6 @@ mod tests;
 
 #[cfg(test)]
 mod chain_tests;
+
+#[cfg(test)]
+mod detail_tests;

@@ -33,6 +33,7 @@ mod memory;
 mod migrations;
 mod perms;
 mod pins;
+pub mod private_file;
 mod reminders;
 mod schedules;
 mod session_taint;
@@ -42,7 +43,8 @@ pub use approvals::{
     Approval, ApprovalReply, ApprovalStatus, NewApproval, APPROVALS_MARKER, PREVIEW_MAX_BYTES,
 };
 pub use audit::{
-    hex, unhex, AuditVerification, ChainProblem, ExportedEntry, CHECKPOINT_EVERY, KEY_FILE,
+    hex, json_digest, text_digest, unhex, AuditDetail, AuditVerification, ChainProblem,
+    ExportedEntry, ARGUMENTS_MAX_BYTES, CHECKPOINT_EVERY, KEY_FILE,
 };
 pub use audit::{
     AuditEntry, AuditOutcome, AuditQuery, AuditRecord, AuditSince, IntentId,
@@ -85,6 +87,8 @@ pub struct Store {
     conn: Arc<OnceLock<Mutex<Connection>>>,
     /// Set by the connection when its log needs a checkpoint (see `checkpoint`).
     checkpoint: CheckpointDue,
+    /// The audit chain's head as this connection last wrote it (see `audit::chain`).
+    chain_head: audit::HeadCache,
     /// The state directory a deferred store opens its database in.
     deferred: Option<PathBuf>,
     path: Option<PathBuf>,
@@ -110,6 +114,7 @@ impl Store {
         Ok(Self {
             conn: Arc::new(OnceLock::from(Mutex::new(conn))),
             checkpoint,
+            chain_head: audit::HeadCache::default(),
             deferred: None,
             path: Some(state_dir.join(DB_FILE)),
         })
@@ -122,6 +127,7 @@ impl Store {
         Self {
             conn: Arc::default(),
             checkpoint: CheckpointDue::default(),
+            chain_head: audit::HeadCache::default(),
             deferred: Some(state_dir.to_path_buf()),
             path: Some(state_dir.join(DB_FILE)),
         }
@@ -133,6 +139,7 @@ impl Store {
         Ok(Self {
             conn: Arc::new(OnceLock::from(Mutex::new(conn))),
             checkpoint: CheckpointDue::default(),
+            chain_head: audit::HeadCache::default(),
             deferred: None,
             path: None,
         })
@@ -153,6 +160,11 @@ impl Store {
             .into_iter()
             .filter(|p| p.exists())
             .collect()
+    }
+
+    /// Whether the database is open: a deferred store opens at its first use.
+    pub fn is_open(&self) -> bool {
+        self.conn.get().is_some()
     }
 
     /// Runs `f` on the connection on the blocking pool.

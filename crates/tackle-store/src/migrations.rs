@@ -312,6 +312,19 @@ const MIGRATIONS: &[(i64, &str)] = &[
         );",
     ),
     (
+        // What an audit record proves about its call (docs/decisions/0032-tamper-evident-audit.md):
+        // the layer that decided, digests of the full arguments and of the result, the
+        // redacted arguments whole up to 16 KiB (`arguments_cut` when longer), all in the
+        // hash of records chained with `chain_version` 2; NULL is version 1, as hashed before.
+        16,
+        "ALTER TABLE audit ADD COLUMN layer TEXT NOT NULL DEFAULT '';
+        ALTER TABLE audit ADD COLUMN args_digest TEXT;
+        ALTER TABLE audit ADD COLUMN result_digest TEXT;
+        ALTER TABLE audit ADD COLUMN arguments TEXT;
+        ALTER TABLE audit ADD COLUMN arguments_cut INTEGER NOT NULL DEFAULT 0;
+        ALTER TABLE audit ADD COLUMN chain_version INTEGER;",
+    ),
+    (
         // Where a session's untrusted content came from, so a resumed session starts as
         // tainted as it ended (docs/decisions/0033-taint-gates-sinks.md).
         17,

@@ -48,6 +48,7 @@ async fn call(store: &Store, caller: &str, i: usize) {
                 rule: "tools.allow".into(),
                 why: String::new(),
                 duration_ms: Some(1),
+                ..AuditOutcome::default()
             },
         )
         .await

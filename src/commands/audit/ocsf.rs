@@ -66,7 +66,10 @@ pub fn event(e: &ExportedEntry) -> Value {
         "duration": r.duration_ms,
         "unmapped": {
             "verdict": verdict(r.verdict),
+            "layer": e.detail.layer,
             "rule": r.rule,
+            "args_digest": e.detail.args_digest,
+            "result_digest": e.detail.result_digest,
             "approver": r.approver,
             "args_summary": r.args_summary,
             "chain_seq": e.chain_seq,
@@ -91,7 +94,7 @@ fn verdict(v: Verdict) -> &'static str {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use tackle_store::{AuditEntry, AuditRecord};
+    use tackle_store::{AuditDetail, AuditEntry, AuditRecord};
 
     #[test]
     fn a_refused_call_is_a_blocked_api_activity_at_its_time() {
@@ -115,6 +118,11 @@ mod tests {
                 },
                 caller: "cli".into(),
             },
+            detail: AuditDetail {
+                layer: "policy".into(),
+                args_digest: Some("cd".into()),
+                ..AuditDetail::default()
+            },
         };
         let v = event(&e);
         assert_eq!(v["class_uid"], 6003);
@@ -125,6 +133,8 @@ mod tests {
         assert_eq!(v["api"]["operation"], "shell");
         assert_eq!(v["metadata"]["uid"], "42");
         assert_eq!(v["unmapped"]["rule"], "shell.deny");
+        assert_eq!(v["unmapped"]["layer"], "policy");
+        assert_eq!(v["unmapped"]["args_digest"], "cd");
         assert!(v.get("duration").is_none());
     }
 }

@@ -97,6 +97,7 @@ fn inputs<'a>(shell: &'a ShellGrant, hidden: &'a [PathBuf], bridge: &'a [PathBuf
         read: &[],
         write: &[],
         home: Some(Path::new("/home/u")),
+        home_files: &[],
         hidden,
         also_read: bridge,
         proxied_network: false,
@@ -125,6 +126,27 @@ fn home_is_replaced_and_the_workspace_is_writable() {
     );
     assert!(a.ends_with("--cap-drop ALL --"), "{a}");
     assert_eq!(view.executable, Executable::Anywhere);
+}
+
+#[test]
+fn a_decoy_file_appears_read_only_in_the_empty_home_even_from_the_hidden_state_dir() {
+    let g = ShellGrant::default();
+    let hidden = [PathBuf::from("/s")];
+    let files = [(
+        PathBuf::from("/s/honeytokens/aws-credentials"),
+        PathBuf::from(".aws/credentials"),
+    )];
+    let mut i = inputs(&g, &hidden, &[]);
+    i.home_files = &files;
+    let a = joined(&plan(&i, &machine()).bwrap_args(&[]));
+    let home = a.find("--tmpfs /home/u ").unwrap_or(usize::MAX);
+    let decoy = a
+        .find("--ro-bind-try /s/honeytokens/aws-credentials /home/u/.aws/credentials")
+        .unwrap_or_else(|| panic!("no decoy mount: {a}"));
+    assert!(
+        home < decoy,
+        "the decoy is mounted before the home is emptied: {a}"
+    );
 }
 
 #[test]

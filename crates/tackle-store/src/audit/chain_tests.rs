@@ -1,5 +1,6 @@
 use super::*;
-use crate::audit::chain::{link_hash, GENESIS};
+use crate::audit::chain::{link_hash, GENESIS, VERSION};
+use crate::audit::detail::{detail_from_row, DETAIL_COLUMNS};
 
 fn entry(tool: &str) -> AuditEntry {
     AuditEntry {
@@ -40,6 +41,7 @@ async fn store_with(n: usize) -> (tempfile::TempDir, Store) {
                         rule: "tools.allow".into(),
                         why: "done".into(),
                         duration_ms: Some(9),
+                        ..AuditOutcome::default()
                     },
                 )
                 .await
@@ -60,8 +62,8 @@ async fn problem(store: &Store) -> Option<ChainProblem> {
     store.verify_audit(None).await.unwrap().problem
 }
 
-/// A chained row as stored: id, position, previous hash, hash, record.
-type Link = (i64, i64, Vec<u8>, Vec<u8>, AuditEntry);
+/// A chained row as stored: id, position, previous hash, hash, record, detail.
+type Link = (i64, i64, Vec<u8>, Vec<u8>, AuditEntry, AuditDetail);
 
 #[tokio::test]
 async fn each_record_links_to_the_one_before_and_an_untouched_log_verifies() {
@@ -69,7 +71,7 @@ async fn each_record_links_to_the_one_before_and_an_untouched_log_verifies() {
     let conn = rusqlite::Connection::open(dir.path().join(crate::DB_FILE)).unwrap();
     let mut stmt = conn
         .prepare(&format!(
-            "SELECT id, chain_seq, prev_hash, hash, {ENTRY_COLUMNS} FROM audit ORDER BY chain_seq"
+            "SELECT id, chain_seq, prev_hash, hash, {ENTRY_COLUMNS}, {DETAIL_COLUMNS} FROM audit ORDER BY chain_seq"
         ))
         .unwrap();
     let rows: Vec<Link> = stmt
@@ -80,20 +82,22 @@ async fn each_record_links_to_the_one_before_and_an_untouched_log_verifies() {
                 r.get(2)?,
                 r.get(3)?,
                 entry_from_row(r, 4)?,
+                detail_from_row(r, 4 + ENTRY_COLUMN_COUNT)?,
             ))
         })
         .unwrap()
         .map(|r| {
-            let (id, seq, prev, hash, e) = r.unwrap();
-            (id, seq, prev, hash, checked(e).unwrap())
+            let (id, seq, prev, hash, e, d) = r.unwrap();
+            (id, seq, prev, hash, checked(e).unwrap(), d)
         })
         .collect();
     assert_eq!(rows.len(), 6);
     let mut prev = GENESIS.to_vec();
-    for (n, (id, seq, stored_prev, hash, e)) in rows.iter().enumerate() {
+    for (n, (id, seq, stored_prev, hash, e, d)) in rows.iter().enumerate() {
         assert_eq!(*seq, n as i64 + 1);
         assert_eq!(stored_prev, &prev, "record #{id} names the hash before it");
-        assert_eq!(hash.as_slice(), link_hash(&prev, *seq, *id, e).as_slice());
+        let expected = link_hash(&prev, *seq, *id, VERSION, e, d).unwrap();
+        assert_eq!(hash.as_slice(), expected.as_slice());
         prev.clone_from(hash);
     }
     let v = store.verify_audit(None).await.unwrap();
@@ -172,14 +176,22 @@ async fn a_rewritten_chain_is_caught_by_its_signed_checkpoint() {
         .unwrap();
     let mut prev = GENESIS.to_vec();
     for seq in 1..=5i64 {
-        let (id, e) = conn
+        let (id, e, d) = conn
             .query_row(
-                &format!("SELECT id, {ENTRY_COLUMNS} FROM audit WHERE chain_seq = ?1"),
+                &format!(
+                    "SELECT id, {ENTRY_COLUMNS}, {DETAIL_COLUMNS} FROM audit WHERE chain_seq = ?1"
+                ),
                 [seq],
-                |r| Ok((r.get::<_, i64>(0)?, entry_from_row(r, 1)?)),
+                |r| {
+                    Ok((
+                        r.get::<_, i64>(0)?,
+                        entry_from_row(r, 1)?,
+                        detail_from_row(r, 1 + ENTRY_COLUMN_COUNT)?,
+                    ))
+                },
             )
             .unwrap();
-        let hash = link_hash(&prev, seq, id, &checked(e).unwrap());
+        let hash = link_hash(&prev, seq, id, VERSION, &checked(e).unwrap(), &d).unwrap();
         conn.execute(
             "UPDATE audit SET prev_hash = ?1, hash = ?2 WHERE id = ?3",
             rusqlite::params![prev, hash.as_slice(), id],

@@ -1,6 +1,7 @@
 //! Records with their row id and place in the chain, for `tackle audit export`.
 
-use super::{checked, entry_from_row, AuditEntry, AuditQuery, ENTRY_COLUMNS};
+use super::detail::{detail_from_row, AuditDetail, DETAIL_COLUMNS};
+use super::{checked, entry_from_row, AuditEntry, AuditQuery, ENTRY_COLUMNS, ENTRY_COLUMN_COUNT};
 use crate::error::StoreError;
 use crate::Store;
 use rusqlite::params;
@@ -16,6 +17,8 @@ pub struct ExportedEntry {
     pub hash: Option<String>,
     #[serde(flatten)]
     pub entry: AuditEntry,
+    #[serde(flatten)]
+    pub detail: AuditDetail,
 }
 
 impl Store {
@@ -31,7 +34,7 @@ impl Store {
             .unwrap_or(-1);
         self.with_conn(move |conn| {
             let mut stmt = conn.prepare(&format!(
-                "SELECT id, chain_seq, hash, {ENTRY_COLUMNS}
+                "SELECT id, chain_seq, hash, {ENTRY_COLUMNS}, {DETAIL_COLUMNS}
                  FROM (SELECT * FROM audit
                        WHERE (?1 IS NULL OR session_id = ?1)
                          AND (?2 IS NULL OR tool = ?2)
@@ -45,16 +48,18 @@ impl Store {
                     r.get::<_, Option<i64>>(1)?,
                     r.get::<_, Option<Vec<u8>>>(2)?,
                     entry_from_row(r, 3)?,
+                    detail_from_row(r, 3 + ENTRY_COLUMN_COUNT)?,
                 ))
             })?;
             let mut out = Vec::new();
             for row in rows {
-                let (id, chain_seq, hash, entry) = row?;
+                let (id, chain_seq, hash, entry, detail) = row?;
                 out.push(ExportedEntry {
                     id,
                     chain_seq,
                     hash: hash.map(|h| super::key::hex(&h)),
                     entry: checked(entry)?,
+                    detail,
                 });
             }
             Ok(out)

@@ -53,6 +53,7 @@ async fn an_intent_is_running_until_its_outcome_replaces_it_in_the_same_row() {
                 rule: String::new(),
                 why: "exit 1".into(),
                 duration_ms: Some(42),
+                ..AuditOutcome::default()
             },
         )
         .await

@@ -1,8 +1,9 @@
 //! Checking the audit chain and its checkpoints (`tackle audit verify`).
 
 use super::chain::{link_hash, GENESIS};
+use super::detail::{detail_from_row, DETAIL_COLUMNS};
 use super::key;
-use super::{checked, entry_from_row, ENTRY_COLUMNS, RUNNING};
+use super::{checked, entry_from_row, ENTRY_COLUMNS, ENTRY_COLUMN_COUNT, RUNNING};
 use crate::error::StoreError;
 use crate::Store;
 
@@ -193,8 +194,8 @@ fn verify(
     out.checkpoints = checkpoints.len() as u64;
 
     let mut stmt = conn.prepare(&format!(
-        "SELECT id, chain_seq, prev_hash, hash, {ENTRY_COLUMNS} FROM audit
-         WHERE chain_seq IS NOT NULL ORDER BY chain_seq"
+        "SELECT id, chain_seq, prev_hash, hash, COALESCE(chain_version, 1), {ENTRY_COLUMNS}, {DETAIL_COLUMNS}
+         FROM audit WHERE chain_seq IS NOT NULL ORDER BY chain_seq"
     ))?;
     let mut rows = stmt.query([])?;
     let mut expected = 1i64;
@@ -206,7 +207,9 @@ fn verify(
         let seq: i64 = r.get(1)?;
         let stored_prev: Option<Vec<u8>> = r.get(2)?;
         let stored: Option<Vec<u8>> = r.get(3)?;
-        let entry = checked(entry_from_row(r, 4)?)?;
+        let version: i64 = r.get(4)?;
+        let entry = checked(entry_from_row(r, 5)?)?;
+        let detail = detail_from_row(r, 5 + ENTRY_COLUMN_COUNT)?;
         out.chained += 1;
         let at = |p| (seq, p);
         if seq != expected {
@@ -219,7 +222,8 @@ fn verify(
         }
         let stored_prev = stored_prev.unwrap_or_default();
         let stored = stored.unwrap_or_default();
-        if link_hash(&stored_prev, seq, id, &entry).as_slice() != stored.as_slice() {
+        let hash = link_hash(&stored_prev, seq, id, version, &entry, &detail);
+        if hash.as_ref().map(|h| h.as_slice()) != Some(stored.as_slice()) {
             problems.push(at(ChainProblem::Altered { id, seq }));
         } else if stored_prev != prev && seq == expected {
             problems.push(at(ChainProblem::Unlinked {
