@@ -104,6 +104,19 @@ impl AgentPool {
         self.all.cancel();
     }
 
+    /// The MCP servers the runtimes built so far started (one set per agent); none while a
+    /// runtime is being built (which can take a server's start-up time), as those re-read
+    /// their pins on their own within seconds.
+    pub fn mcp_managers(&self) -> Vec<Arc<tackle_mcp::McpManager>> {
+        let Ok(runtimes) = self.runtimes.try_lock() else {
+            return Vec::new();
+        };
+        runtimes
+            .values()
+            .filter_map(|known| known.runtime.app.mcp.clone())
+            .collect()
+    }
+
     /// Stops what the runtimes started (MCP servers, background work).
     pub async fn shutdown(&self) {
         self.all.cancel();

@@ -420,6 +420,29 @@ pub fn open_store(state_dir: &Path) -> Result<Store> {
     Store::open(state_dir).map_err(|e| anyhow::anyhow!("cannot open the state store: {e}"))
 }
 
+/// The configured MCP servers alone (no registry, no dispatcher), started as every command
+/// starts them, their pins in `store`: for a front end that only asks what they offer and
+/// accepts a tool (the daemon's `/v1/mcp/tools`, as `tackle mcp pins` and `trust` do).
+pub fn start_mcp_servers(
+    global: &Global,
+    config: &Config,
+    store: &Store,
+) -> Result<Option<Arc<tackle_mcp::McpManager>>> {
+    let workspace = resolve_workspace(global.workspace.as_deref(), config.workspace.as_deref())?;
+    let home = config::home::home();
+    let state_dir = resolve_state_dir(config.state_dir.as_deref(), home.as_deref());
+    let (mcp, _roots_watch) = start_mcp(
+        config,
+        &state_dir,
+        &workspace,
+        None,
+        home.as_deref(),
+        false,
+        store,
+    );
+    Ok(mcp)
+}
+
 fn start_mcp(
     config: &Config,
     state_dir: &Path,

@@ -1,6 +1,8 @@
 //! MCP tool pins kept in the state store (docs/decisions/0031-mcp-tool-pinning.md): the
 //! store's rows behind the MCP client's [`PinStore`].
 
+pub mod report;
+
 use async_trait::async_trait;
 use tackle_mcp::pinning::{Pin, PinError, PinStore, PinnedBy};
 use tackle_store::{Store, ToolPin};
@@ -15,7 +17,7 @@ fn row(server: &str, pin: Pin, by: PinnedBy) -> ToolPin {
         digest: pin.digest,
         definition: pin.definition,
         pinned_at: OffsetDateTime::now_utc(),
-        pinned_by: by.as_str().to_string(),
+        pinned_by: by.label(),
     }
 }
 

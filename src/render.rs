@@ -162,7 +162,8 @@ impl Renderer {
                 self.end_line();
             }
             if !quiet {
-                term::err_line(&line);
+                // A call's arguments are the model's words: they may quote a key it read.
+                term::err_line(&crate::log_redact::redact(&line));
             }
             return;
         }
@@ -191,7 +192,7 @@ impl Renderer {
                         }
                         _ => String::new(),
                     };
-                    term::err_line(&format!("{indent}{line}{who}"));
+                    term::err_line(&crate::log_redact::redact(&format!("{indent}{line}{who}")));
                 }
             }
             AgentEvent::Done { reason, text, .. } => {

@@ -7,7 +7,10 @@
 mod channels_fake;
 mod common;
 
-use channels_fake::{audited, channel_audit, Daemon, Request, MARKER_RULES, RECALL_RULES};
+use channels_fake::{
+    attach_rules, attachment, audited, channel_audit, Daemon, Request, MARKER_RULES, MESSAGE_AUTO,
+    RECALL_RULES,
+};
 use common::{FakeLlm, Sandbox};
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
@@ -25,8 +28,11 @@ const BOT: &str = "@bot:fake";
 struct State {
     /// The room's timeline; `since` tokens are `sN`: events from index N on are new.
     timeline: Vec<Value>,
-    /// What the bot sent: (room, content).
+    /// What the bot sent: (room, content), and each one's event id.
     sent: Vec<(String, Value)>,
+    sent_ids: Vec<String>,
+    /// Files uploaded to the media repository: (the query's file name, media type, bytes).
+    uploads: Vec<(String, String, Vec<u8>)>,
     txns: Vec<String>,
     /// `/sync` calls so far.
     syncs: u32,
@@ -45,15 +51,44 @@ impl FakeHomeserver {
         Self { port, state }
     }
 
-    fn say(&self, sender: &str, text: &str) {
+    fn say(&self, sender: &str, text: &str) -> String {
+        self.event(
+            sender,
+            "m.room.message",
+            json!({"msgtype": "m.text", "body": text}),
+        )
+    }
+
+    /// Puts an event in the room's timeline; its id.
+    fn event(&self, sender: &str, kind: &str, content: Value) -> String {
         let (lock, cv) = &*self.state;
         let mut s = lock.lock().unwrap();
-        let n = s.timeline.len();
+        let id = format!("$e{}", s.timeline.len());
         s.timeline.push(json!({
-            "type": "m.room.message", "sender": sender, "event_id": format!("$e{n}"),
-            "content": {"msgtype": "m.text", "body": text},
+            "type": kind, "sender": sender, "event_id": id, "content": content,
         }));
         cv.notify_all();
+        id
+    }
+
+    fn react(&self, sender: &str, on: &str, key: &str) {
+        self.event(
+            sender,
+            "m.reaction",
+            json!({"m.relates_to": {"rel_type": "m.annotation", "event_id": on, "key": key}}),
+        );
+    }
+
+    /// The id of the last event the bot sent with `needle` in its text.
+    fn sent_id(&self, needle: &str) -> String {
+        self.wait_text(needle);
+        let s = self.state.0.lock().unwrap();
+        let at = s
+            .sent
+            .iter()
+            .rposition(|(_, c)| c["body"].as_str().is_some_and(|b| b.contains(needle)));
+        at.and_then(|i| s.sent_ids.get(i).cloned())
+            .unwrap_or_default()
     }
 
     /// Waits until the daemon has read past the history and is long polling.
@@ -151,6 +186,17 @@ fn answer(r: &Request, shared: &(Mutex<State>, Condvar)) -> (u16, Value) {
             }),
         );
     }
+    if let Some(query) = r.path.strip_prefix("/_matrix/media/v3/upload?") {
+        let mut s = lock.lock().unwrap();
+        let name = query
+            .strip_prefix("filename=")
+            .unwrap_or_default()
+            .to_string();
+        let kind = r.header("content-type").unwrap_or_default().to_string();
+        s.uploads.push((name, kind, r.raw.clone()));
+        let uri = format!("mxc://fake/m{}", s.uploads.len());
+        return (200, json!({"content_uri": uri}));
+    }
     let decoded = path.replace("%21", "!").replace("%3A", ":");
     if let Some(rest) = decoded.strip_prefix("/rooms/") {
         if let Some((room, txn)) = rest.split_once("/send/m.room.message/") {
@@ -161,6 +207,7 @@ fn answer(r: &Request, shared: &(Mutex<State>, Condvar)) -> (u16, Value) {
             if !s.txns.contains(&txn.to_string()) {
                 s.txns.push(txn.to_string());
                 s.sent.push((room.to_string(), r.body.clone()));
+                s.sent_ids.push(id.clone());
                 s.timeline.push(json!({
                     "type": "m.room.message", "sender": BOT, "event_id": id,
                     "content": r.body,
@@ -383,4 +430,147 @@ fn a_message_from_someone_who_is_not_an_operator_taints_the_session() {
     );
     let (code, log) = d.stop("-TERM");
     assert_eq!(code, Some(0), "{log}");
+}
+
+#[test]
+fn answers_reply_to_the_users_message_and_stay_in_its_thread() {
+    let Some(llm) = FakeLlm::start("rules:\n  - name: any\n    when: {messages_contain: \"\"}\n    respond: {content: \"Hello from the agent.\"}\n") else {
+        return;
+    };
+    let (sb, hs) = (Sandbox::new(), FakeHomeserver::start());
+    let config = config(&sb, &llm, &hs);
+    let mut d = daemon(&sb, &config);
+    hs.wait_polling();
+    let asked = hs.say(OWNER, "hello");
+    hs.wait_text("Hello from the agent.");
+    let first = hs.sent();
+    assert_eq!(
+        first.last().map(|c| c["m.relates_to"].clone()),
+        Some(json!({"m.in_reply_to": {"event_id": asked}})),
+        "{first:#?}"
+    );
+    // A message in a thread is answered in the thread, as a reply to it.
+    let in_thread = hs.event(
+        OWNER,
+        "m.room.message",
+        json!({"msgtype": "m.text", "body": "hello again",
+            "m.relates_to": {"rel_type": "m.thread", "event_id": asked}}),
+    );
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while hs.sent().len() < 2 {
+        assert!(
+            Instant::now() < deadline,
+            "no second answer: {:#?}",
+            hs.texts()
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let second = hs.sent();
+    assert_eq!(
+        second.get(1).map(|c| c["m.relates_to"].clone()),
+        Some(
+            json!({"rel_type": "m.thread", "event_id": asked, "is_falling_back": false,
+            "m.in_reply_to": {"event_id": in_thread}})
+        ),
+        "{second:#?}"
+    );
+    let (code, log) = d.stop("-TERM");
+    assert_eq!(code, Some(0), "{log}");
+}
+
+#[test]
+fn an_approval_is_answered_by_a_reaction_and_only_from_an_approver() {
+    let Some(llm) = FakeLlm::start(MARKER_RULES) else {
+        return;
+    };
+    let (sb, hs) = (Sandbox::new(), FakeHomeserver::start());
+    let config = config(&sb, &llm, &hs);
+    let mut d = daemon(&sb, &config);
+    hs.wait_polling();
+    let marker = sb.workspace().join("MARKER");
+    hs.say(OWNER, "please make the marker");
+    let approval = hs.sent_id("react 👍");
+    assert!(approval.starts_with('$'), "{approval}");
+    // Allowed to talk, not to approve; and someone not even allowed to talk.
+    hs.react(FRIEND, &approval, "👍");
+    hs.wait_text("not an approver");
+    hs.react(STRANGER, &approval, "✅");
+    // A thumbs up on another message answers nothing.
+    let other = hs.say(OWNER, "unrelated");
+    hs.react(OWNER, &other, "👍");
+    std::thread::sleep(Duration::from_millis(800));
+    assert!(
+        !marker.exists(),
+        "the call ran without an approver's reaction"
+    );
+    hs.react(OWNER, &approval, "👍🏽");
+    hs.wait_text("Made it.");
+    assert!(marker.exists(), "the allowed call did not run");
+    hs.wait_text("allowed by matrix:@owner:fake");
+    let (code, log) = d.stop("-TERM");
+    assert_eq!(code, Some(0), "{log}");
+    let audit = channel_audit(&sb, &config);
+    for who in ["by matrix:@friend:fake", "by matrix:@stranger:fake"] {
+        assert!(audited(&audit, "deny", who), "{who}: {audit:#?}");
+    }
+    assert!(
+        audited(&audit, "allow", "by matrix:@owner:fake"),
+        "{audit:#?}"
+    );
+    // The stranger was not answered: only the friend was told.
+    let told = hs.texts();
+    assert_eq!(
+        told.iter()
+            .filter(|t| t.contains("not an approver"))
+            .count(),
+        1,
+        "{told:#?}"
+    );
+}
+
+#[test]
+fn a_file_from_a_tool_is_uploaded_and_sent_as_an_m_file_event() {
+    let Some(llm) = FakeLlm::start(&attach_rules(
+        "room",
+        &[("send the report", "out/report.bin")],
+    )) else {
+        return;
+    };
+    let (sb, hs) = (Sandbox::new(), FakeHomeserver::start());
+    let config = config_with(&sb, &llm, &hs, MESSAGE_AUTO);
+    std::fs::create_dir_all(sb.workspace().join("out")).expect("mkdir");
+    std::fs::write(sb.workspace().join("out/report.bin"), attachment()).expect("write");
+    let mut d = daemon(&sb, &config);
+    hs.wait_polling();
+    let asked = hs.say(OWNER, "please send the report");
+    hs.wait_text("Filed.");
+    let uploads = hs.state.0.lock().unwrap().uploads.clone();
+    assert_eq!(uploads.len(), 1);
+    assert_eq!(uploads[0].0, "report.bin");
+    assert_eq!(uploads[0].1, "application/octet-stream");
+    assert!(
+        uploads[0].2 == attachment(),
+        "the uploaded bytes differ from the file"
+    );
+    let file = hs
+        .sent()
+        .into_iter()
+        .find(|c| c["msgtype"] == "m.file")
+        .unwrap_or_default();
+    assert_eq!(file["url"], "mxc://fake/m1", "{file:#}");
+    assert_eq!(file["body"], "the report");
+    assert_eq!(file["filename"], "report.bin");
+    assert_eq!(file["info"]["size"], attachment().len());
+    let answer = hs
+        .sent()
+        .into_iter()
+        .find(|c| c["body"] == "Filed.")
+        .unwrap_or_default();
+    assert_eq!(
+        answer["m.relates_to"]["m.in_reply_to"]["event_id"],
+        json!(asked)
+    );
+    let (code, log) = d.stop("-TERM");
+    assert_eq!(code, Some(0), "{log}");
+    assert!(!log.contains(TOKEN), "{log}");
 }

@@ -8,7 +8,10 @@
 mod channels_fake;
 mod common;
 
-use channels_fake::{audited, channel_audit, Daemon, Request, MARKER_RULES, RECALL_RULES};
+use channels_fake::{
+    attach_rules, attachment, audited, channel_audit, Daemon, Request, MARKER_RULES, MESSAGE_AUTO,
+    RECALL_RULES,
+};
 use common::{FakeLlm, Sandbox};
 use serde_json::{json, Value};
 use std::collections::VecDeque;
@@ -51,6 +54,10 @@ struct State {
     /// Answer this many of the next `chat.postMessage` with 429.
     rate_limit: u32,
     limited: u32,
+    /// Upload URLs handed out: (file id, the file name and length asked for).
+    upload_urls: Vec<(String, String, String)>,
+    /// Bytes posted to an upload URL: (file id, bytes).
+    uploads: Vec<(String, Vec<u8>)>,
 }
 
 struct FakeSlack {
@@ -198,11 +205,19 @@ fn unescape(text: &str) -> String {
 fn answer(r: &Request, ws_port: u16, shared: &Mutex<State>) -> (u16, Vec<(String, String)>, Value) {
     let mut s = shared.lock().unwrap();
     let method = r.path.strip_prefix("/api/").unwrap_or_default().to_string();
-    let body = r.body.to_string();
+    let body = String::from_utf8_lossy(&r.raw).to_string();
     for token in [BOT_TOKEN, APP_TOKEN] {
         if r.path.contains(token) || body.contains(token) {
             s.leaks.push(method.clone());
         }
+    }
+    // The signed upload URL takes the bytes, and no token.
+    if let Some(id) = r.path.strip_prefix("/upload/") {
+        if r.header("authorization").is_some() {
+            s.leaks.push(format!("upload {id}"));
+        }
+        s.uploads.push((id.to_string(), r.raw.clone()));
+        return (200, Vec::new(), json!("OK"));
     }
     // apps.connections.open takes the app-level token, every other method the bot token.
     let token = if method == "apps.connections.open" {
@@ -266,6 +281,22 @@ fn answer(r: &Request, ws_port: u16, shared: &Mutex<State>) -> (u16, Vec<(String
                        "message": {"user": BOT_USER, "text": r.body["text"], "ts": r.body["ts"]}}),
             );
             ok(json!({"ok": true, "channel": channel, "ts": r.body["ts"], "text": r.body["text"]}))
+        }
+        "files.getUploadURLExternal" => {
+            let form: std::collections::HashMap<String, String> =
+                form_urlencoded::parse(&r.raw).into_owned().collect();
+            let id = format!("F{}", s.upload_urls.len() + 1);
+            let field = |k: &str| form.get(k).cloned().unwrap_or_default();
+            s.upload_urls
+                .push((id.clone(), field("filename"), field("length")));
+            let host = r.header("host").unwrap_or_default();
+            ok(
+                json!({"ok": true, "file_id": id, "upload_url": format!("http://{host}/upload/{id}")}),
+            )
+        }
+        "files.completeUploadExternal" => {
+            s.calls.push((method, r.body.clone()));
+            ok(json!({"ok": true, "files": r.body["files"]}))
         }
         "chat.postEphemeral" => {
             s.calls.push((method, r.body.clone()));
@@ -775,4 +806,47 @@ fn doctor_probes_both_tokens_and_never_prints_them() {
     );
     assert!(!format!("{out}").contains(wrong), "{out}");
     assert_eq!(slack.state().refused, ["apps.connections.open"]);
+}
+
+#[test]
+fn a_file_from_a_tool_is_uploaded_externally_and_shared_in_the_chat() {
+    let Some(llm) = FakeLlm::start(&attach_rules(
+        "bot",
+        &[("send the report", "out/report.bin")],
+    )) else {
+        return;
+    };
+    let (sb, slack) = (Sandbox::new(), FakeSlack::start());
+    let config = config(&sb, &llm, &slack, false);
+    let config_text = std::fs::read_to_string(&config).unwrap_or_default();
+    std::fs::write(&config, format!("{config_text}{MESSAGE_AUTO}")).expect("write config");
+    std::fs::create_dir_all(sb.workspace().join("out")).expect("mkdir");
+    std::fs::write(sb.workspace().join("out/report.bin"), attachment()).expect("write");
+    let mut d = daemon(&sb, &config);
+    slack.message(DM, OWNER, "please send the report");
+    slack.wait_text(DM, "Filed.");
+    {
+        let s = slack.state();
+        let length = attachment().len().to_string();
+        assert_eq!(
+            s.upload_urls,
+            vec![("F1".to_string(), "report.bin".to_string(), length)]
+        );
+        assert_eq!(s.uploads.len(), 1);
+        assert_eq!(s.uploads[0].0, "F1");
+        assert!(
+            s.uploads[0].1 == attachment(),
+            "the uploaded bytes differ from the file"
+        );
+    }
+    assert_eq!(
+        slack.calls_of("files.completeUploadExternal"),
+        vec![
+            json!({"files": [{"id": "F1", "title": "report.bin"}], "channel_id": DM,
+            "initial_comment": "the report"})
+        ]
+    );
+    let (code, log) = d.stop("-TERM");
+    assert_eq!(code, Some(0), "{log}");
+    assert_no_token(&log, &sb, &config, &slack);
 }

@@ -6,7 +6,10 @@
 mod channels_fake;
 mod common;
 
-use channels_fake::{audited, channel_audit, Daemon, Request, MARKER_RULES, RECALL_RULES};
+use channels_fake::{
+    attach_rules, attachment, audited, channel_audit, Daemon, Request, MARKER_RULES, MESSAGE_AUTO,
+    RECALL_RULES,
+};
 use common::{FakeLlm, Sandbox};
 use serde_json::{json, Value};
 use std::collections::VecDeque;
@@ -42,8 +45,14 @@ impl FakeTelegram {
     fn start() -> Self {
         let state: Arc<(Mutex<State>, Condvar)> = Arc::default();
         let shared = Arc::clone(&state);
-        let port =
-            channels_fake::serve(Arc::new(move |r: Request| answer(&r.path, r.body, &shared)));
+        let port = channels_fake::serve(Arc::new(move |r: Request| {
+            let body = if r.path.ends_with("/sendDocument") {
+                document(&r)
+            } else {
+                r.body.clone()
+            };
+            answer(&r.path, body, &shared)
+        }));
         Self { port, state }
     }
 
@@ -136,6 +145,17 @@ impl FakeTelegram {
     }
 }
 
+/// A `sendDocument` form as JSON, to record with the other calls: its fields, the file's
+/// bytes as a list.
+fn document(r: &Request) -> Value {
+    let text = |k: &str| r.part(k).map(|b| String::from_utf8_lossy(&b).to_string());
+    json!({
+        "chat_id": text("chat_id").and_then(|c| c.parse::<i64>().ok()),
+        "caption": text("caption"),
+        "document": r.part("document"),
+    })
+}
+
 fn answer(path: &str, body: Value, shared: &(Mutex<State>, Condvar)) -> (u16, Value) {
     let (lock, cv) = shared;
     let prefix = format!("/bot{TOKEN}/");
@@ -172,7 +192,7 @@ fn answer(path: &str, body: Value, shared: &(Mutex<State>, Condvar)) -> (u16, Va
     }
     s.calls.push((method.to_string(), body.clone()));
     match method {
-        "sendMessage" => {
+        "sendMessage" | "sendDocument" => {
             s.next_message += 1;
             let id = s.next_message;
             (
@@ -449,6 +469,68 @@ fn a_message_tool_call_without_a_chat_answers_in_the_chat_the_turn_came_from() {
     tg.wait_text(OWNER, "Told you.");
     let (code, log) = d.stop("-TERM");
     assert_eq!(code, Some(0), "{log}");
+}
+
+/// The daemon of the attachment tests: `message` runs without asking, the workspace holds
+/// `out/report.bin` and the home, outside it, `secret.txt`.
+fn attaching(sb: &Sandbox, llm: &FakeLlm, tg: &FakeTelegram) -> (PathBuf, Daemon) {
+    let config = config(sb, llm, tg, false);
+    let config_text = std::fs::read_to_string(&config).unwrap_or_default();
+    std::fs::write(&config, format!("{config_text}{MESSAGE_AUTO}")).expect("write config");
+    std::fs::create_dir_all(sb.workspace().join("out")).expect("mkdir");
+    std::fs::write(sb.workspace().join("out/report.bin"), attachment()).expect("write");
+    std::fs::write(sb.home().join("secret.txt"), "SECRET-OUTSIDE").expect("write");
+    let d = daemon(sb, &config);
+    (config, d)
+}
+
+#[test]
+fn a_file_from_a_tool_is_sent_as_a_document_with_the_workspace_files_bytes() {
+    let rules = attach_rules("bot", &[("send the report", "out/report.bin")]);
+    let Some(llm) = FakeLlm::start(&rules) else {
+        return;
+    };
+    let (sb, tg) = (Sandbox::new(), FakeTelegram::start());
+    let (config, mut d) = attaching(&sb, &llm, &tg);
+    tg.message(OWNER, OWNER, "please send the report");
+    let sent = tg.wait_for("a document", |calls| {
+        calls
+            .iter()
+            .find(|(m, _)| m == "sendDocument")
+            .map(|(_, b)| b.clone())
+    });
+    assert_eq!(sent["document"], json!(attachment()));
+    assert_eq!(sent["caption"], "the report");
+    assert_eq!(sent["chat_id"], json!(OWNER));
+    tg.wait_text(OWNER, "Filed.");
+    let (code, log) = d.stop("-TERM");
+    assert_eq!(code, Some(0), "{log}");
+    assert_no_token(&log, &sb, &config);
+}
+
+#[test]
+fn a_file_outside_the_workspace_is_refused_and_nothing_is_uploaded() {
+    let rules = attach_rules("bot", &[("send the secret", "../home/secret.txt")]);
+    let Some(llm) = FakeLlm::start(&rules) else {
+        return;
+    };
+    let (sb, tg) = (Sandbox::new(), FakeTelegram::start());
+    let (config, mut d) = attaching(&sb, &llm, &tg);
+    tg.message(OWNER, OWNER, "please send the secret");
+    tg.wait_text(OWNER, "Not sent.");
+    assert!(tg.calls_of("sendDocument").is_empty(), "{:#?}", tg.calls());
+    let everything = format!("{:?}", tg.calls());
+    assert!(!everything.contains("SECRET-OUTSIDE"), "{everything}");
+    let (code, log) = d.stop("-TERM");
+    assert_eq!(code, Some(0), "{log}");
+    // Refused for where the file is, not for anything else.
+    let audit = common::run(sb.tackle(&config, &["audit", "--json", "--tool", "message"]));
+    let lines: Vec<Value> = serde_json::from_str(&audit.stdout).unwrap_or_default();
+    assert!(
+        lines.iter().any(|l| l["verdict"] == "deny"
+            && l["why"].as_str().is_some_and(|w| w.contains("secret.txt"))),
+        "{audit}"
+    );
 }
 
 /// `tackle doctor` with the daemon's environment.

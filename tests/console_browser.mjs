@@ -66,7 +66,7 @@ try {
   const doc = await (await fetch(new URL("/openapi.json", url))).json();
   report.live_endpoint = Boolean(doc.paths["/v1/events"]);
   if (report.live_endpoint) {
-    await page.locator("#live[data-state=connected]").waitFor({ state: "attached", timeout: 15000 });
+    await page.locator("#live[data-state=connected]").waitFor({ state: "attached", timeout: 30000 });
   }
   process.stdout.write("READY\n");
 

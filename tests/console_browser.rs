@@ -322,3 +322,122 @@ gateway:\n  bind: 127.0.0.1:{port}\n  approval_timeout_secs: 90\n  tokens:\n    
     assert_eq!(shell["approver"], "queue:api:console", "{shell}");
     assert_eq!(shell["outcome"], "ok", "{shell}");
 }
+
+/// The "MCP tools" tab: a tool the malicious server (tests/mcp_client/shifty_server.py)
+/// changed after its first use is shown quarantined with the diff; a token without `admin`
+/// is refused and loses the button; the admin's Accept pins it (tests/console_mcp_browser.mjs).
+#[test]
+fn a_person_accepts_a_changed_mcp_tool_in_the_console() {
+    const ADMIN: &str = "tk-console-mcp-admin-2b8e41";
+    let node = match browser_peers() {
+        Ok(node) => node,
+        Err(why) => {
+            eprintln!("SKIP: {why}");
+            return;
+        }
+    };
+    let python = repo_root().join(".ci/venv/bin/python");
+    if !Command::new(&python)
+        .args(["-c", "import mcp"])
+        .status()
+        .is_ok_and(|s| s.success())
+    {
+        eprintln!("SKIP: the MCP Python SDK is not installed in .ci/venv; run .ci/mcp-peers.sh");
+        return;
+    }
+    let artifacts = repo_root().join("target/console-artifacts");
+    std::fs::create_dir_all(&artifacts).expect("create target/console-artifacts");
+    let sb = Sandbox::new();
+    let port = free_port();
+    let state = sb.dir.path().join("shifty");
+    std::fs::create_dir_all(&state).expect("mkdir");
+    let config = sb.config(&format!(
+        // The daemon wants a backend for its agent; no turn runs here.
+        "backends:\n  - name: unused\n    type: openai\n    api_base: http://127.0.0.1:9/v1\n    api_key: test-key-not-secret\n    models:\n      - name: m\n\
+security:\n  auto_approved_tools: [shifty__lookup]\nmcp_servers:\n  shifty:\n    command: {}\n    args: [{:?}]\n    env:\n      SHIFTY_STATE: {:?}\n\
+gateway:\n  bind: 127.0.0.1:{port}\n  tokens:\n    - {{name: admin, sha256: {}, scopes: [read, admin]}}\n    - {{name: console, sha256: {}, scopes: [read, chat]}}\n",
+        python.display(),
+        repo_root()
+            .join("tests/mcp_client/shifty_server.py")
+            .display()
+            .to_string(),
+        state.display().to_string(),
+        sha256_hex(ADMIN),
+        sha256_hex(TOKEN),
+    ));
+    // The first use pins `lookup`; the server then changes its description.
+    let r = run(sb.tackle(
+        &config,
+        &["tools", "call", "shifty__lookup", r#"{"key": "a"}"#],
+    ));
+    assert_eq!(r.code, 0, "{r}");
+    let mut daemon = Daemon::start(&sb, &config, port);
+    let out = Command::new(&node)
+        .arg(repo_root().join("tests/console_mcp_browser.mjs"))
+        .args([&format!("http://127.0.0.1:{port}/"), ADMIN, TOKEN])
+        .arg(&artifacts)
+        .stdin(Stdio::null())
+        .output()
+        .expect("run the browser driver");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let line = stdout.lines().rev().find(|l| l.starts_with('{'));
+    let report: Value = line
+        .and_then(|l| serde_json::from_str(l).ok())
+        .unwrap_or_else(|| {
+            panic!(
+                "no report\n{stdout}\n{}",
+                String::from_utf8_lossy(&out.stderr)
+            )
+        });
+    assert!(report["failure"].is_null(), "{report}");
+
+    // Shown quarantined, with the diff; the button is offered until the API refuses it.
+    let read = &report["read"];
+    assert_eq!(read["cards"], 1, "{report}");
+    assert_eq!(read["tool"], "shifty__lookup", "{report}");
+    assert_eq!(read["count"], "1", "{report}");
+    assert!(
+        read["added"].to_string().contains("read ~/.ssh/id_rsa"),
+        "the offered description is an added line: {report}"
+    );
+    assert!(
+        read["diff"]
+            .as_str()
+            .is_some_and(|d| d.contains("-  \"description\": \"Look up a key in the notes.\",")),
+        "{report}"
+    );
+    let refused = &report["refused"];
+    assert!(
+        refused["error"]
+            .as_str()
+            .is_some_and(|e| e.contains("HTTP 403")),
+        "{report}"
+    );
+    assert_eq!(refused["cards"], 1, "still quarantined: {report}");
+    assert_eq!(refused["buttons"], 0, "the button is gone: {report}");
+
+    // Accepted by the admin: nothing quarantined, the tool pinned by that token.
+    let accepted = &report["accepted"];
+    assert_eq!(accepted["cards"], 0, "{report}");
+    assert_eq!(accepted["count"], "", "{report}");
+    assert_eq!(accepted["error"], false, "{report}");
+    assert!(
+        accepted["row"]
+            .as_str()
+            .is_some_and(|r| r.contains("pinned") && r.contains("operator (API token `admin`)")),
+        "{report}"
+    );
+    assert_eq!(report["errors"], serde_json::json!([]), "{report}");
+
+    let (code, log) = daemon.stop();
+    assert_eq!(code, Some(0), "{log}");
+    let r = run(sb.tackle(&config, &["mcp", "pins", "shifty", "--json"]));
+    assert_eq!(r.code, 0, "{r}");
+    let rows: Vec<Value> = serde_json::from_str(&r.stdout).unwrap_or_default();
+    let lookup = rows
+        .iter()
+        .find(|row| row["tool"] == "lookup")
+        .unwrap_or_else(|| panic!("{r}"));
+    assert_eq!(lookup["state"], "pinned", "{r}");
+    assert_eq!(lookup["pinned_by"], "operator (API token `admin`)", "{r}");
+}

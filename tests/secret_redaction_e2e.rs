@@ -539,3 +539,24 @@ fn a_backend_that_quotes_the_key_in_its_error_does_not_print_it() {
         }
     }
 }
+
+#[test]
+fn a_key_in_a_calls_arguments_is_not_printed_on_the_terminal() {
+    // The model quotes a token it saw in a call of its own: the `→` line shows the call, not
+    // the token (as the audit log and the model's context do).
+    let token = "ghp_Zq8rT3vW9yX1aB2cD4eF6gH7iJ0kL5mN8pQs";
+    let rules = format!(
+        "rules:\n  - name: done\n    when: {{tool_result_contains: \"\"}}\n    respond: {{content: \"done\"}}\n  - name: leak\n    when: {{messages_contain: \"go\"}}\n    respond:\n      tool_calls:\n        - {{name: http_request, arguments: {{method: GET, url: \"http://127.0.0.1:9/x?t={token}\"}}}}\n"
+    );
+    let Some(llm) = FakeLlm::start(&rules) else {
+        return;
+    };
+    let sb = Sandbox::new();
+    let config = sb.config(&llm.backend_yaml("openai", false));
+    let r = run(sb.tackle(&config, &["run", "-m", "go"]));
+    assert!(r.stderr.contains("→ http_request"), "{r}");
+    assert!(
+        !r.stderr.contains(token) && !r.stdout.contains(token),
+        "{r}"
+    );
+}

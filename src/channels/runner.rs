@@ -696,7 +696,7 @@ fn reply_word_of(reply: ApprovalReply) -> &'static str {
 
 /// A reply that answers the chat's latest approval: `y` (allow), `a` (allow for the
 /// session), `n` (deny).
-fn reply_word(text: &str) -> Option<ApprovalReply> {
+pub(super) fn reply_word(text: &str) -> Option<ApprovalReply> {
     match text.trim().to_lowercase().as_str() {
         "y" | "yes" => Some(ApprovalReply::Allow),
         "a" | "always" => Some(ApprovalReply::AllowForSession),

@@ -5,14 +5,11 @@ use crate::app::{App, Selection};
 use crate::cli::Global;
 use crate::errors::plain;
 use crate::exit::{self, not_found, usage};
+use crate::mcp_pins::report::{rows, shown};
 use anyhow::Result;
-use serde_json::{json, Value};
-use std::collections::BTreeSet;
 use std::io::IsTerminal;
-use tackle_mcp::pinning::{clean::reveal, digest::diff, PinState};
+use tackle_mcp::pinning::{clean::reveal, PinState, PinnedBy, Trusted};
 use tackle_mcp::{ServerState, ToolPinStatus};
-use tackle_store::ToolPin;
-use time::format_description::well_known::Rfc3339;
 
 pub async fn trust(global: &Global, name: &str, tool: Option<&str>, yes: bool) -> Result<i32> {
     let app = App::build(global, &Selection::default())?;
@@ -104,51 +101,30 @@ async fn trust_in(app: &App, name: &str, tool: Option<&str>, yes: bool) -> Resul
             )?;
             continue;
         }
-        outln!("{}", reveal(&shown(name, status)))?;
+        outln!("{}", shown(status))?;
         if !yes && !confirm(&format!("Pin `{}` as shown? [y/N] ", status.tool)).await {
             eprintln!("not pinned: `{}` stays as it was", status.tool);
             declined = true;
             continue;
         }
-        match mcp.trust(name, &status.tool).await? {
-            Some(digest) => outln!("pinned `{}` of `{name}` ({digest})", status.tool)?,
-            None => eprintln!(
+        // What is pinned is what was shown: a server that changed the tool meanwhile gets
+        // nothing pinned.
+        let by = PinnedBy::Operator;
+        match mcp.trust(name, &status.tool, Some(&status.digest), by).await? {
+            Trusted::Pinned(digest) => outln!("pinned `{}` of `{name}` ({digest})", status.tool)?,
+            Trusted::NotOffered => eprintln!(
                 "`{name}` no longer offers `{}`; nothing was pinned",
                 status.tool
             ),
+            Trusted::Differs(now) => {
+                return Err(anyhow::anyhow!(
+                    "`{name}` changed `{}` again since it was shown (it now offers {now}); nothing was pinned: run the command again to review it",
+                    status.tool
+                ))
+            }
         }
     }
     Ok(if declined { exit::DECLINED } else { exit::OK })
-}
-
-/// The tool's heading and its offered definition against the pinned one, as a diff.
-fn shown(server: &str, status: &ToolPinStatus) -> String {
-    let why = match &status.state {
-        PinState::Changed { .. } => "changed since it was pinned".to_string(),
-        PinState::Renamed { pinned } => format!(
-            "offered under a new name with the description of the pinned tool `{}`",
-            pinned.tool
-        ),
-        PinState::Unchecked(why) => format!("its pins could not be read ({why})"),
-        _ => "not pinned yet".to_string(),
-    };
-    let old = status
-        .state
-        .pinned()
-        .map(|p| p.definition.as_str())
-        .unwrap_or_default();
-    let mut out = format!(
-        "MCP server `{server}`, tool `{}`: {why}\n--- pinned\n+++ offered\n{}",
-        status.tool,
-        diff(old, &status.definition)
-    );
-    if !status.removed.is_empty() {
-        out.push_str(&format!(
-            "(removed from what the model is shown: {})\n",
-            status.removed
-        ));
-    }
-    out
 }
 
 /// `y` or `yes` (any case) accepts; anything else, or the end of input, does not.
@@ -186,27 +162,25 @@ async fn pins_in(app: &App, name: Option<&str>, as_json: bool) -> Result<i32> {
     }
     let mut server = "";
     for row in &rows {
-        let s = row["server"].as_str().unwrap_or_default();
-        if s != server {
-            outln!("{s}")?;
-            server = s;
+        if row.server != server {
+            outln!("{}", row.server)?;
+            server = &row.server;
         }
-        let text = |k: &str| row[k].as_str().unwrap_or_default().to_string();
-        let pinned = match (row["pinned_by"].as_str(), row["pinned_at"].as_str()) {
+        let pinned = match (&row.pinned_by, &row.pinned_at) {
             (Some(by), Some(at)) => format!("  (pinned by {by}, {at})"),
             _ => String::new(),
         };
         outln!(
             "  {}  {}  {}{pinned}",
-            text("tool"),
-            text("state"),
-            short(&text("digest"))
+            row.tool,
+            row.state,
+            short(row.digest.as_deref().unwrap_or_default())
         )?;
-        if let Some(message) = row["message"].as_str() {
+        if let Some(message) = &row.message {
             outln!("      {}", reveal(message))?;
         }
-        if let Some(removed) = row["removed"].as_str().filter(|r| !r.is_empty()) {
-            outln!("      removed from its description: {removed}")?;
+        if !row.removed.is_empty() {
+            outln!("      removed from its description: {}", row.removed)?;
         }
     }
     Ok(exit::OK)
@@ -215,48 +189,4 @@ async fn pins_in(app: &App, name: Option<&str>, as_json: bool) -> Result<i32> {
 /// `sha256:` and the first 12 hex digits.
 fn short(digest: &str) -> String {
     digest.chars().take(19).collect()
-}
-
-/// One row per offered tool, then one per pin whose tool is not offered now.
-fn rows(offered: &[ToolPinStatus], stored: &[ToolPin]) -> Vec<Value> {
-    let pin_of =
-        |server: &str, tool: &str| stored.iter().find(|p| p.server == server && p.tool == tool);
-    let when = |p: &ToolPin| p.pinned_at.format(&Rfc3339).unwrap_or_default();
-    let mut seen = BTreeSet::new();
-    let mut rows = Vec::new();
-    for s in offered {
-        let pin = pin_of(&s.server, &s.tool);
-        seen.insert((s.server.clone(), s.tool.clone()));
-        rows.push(json!({
-            "server": s.server,
-            "tool": s.tool,
-            "registry_name": s.registry_name,
-            "state": s.state.word(),
-            "digest": s.digest,
-            "pinned_digest": pin.map(|p| p.digest.clone()),
-            "pinned_by": pin.map(|p| p.pinned_by.clone()),
-            "pinned_at": pin.map(when),
-            "removed": s.removed,
-            "message": s.message,
-        }));
-    }
-    for p in stored {
-        if seen.contains(&(p.server.clone(), p.tool.clone())) {
-            continue;
-        }
-        rows.push(json!({
-            "server": p.server,
-            "tool": p.tool,
-            "registry_name": tackle_mcp::naming::registry_name(&p.server, &p.tool),
-            "state": "not_offered",
-            "digest": Value::Null,
-            "pinned_digest": p.digest,
-            "pinned_by": p.pinned_by,
-            "pinned_at": when(p),
-            "removed": "",
-            "message": Value::Null,
-        }));
-    }
-    rows.sort_by(|a, b| a["server"].as_str().cmp(&b["server"].as_str()));
-    rows
 }

@@ -442,3 +442,11 @@ fn errors_name_the_file_line_and_column_and_suggest_the_key_meant() {
     let e = err("agents:\n  - name: \"unclosed\n");
     assert!(e.contains(origin) && !e.contains("<input>"), "{e}");
 }
+
+#[test]
+fn an_untrusted_path_that_is_not_a_glob_is_a_load_error_naming_it() {
+    let e = parse_err("security:\n  untrusted_paths: [vendor, \"docs/[x\"]\n");
+    assert!(e.contains("security.untrusted_paths[1]"), "{e}");
+    let c = parse_ok("security:\n  untrusted_paths: [vendor, \"third_party/**\"]\n");
+    assert_eq!(c.security.untrusted_paths, ["vendor", "third_party/**"]);
+}

@@ -13,6 +13,7 @@ mod channels_api;
 mod console;
 mod errors;
 mod events;
+mod mcp_api;
 mod openai;
 mod openapi;
 mod query;
@@ -250,6 +251,28 @@ pub const ROUTES: &[Route] = &[
     },
     Route {
         method: "GET",
+        path: "/v1/mcp/tools",
+        scope: Some(GatewayScope::Read),
+        summary: "Every configured MCP server's tools against their pins: the quarantined ones (changed or renamed since pinned), each with its pinned and offered definitions and their diff, then the others; the servers are asked afresh",
+        request: None,
+        response: schema::<mcp_api::McpToolList>,
+        events: None,
+        media: JSON,
+        query: &[],
+    },
+    Route {
+        method: "POST",
+        path: "/v1/mcp/tools/{server}/{tool}/accept",
+        scope: Some(GatewayScope::Admin),
+        summary: "Accept a tool's offered definition, named by the digest GET /v1/mcp/tools showed (409 and nothing pinned when the server offers another by now); running agents offer it from their next turn",
+        request: Some(schema::<mcp_api::AcceptRequest>),
+        response: schema::<mcp_api::Accepted>,
+        events: None,
+        media: JSON,
+        query: &[],
+    },
+    Route {
+        method: "GET",
         path: "/",
         scope: None,
         summary: "The web console (it asks for a token and shows what the token's scopes allow)",
@@ -337,6 +360,7 @@ pub struct Gateway {
     turns: turns::Turns,
     schedules: tackle_tools::schedule::ScheduleSettings,
     channels: Vec<channels_api::Reading>,
+    mcp: mcp_api::McpServers,
 }
 
 /// Binds `gateway.bind`, refusing a non-loopback address unless `allow_remote` is set.
@@ -369,6 +393,7 @@ pub fn gateway(
         tokens: auth::Tokens::new(&cfg.tokens)?,
         schedules: crate::schedules::settings(config, &store)?,
         channels: channels_api::reading(config),
+        mcp: mcp_api::McpServers::new(global, config, &store),
         rate: auth::RateLimit::new(cfg.rate_limit_per_minute),
         local: LocalOnly::for_bind(addr).with_exact_origins(&cfg.allowed_origins),
         turns: turns::Turns::new(
@@ -414,6 +439,11 @@ pub async fn serve(
         .route("/v1/schedules/{id}/disable", post(schedules_api::disable))
         .route("/v1/schedules/{id}", delete(schedules_api::remove))
         .route("/v1/channels", get(channels_api::list))
+        .route("/v1/mcp/tools", get(mcp_api::list))
+        .route(
+            "/v1/mcp/tools/{server}/{tool}/accept",
+            post(mcp_api::accept),
+        )
         .route("/openapi.json", get(openapi::document))
         .route("/", get(console::index))
         .route("/console/{file}", get(console::asset))

@@ -70,7 +70,7 @@ pub fn build() -> Value {
             "responses": {
                 "200": {"description": "OK", "content": content},
                 "default": {
-                    "description": "An error: 400 bad request, 401 no or wrong token, 403 wrong scope, Origin or Host, 404 unknown agent, 413 body too large, 429 rate limited",
+                    "description": "An error: 400 bad request, 401 no or wrong token, 403 wrong scope, Origin or Host, 404 unknown agent, 409 conflict (answered already, changed meanwhile), 413 body too large, 429 rate limited, 503 an MCP server not running",
                     "content": {"application/json": {"schema": error}}
                 }
             }

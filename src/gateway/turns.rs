@@ -61,6 +61,15 @@ impl Turns {
         self.pool.agents()
     }
 
+    /// Has every agent's running copy of MCP server `server` read its pins again, so a tool
+    /// accepted through the API is offered from the next turn on (without waiting for the
+    /// periodic re-read).
+    pub async fn reload_mcp_pins(&self, server: &str) {
+        for mcp in self.pool.mcp_managers() {
+            mcp.reload_pins(server).await;
+        }
+    }
+
     /// The agent a `model` names: `tackle:NAME`, or `NAME` alone.
     pub fn agent_for_model(&self, model: &str) -> Result<String, ApiError> {
         let name = model.strip_prefix("tackle:").unwrap_or(model);

@@ -17,7 +17,9 @@ pub struct Request {
     /// The path with its query.
     pub path: String,
     pub headers: Vec<(String, String)>,
+    /// The body as JSON (`Null` when it is not JSON), and as sent.
     pub body: Value,
+    pub raw: Vec<u8>,
 }
 
 impl Request {
@@ -27,7 +29,63 @@ impl Request {
             .find(|(k, _)| k.eq_ignore_ascii_case(name))
             .map(|(_, v)| v.as_str())
     }
+
+    /// The body of the part named `name` of a multipart/form-data body.
+    pub fn part(&self, name: &str) -> Option<Vec<u8>> {
+        let boundary = self.header("content-type")?.split("boundary=").nth(1)?;
+        let delim = format!("\r\n--{}", boundary.trim_matches('"'));
+        let body = [b"\r\n".as_slice(), &self.raw].concat();
+        let mut rest = body.as_slice();
+        while let Some(at) = find(rest, delim.as_bytes()) {
+            rest = rest.get(at + delim.len()..)?;
+            let head_end = find(rest, b"\r\n\r\n")?;
+            let head = String::from_utf8_lossy(rest.get(..head_end)?).to_string();
+            let data = rest.get(head_end + 4..)?;
+            let end = find(data, delim.as_bytes())?;
+            if head.contains(&format!("name=\"{name}\"")) {
+                return data.get(..end).map(<[u8]>::to_vec);
+            }
+        }
+        None
+    }
+
+    /// A parameter of the query, as sent (not decoded).
+    pub fn query(&self, key: &str) -> Option<&str> {
+        let (_, query) = self.path.split_once('?')?;
+        query
+            .split('&')
+            .find_map(|kv| kv.strip_prefix(key)?.strip_prefix('='))
+    }
 }
+
+fn find(hay: &[u8], needle: &[u8]) -> Option<usize> {
+    hay.windows(needle.len()).position(|w| w == needle)
+}
+
+/// The file of the attachment tests: every byte value, so nothing on the way may re-encode it.
+pub fn attachment() -> Vec<u8> {
+    (0..=255u8).chain(*b"-end of the report").collect()
+}
+
+/// For each (words, file): a message with those words makes a tool call that sends `file` to
+/// `channel` as an attachment. The answers after it: `Filed.` when it was sent, `Not sent.`
+/// when it failed.
+pub fn attach_rules(channel: &str, calls: &[(&str, &str)]) -> String {
+    let mut rules = String::from(concat!(
+        "rules:\n",
+        "  - name: sent\n    when: {tool_result_contains: \"Sent the file\"}\n    respond: {content: \"Filed.\"}\n",
+        "  - name: failed\n    when: {tool_result_contains: \"\"}\n    respond: {content: \"Not sent.\"}\n",
+    ));
+    for (i, (words, file)) in calls.iter().enumerate() {
+        rules.push_str(&format!(
+            "  - name: attach{i}\n    when: {{messages_contain: \"{words}\"}}\n    respond:\n      tool_calls:\n        - {{name: message, arguments: {{channel: {channel}, content: \"the report\", file: \"{file}\"}}}}\n"
+        ));
+    }
+    rules
+}
+
+/// `security:` letting `message` run without asking (the tests are about the file).
+pub const MESSAGE_AUTO: &str = "security:\n  auto_approved_tools: [message]\n";
 
 pub type Handler = Arc<dyn Fn(Request) -> (u16, Value) + Send + Sync>;
 
@@ -85,12 +143,14 @@ fn one(conn: TcpStream, handler: &HeadedHandler) {
     if reader.read_exact(&mut body).is_err() {
         return;
     }
-    let body: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+    let raw = body;
+    let body: Value = serde_json::from_slice(&raw).unwrap_or(Value::Null);
     let (status, extra, reply) = handler(Request {
         method,
         path,
         headers,
         body,
+        raw,
     });
     let text = reply.to_string();
     let extra: String = extra.iter().map(|(k, v)| format!("{k}: {v}\r\n")).collect();

@@ -281,7 +281,11 @@ impl Dispatcher {
                 let trail = self.intent(&req, &plan, approver).await;
                 // Where the result comes from, asked before the arguments move into the tool:
                 // an untrusted one taints the session from here on (crate::taint).
-                let provenance = plan.entry.tool.provenance(&req.call.arguments);
+                let provenance = crate::taint::provenance(
+                    &plan,
+                    &req.call.arguments,
+                    &self.config.security.untrusted_paths,
+                );
                 let arguments = std::mem::take(&mut req.call.arguments);
                 let (outcome, ran) = self.execute(plan, &req, arguments).await;
                 req.approvals.taint().record(&provenance);

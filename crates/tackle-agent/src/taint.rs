@@ -97,6 +97,73 @@ impl SessionTaint {
     }
 }
 
+/// Where this call's result comes from: what the tool says (a page, an MCP server), or, for a
+/// tool that calls its own output trusted, an untrusted file it reads: one outside the
+/// workspace (compared as the host resolves it, so links and `..` count), or one matching
+/// `security.untrusted_paths` (globs relative to the workspace, or absolute).
+pub fn provenance(plan: &Plan, args: &Value, untrusted_paths: &[String]) -> Provenance {
+    let said = plan.entry.tool.provenance(args);
+    if matches!(said, Provenance::Untrusted(_)) {
+        return said;
+    }
+    let workspace = plan.host.canonical(&plan.scope.workspace);
+    let marked = marked_paths(untrusted_paths, &workspace);
+    plan.capabilities
+        .iter()
+        .find_map(|(cap, _)| {
+            let Capability::FileRead { path } = cap else {
+                return None;
+            };
+            let real = plan.host.canonical(path);
+            if !real.starts_with(&workspace) {
+                return Some(format!(
+                    "the file {} (outside the workspace)",
+                    real.display()
+                ));
+            }
+            let inside = real.strip_prefix(&workspace).unwrap_or(&real);
+            marked
+                .as_ref()
+                .is_some_and(|m| m.is_match(&real) || m.is_match(inside))
+                .then(|| format!("the file {} (security.untrusted_paths)", inside.display()))
+        })
+        .map_or(said, Provenance::Untrusted)
+}
+
+/// Whether `pattern` can be a `security.untrusted_paths` entry; why not, in words.
+pub fn check_marked_path(pattern: &str) -> Result<(), String> {
+    globset::Glob::new(pattern)
+        .map(drop)
+        .map_err(|e| format!("not a glob: {}", e.kind()))
+}
+
+/// The marked paths as one set (each pattern was checked to be a glob when the config loaded).
+fn marked_paths(patterns: &[String], workspace: &std::path::Path) -> Option<globset::GlobSet> {
+    if patterns.is_empty() {
+        return None;
+    }
+    let mut set = globset::GlobSetBuilder::new();
+    for p in patterns {
+        // A directory marks what is under it; an absolute one is taken as written, and also
+        // under the workspace's resolved path so `vendor/**` and `/ws/vendor/**` both work.
+        let p = p.trim_end_matches('/');
+        for pattern in [p.to_string(), format!("{p}/**")] {
+            if let Ok(g) = globset::GlobBuilder::new(&pattern)
+                .literal_separator(true)
+                .build()
+            {
+                set.add(g);
+            }
+        }
+        if !p.starts_with('/') {
+            if let Ok(g) = globset::Glob::new(&format!("{}/{p}/**", workspace.display())) {
+                set.add(g);
+            }
+        }
+    }
+    set.build().ok()
+}
+
 /// What this call can carry out of the session, in words; `None` when it is not a sink.
 pub fn sink(plan: &Plan, args: &Value) -> Option<String> {
     if let Some(said) = plan.entry.tool.sink(args) {

@@ -104,6 +104,9 @@ impl HostConfig {
     }
 }
 
+/// Where Slack takes uploaded files: trusted with the Slack channel that names Slack.
+const SLACK_FILES: &str = "https://files.slack.com";
+
 /// Every URL the operator wrote into `config`: backends' `api_base`, search backends' `url`,
 /// MCP servers' `url`, the skills registry, channels' `url` or API base, the services' bases,
 /// `transcribe.api_base`, `services.github.api_base`.
@@ -116,10 +119,15 @@ pub fn operator_urls(config: &Config) -> Vec<String> {
         .filter_map(|b| b.url.clone());
     let mcp = config.mcp_servers.values().filter_map(|m| m.url.clone());
     let skills = config.skills.registry_url.clone();
-    let channels = config
-        .channels
-        .values()
-        .map(tackle_protocol::config::ChannelConfig::operator_url);
+    let channels = config.channels.values().flat_map(|c| {
+        let mut urls = vec![c.operator_url()];
+        // Slack hands out the upload URLs of `files.getUploadURLExternal` on its file host
+        // (the `message` tool's `file`, which sends there only that host or the API's own).
+        if matches!(c, tackle_protocol::config::ChannelConfig::Slack { .. }) {
+            urls.push(SLACK_FILES.to_string());
+        }
+        urls
+    });
     let transcribe = config.transcribe.api_base.clone();
     let github = config.services.github.api_base.clone();
     backends
@@ -206,6 +214,7 @@ mod tests {
                 "http://127.0.0.1:9/hook",
                 "https://api.telegram.org",
                 "http://127.0.0.1:7/api",
+                "https://files.slack.com",
                 "https://discord.com/api/v10",
                 "https://graph.facebook.com"
             ]

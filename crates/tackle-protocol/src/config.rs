@@ -253,6 +253,12 @@ pub struct SecurityConfig {
     /// (docs/decisions/0034-honeytokens.md).
     #[serde(default)]
     pub honeytokens: bool,
+    /// Files someone else wrote (globs relative to the workspace, or absolute: a vendored
+    /// dependency, a cloned repository's docs): reading one taints the session, as a web
+    /// page does (docs/decisions/0033-taint-gates-sinks.md). Files outside the workspace
+    /// always do.
+    #[serde(default)]
+    pub untrusted_paths: Vec<String>,
 }
 
 /// `security.sandbox`.

@@ -131,7 +131,6 @@
     approvalsTimer = every(3000, refreshApprovals);
     // The tab's count says a channel is failing whichever tab is open.
     every(15000, refreshChannels);
-    refreshChannels();
     select("approvals");
   }
 
@@ -149,6 +148,7 @@
     if (name === "audit") refreshAudit();
     if (name === "schedules") refreshSchedules();
     if (name === "channels") refreshChannels();
+    if (name === "mcp") refreshMcp();
   }
 
   // ---- approvals -------------------------------------------------------------------------
@@ -683,6 +683,101 @@
     }
   }
 
+  // ---- MCP tools -------------------------------------------------------------------------
+
+  /** `sha256:` and the first 12 hex digits, as `tackle mcp pins` shows a digest. */
+  const shortDigest = (d) => (d ? d.slice(0, 19) : "—");
+
+  /** The diff as lines, each marked as removed (`-`), added (`+`) or kept. */
+  function diffView(text) {
+    const lines = String(text || "").split("\n");
+    if (lines.length && lines[lines.length - 1] === "") lines.pop();
+    const kind = (line) => (line.startsWith("+") ? "add" : line.startsWith("-") ? "del" : null);
+    return el("pre", "preview diff", ...lines.map((line) => el("span", kind(line), line + "\n")));
+  }
+
+  let mcpBusy = false;
+
+  async function refreshMcp() {
+    if (mcpBusy) return;
+    mcpBusy = true;
+    $("mcp-refresh").disabled = true;
+    show($("mcp-status"), "Asking the MCP servers…");
+    let list;
+    try {
+      list = await api("GET", "/v1/mcp/tools");
+    } catch (e) {
+      report($("mcp-error"), e);
+      return;
+    } finally {
+      mcpBusy = false;
+      $("mcp-refresh").disabled = false;
+      show($("mcp-status"), "");
+    }
+    show($("mcp-error"), "");
+    $("mcp-count").textContent = list.quarantined.length ? String(list.quarantined.length) : "";
+    $("mcp-servers").replaceChildren(...list.servers.map((s) => el(
+      "li",
+      s.state === "ready" ? null : "error",
+      el("span", "mono", s.name), " ",
+      s.state === "ready" ? "listed its tools" : s.state === "starting" ? "did not list its tools in time" : "failed: " + (s.error || ""),
+    )));
+    if (!list.servers.length) $("mcp-servers").append(el("li", "muted", "No MCP server is configured (mcp_servers)."));
+    $("mcp-none").hidden = list.quarantined.length > 0;
+    $("mcp-quarantined").replaceChildren(...list.quarantined.map(quarantinedCard));
+    const rows = list.tools.map((t) => el(
+      "tr",
+      null,
+      el("td", "mono", t.server),
+      el("td", "mono", t.tool),
+      el("td", null, t.state.replace("_", " ")),
+      el("td", "mono", shortDigest(t.digest || t.pinned_digest)),
+      el("td", null, t.pinned_by || "—"),
+      el("td", null, time(t.pinned_at)),
+    ));
+    $("mcp-rows").replaceChildren(...rows);
+    if (!rows.length) $("mcp-rows").append(el("tr", null, el("td", "muted", "No MCP tools listed or pinned.")));
+  }
+
+  function quarantinedCard(q) {
+    const facts = el(
+      "dl", "facts",
+      el("dt", null, "Server"), el("dd", "mono", q.server),
+      el("dt", null, "Why"), el("dd", null, q.why),
+      el("dt", null, "Pinned"), el("dd", "mono", shortDigest(q.pinned_digest) + (q.pinned_by ? " by " + q.pinned_by : "")),
+      el("dt", null, "Offered"), el("dd", "mono", q.digest || "—"),
+    );
+    if (q.removed) facts.append(el("dt", null, "Hidden text"), el("dd", null, "removed before the model sees it: " + q.removed));
+    const card = el(
+      "li", "card quarantined",
+      el("div", null, el("span", "tool", q.registry_name)),
+      facts,
+      el("div", "muted", "--- pinned  +++ offered"),
+      diffView(q.diff),
+    );
+    if (!adminRefused) {
+      const accept = el("button", "allow", "Accept this definition");
+      accept.type = "button";
+      accept.addEventListener("click", () => acceptTool(q, accept));
+      card.append(el("div", "buttons", accept));
+    }
+    return card;
+  }
+
+  async function acceptTool(q, button) {
+    button.disabled = true;
+    const path = "/v1/mcp/tools/" + encodeURIComponent(q.server) + "/" + encodeURIComponent(q.tool) + "/accept";
+    try {
+      await api("POST", path, { digest: q.digest });
+    } catch (e) {
+      if (e.status === 403) adminRefused = true;
+      await refreshMcp();
+      report($("mcp-error"), e);
+      return;
+    }
+    refreshMcp();
+  }
+
   // ---- wiring ----------------------------------------------------------------------------
 
   function start() {
@@ -701,6 +796,7 @@
     $("sessions-refresh").addEventListener("click", refreshSessions);
     $("schedules-refresh").addEventListener("click", refreshSchedules);
     $("channels-refresh").addEventListener("click", refreshChannels);
+    $("mcp-refresh").addEventListener("click", refreshMcp);
     $("audit-form").addEventListener("submit", (ev) => {
       ev.preventDefault();
       refreshAudit();

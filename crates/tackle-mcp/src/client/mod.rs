@@ -173,15 +173,26 @@ impl McpManager {
     }
 
     /// Pins the definition `server` offers `tool` with now, replacing its pin (the operator
-    /// accepted it); the digest pinned, or `Ok(None)` when the server does not offer `tool`.
+    /// accepted it), unless it is not the one the operator reviewed (`expected`, its digest):
+    /// then nothing is pinned.
     pub async fn trust(
         &self,
         server: &str,
         tool: &str,
-    ) -> Result<Option<String>, crate::pinning::PinError> {
+        expected: Option<&str>,
+        by: crate::pinning::PinnedBy,
+    ) -> Result<crate::pinning::Trusted, crate::pinning::PinError> {
         match self.servers.iter().find(|s| s.name == server) {
-            Some(s) => s.trust(tool).await,
-            None => Ok(None),
+            Some(s) => s.trust(tool, expected, by).await,
+            None => Ok(crate::pinning::Trusted::NotOffered),
+        }
+    }
+
+    /// Reads `server`'s pins again now, so a tool accepted elsewhere is offered at once
+    /// rather than at the next periodic re-read.
+    pub async fn reload_pins(&self, server: &str) {
+        for s in self.servers.iter().filter(|s| s.name == server) {
+            s.reload_pins().await;
         }
     }
 

@@ -6,7 +6,7 @@ use super::{McpOptions, ServerState, ServerStatus, ToolPinStatus};
 use crate::content::RemoteTool;
 use crate::elicit::{ElicitAnswer, ElicitError, ElicitRequest, ElicitationHandler};
 use crate::naming;
-use crate::pinning::{self, PinError, PinSet, PinState, PinnedBy};
+use crate::pinning::{self, PinError, PinSet, PinState, PinnedBy, Trusted};
 use crate::sampling::{SampleAnswer, SampleError, SampleRequest, SamplingHandler};
 use crate::wire::client::{self, Connection, Elicitor, StdioSpec};
 use crate::wire::WireError;
@@ -325,20 +325,27 @@ impl Server {
             .collect()
     }
 
-    /// Pins the definition `tool` is offered with now, for the operator; `Ok(None)` when the
-    /// server does not offer it.
-    pub async fn trust(&self, tool: &str) -> Result<Option<String>, PinError> {
+    /// Pins the definition `tool` is offered with now, for the operator, when it is the one
+    /// they reviewed (`expected`, its digest; `None`: whatever is offered).
+    pub async fn trust(
+        &self,
+        tool: &str,
+        expected: Option<&str>,
+        by: PinnedBy,
+    ) -> Result<Trusted, PinError> {
         let Some(store) = &self.options.pins else {
             return Err(PinError("pinning is off in this process".into()));
         };
         let Some(offered) = self.all_tools().into_iter().find(|t| t.remote_name == tool) else {
-            return Ok(None);
+            return Ok(Trusted::NotOffered);
         };
-        store
-            .replace(&self.name, offered.pin(), PinnedBy::Operator)
-            .await?;
+        // The digest compared is the one pinned: what is pinned is exactly what was reviewed.
+        if expected.is_some_and(|d| d != offered.digest) {
+            return Ok(Trusted::Differs(offered.digest.clone()));
+        }
+        store.replace(&self.name, offered.pin(), by).await?;
         self.reload_pins().await;
-        Ok(Some(offered.digest.clone()))
+        Ok(Trusted::Pinned(offered.digest.clone()))
     }
 
     /// Log, once per listing, the tools quarantined and the descriptions cleaned.

@@ -47,19 +47,37 @@ impl PinSet {
 }
 
 /// Who pinned a definition.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum PinnedBy {
     FirstUse,
+    /// The operator at a terminal (`tackle mcp trust`).
     Operator,
+    /// The operator through the daemon's HTTP API (the console), with the token of this name.
+    Token(String),
 }
 
 impl PinnedBy {
-    pub fn as_str(self) -> &'static str {
+    /// What the pin records as its author: `first use`, `operator`, or
+    /// `operator (API token `NAME`)`.
+    pub fn label(&self) -> String {
         match self {
-            PinnedBy::FirstUse => "first use",
-            PinnedBy::Operator => "operator",
+            PinnedBy::FirstUse => "first use".to_string(),
+            PinnedBy::Operator => "operator".to_string(),
+            PinnedBy::Token(name) => format!("operator (API token `{name}`)"),
         }
     }
+}
+
+/// How an operator's acceptance of a tool ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Trusted {
+    /// Pinned with this digest.
+    Pinned(String),
+    /// The server does not offer the tool now; nothing was pinned.
+    NotOffered,
+    /// The server offers another definition (this digest) than the one the operator
+    /// reviewed; nothing was pinned.
+    Differs(String),
 }
 
 /// The pins could not be read or written.

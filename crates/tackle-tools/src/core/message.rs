@@ -2,7 +2,9 @@
 //! session-log entry) or to a channel the operator configured (`channels:`). A webhook is a
 //! JSON POST through the host to the operator's URL, pinned and timed out; telegram, slack,
 //! discord and whatsapp channels are in `channels/`. The actions beyond `send` each belong to
-//! one channel type: react (discord), rich_message (slack), inline_keyboard (telegram).
+//! one channel type: react (discord), rich_message (slack), inline_keyboard (telegram). A
+//! `file` (read through the host, so the fs grant decides) goes as an attachment to telegram,
+//! matrix and slack channels, `content` as its caption.
 
 use super::channels::{self, Action, Outgoing, DEFAULT_TIMEOUT};
 use crate::secrets::Secrets;
@@ -14,7 +16,7 @@ use std::sync::Arc;
 use std::time::Duration;
 use tackle_protocol::config::ChannelConfig;
 use tackle_protocol::{
-    ApprovalMode, HttpRequest, Risk, Tool, ToolContext, ToolError, ToolOutput, ToolSpec,
+    ApprovalMode, Capability, HttpRequest, Risk, Tool, ToolContext, ToolError, ToolOutput, ToolSpec,
 };
 
 pub struct SendMessage {
@@ -35,6 +37,8 @@ struct Args {
     action: Option<String>,
     #[serde(default)]
     payload: Option<Value>,
+    #[serde(default)]
+    file: Option<String>,
 }
 
 impl SendMessage {
@@ -75,7 +79,7 @@ impl Tool for SendMessage {
     fn spec(&self) -> ToolSpec {
         ToolSpec::new(
             "message",
-            "Send a proactive message: to this session's front end (`channel: session`, the default) or to a channel the operator configured. Returns where it went.",
+            "Send a proactive message: to this session's front end (`channel: session`, the default) or to a channel the operator configured. With `file`, a file is sent as an attachment (telegram, matrix and slack channels; at most 20 MiB), `content` as its caption. Returns where it went.",
             "core",
         )
         .parameters(json!({"type": "object", "properties": {
@@ -84,14 +88,31 @@ impl Tool for SendMessage {
             "chat_id": {"type": "string"},
             "reply_to": {"type": "string"},
             "action": {"type": "string", "enum": ["send", "react", "rich_message", "inline_keyboard"]},
-            "payload": {"type": "object"}
+            "payload": {"type": "object"},
+            "file": {"type": "string", "description": "A file to attach (path relative to the workspace, or absolute): telegram, matrix and slack channels only, at most 20 MiB; `content` is its caption. Action `send` only."}
         }, "required": ["content"]}))
         .risk(Risk::Medium)
         .approval(ApprovalMode::UnlessAutoApproved)
     }
 
-    fn sink(&self, _args: &Value) -> Option<String> {
-        Some("sends a message out of the session".into())
+    fn planned_capabilities(&self, args: &Value, cx: &ToolContext) -> Vec<Capability> {
+        // The file is read through the host: its grant decides, as for read_file.
+        match args.get("file").and_then(Value::as_str) {
+            Some(file) => vec![Capability::FileRead {
+                path: crate::fs::resolve(cx, file),
+            }],
+            None => Vec::new(),
+        }
+    }
+
+    fn sink(&self, args: &Value) -> Option<String> {
+        match args.get("file").and_then(Value::as_str) {
+            Some(file) => Some(format!(
+                "sends a message and the file {} out of the session",
+                tackle_protocol::text::preview(file, 200)
+            )),
+            None => Some("sends a message out of the session".into()),
+        }
     }
 
     async fn call(&self, args: Value, cx: &ToolContext) -> Result<ToolOutput, ToolError> {
@@ -105,6 +126,19 @@ impl Tool for SendMessage {
             Some(_) => return Err(ToolError::invalid_arguments("`payload` must be an object")),
         };
         let channel = a.channel.as_deref().unwrap_or("session");
+        if a.file.is_some() && action != Action::Send {
+            return Err(ToolError::invalid_arguments(format!(
+                "`file` goes with action `send`, not `{}`",
+                action.name()
+            )));
+        }
+        if a.file.is_some() && channel == "session" {
+            return Err(ToolError::invalid_arguments(format!(
+                "`file` cannot go to `session`: files go to {} only (configured: {})",
+                channels::TAKES_FILES,
+                self.configured()
+            )));
+        }
         if channel == "session" {
             if action != Action::Send {
                 return Err(action.wrong_channel("session", "session"));
@@ -118,6 +152,14 @@ impl Tool for SendMessage {
                 tackle_protocol::text::preview(channel, 60),
                 self.configured()
             )));
+        };
+        // Checked before the file is read: nothing is read for a channel that cannot take it.
+        let file = match &a.file {
+            Some(_) if !channels::takes_files(config) => {
+                return Err(channels::not_here(name, config.kind()))
+            }
+            Some(path) => Some(channels::read_file(cx, path).await?),
+            None => None,
         };
         if let ChannelConfig::Webhook {
             url,
@@ -180,13 +222,14 @@ impl Tool for SendMessage {
             reply_to: a.reply_to.as_deref(),
             action,
             payload,
+            file: file.as_ref(),
         };
         let sent = channels::send(config, &out, cx).await?;
         let chat_id = &sent.chat_id;
-        let verb = if action == Action::React {
-            "Reacted in"
-        } else {
-            "Sent to"
+        let verb = match (action, &file) {
+            (Action::React, _) => "Reacted in",
+            (_, Some(_)) => "Sent the file to",
+            _ => "Sent to",
         };
         let text = match &sent.message_id {
             Some(id) => format!("{verb} {name}:{chat_id} (message id {id})."),

@@ -15,8 +15,8 @@
 //! assert!(names.contains(&"transcribe".to_string()));
 //! ```
 
-mod file;
-mod multipart;
+pub(crate) mod file;
+pub(crate) mod multipart;
 #[cfg(feature = "tool-pdf")]
 mod pdf_read;
 #[cfg(feature = "tool-pdf")]

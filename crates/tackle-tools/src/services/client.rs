@@ -26,6 +26,11 @@ pub(crate) struct Api {
 pub(crate) enum Body {
     Json(Value),
     Form(Vec<(String, String)>),
+    /// Bytes sent as they are, with their media type (a file, a multipart form).
+    Raw {
+        content_type: String,
+        data: Vec<u8>,
+    },
 }
 
 impl Api {
@@ -94,6 +99,10 @@ impl Api {
                     "application/x-www-form-urlencoded".into(),
                 ));
                 form(&pairs).into_bytes()
+            }
+            Body::Raw { content_type, data } => {
+                headers.push(("Content-Type".into(), content_type));
+                data
             }
         });
         let req = HttpRequest {

@@ -90,6 +90,49 @@ pub(super) fn slack_ts(s: &str) -> Result<&str, ToolError> {
     }
 }
 
+/// A Matrix id of the given sigil (`!` a room, `$` an event): the sigil, then printable ASCII
+/// without spaces, at most 255 bytes (the spec's limit). It is percent-encoded whole before it
+/// goes into a path.
+fn matrix_id<'a>(
+    what: &str,
+    sigil: char,
+    expected: &str,
+    s: &'a str,
+) -> Result<&'a str, ToolError> {
+    let s = s.trim();
+    let ok = s.len() <= 255
+        && s.strip_prefix(sigil)
+            .is_some_and(|rest| !rest.is_empty() && rest.bytes().all(|b| b.is_ascii_graphic()));
+    if ok {
+        Ok(s)
+    } else {
+        Err(bad(what, expected, s))
+    }
+}
+
+/// A Matrix room id (`!opaque:server`).
+pub(super) fn matrix_room(s: &str) -> Result<&str, ToolError> {
+    matrix_id("chat_id", '!', "a Matrix room id (!room:server)", s)
+}
+
+/// A Matrix event id (`$opaque`), the event a reply answers.
+pub(super) fn matrix_event(s: &str) -> Result<&str, ToolError> {
+    matrix_id("reply_to", '$', "a Matrix event id ($event)", s)
+}
+
+/// One path segment: every byte but letters and digits percent-encoded.
+pub(super) fn path_segment(s: &str) -> String {
+    s.bytes()
+        .map(|b| {
+            if b.is_ascii_alphanumeric() {
+                char::from(b).to_string()
+            } else {
+                format!("%{b:02X}")
+            }
+        })
+        .collect()
+}
+
 /// A Telegram bot token (`123456:ABC-def_…`): it goes into the URL path, so nothing else may.
 /// The error never repeats the value.
 pub(super) fn telegram_token(name: &str, token: &str) -> Result<(), ToolError> {
@@ -156,6 +199,11 @@ mod tests {
         assert!(slack_channel("#").is_err());
         assert_eq!(slack_channel("#ops").ok(), Some("#ops"));
         assert!(slack_ts("1.2/x").is_err());
+        for s in ["room:hs", "!", "! r:hs", "$e", "!r\th:hs"] {
+            assert!(matrix_room(s).is_err(), "{s}");
+        }
+        assert_eq!(path_segment("!r:hs/.."), "%21r%3Ahs%2F%2E%2E");
+        assert!(matrix_event("$abc/../x").is_ok_and(|e| path_segment(e).contains("%2F")));
     }
 
     #[test]

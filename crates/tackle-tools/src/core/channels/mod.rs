@@ -3,10 +3,13 @@
 //! operator destination (pinned, timed out, never redirected). The bot token is a secret of
 //! the call: scrubbed from every answer and error, Telegram's URL included (it carries the
 //! token in its path). What the model names (chat, message, emoji) is checked before it goes
-//! into a URL path, so it cannot reach another endpoint.
+//! into a URL path, so it cannot reach another endpoint. A `file` goes as an attachment to
+//! telegram, matrix and slack channels (`attachment.rs`).
 
+mod attachment;
 mod discord;
 mod ids;
+mod matrix;
 mod slack;
 mod telegram;
 mod whatsapp;
@@ -17,6 +20,8 @@ use serde_json::{Map, Value};
 use std::time::Duration;
 use tackle_protocol::config::ChannelConfig;
 use tackle_protocol::{HttpResponse, ToolContext, ToolError};
+
+pub(super) use attachment::{not_here, read as read_file, takes_files, Attachment, TAKES_FILES};
 
 /// One request's time limit when the channel sets no `timeout_secs`.
 pub(super) const DEFAULT_TIMEOUT: Duration = Duration::from_secs(10);
@@ -95,6 +100,8 @@ pub(super) struct Outgoing<'a> {
     pub(super) reply_to: Option<&'a str>,
     pub(super) action: Action,
     pub(super) payload: Map<String, Value>,
+    /// A file to send with `content` as its caption (action `send` only).
+    pub(super) file: Option<&'a Attachment>,
 }
 
 /// Where a message went: the chat, and the provider's id for it when the API gave one.
@@ -201,6 +208,9 @@ pub(super) async fn send(
                 .join(", ")
         )));
     }
+    if out.file.is_some() && !takes_files(config) {
+        return Err(not_here(out.name, config.kind()));
+    }
     let api = api(config);
     let sent = match config {
         ChannelConfig::Telegram {
@@ -230,11 +240,9 @@ pub(super) async fn send(
         ChannelConfig::Webhook { .. } => Err(ToolError::failed(
             "a webhook channel is sent by the message tool itself",
         )),
-        // Read and answered by `tackle daemon` (src/channels); not a `message` destination yet.
-        ChannelConfig::Matrix { .. } => Err(ToolError::failed(format!(
-            "channel `{}` (matrix) is answered in by `tackle daemon`; the message tool cannot send to it yet",
-            out.name
-        ))),
+        ChannelConfig::Matrix { access_token, .. } => {
+            matrix::send(&api, access_token, out, cx).await
+        }
     };
     sent.map_err(|e| api.secrets.scrub_error(e)).map(|s| Sent {
         chat_id: api.secrets.scrub(&s.chat_id),

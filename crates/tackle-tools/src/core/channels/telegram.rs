@@ -1,14 +1,19 @@
 //! Telegram: `POST {api_base}/bot{token}/sendMessage` with `{chat_id, text,
 //! reply_to_message_id?, reply_markup?}`; answers `{ok, result: {message_id}}` or
 //! `{ok: false, description}`. The token sits in the URL path, so the URL is never shown.
+//! A file goes as `sendDocument` (multipart/form-data: `chat_id`, `document`, `caption`,
+//! `reply_to_message_id`), answered the same way.
 
-use super::{ids, refused, token, Action, Outgoing, Sent};
+use super::{ids, refused, token, Action, Attachment, Outgoing, Sent};
+use crate::media::multipart::{self, Field};
 use crate::services::client::{json_of, Api, Body};
 use serde_json::{json, Value};
 use tackle_protocol::{ToolContext, ToolError};
 
 /// Telegram's cap on one keyboard.
 const MAX_BUTTONS: usize = 100;
+/// Telegram's cap on a caption, in characters.
+const MAX_CAPTION: usize = 1024;
 
 pub(super) async fn send(
     api: &Api,
@@ -23,6 +28,9 @@ pub(super) async fn send(
     let bot_token = token(out.name, "bot_token", bot_token)?;
     ids::telegram_token(out.name, bot_token)?;
     let chat = out.chat(configured_chat, "chat_id")?;
+    if let Some(file) = out.file {
+        return send_document(api, bot_token, chat, file, out, cx).await;
+    }
     let mut body = json!({"chat_id": ids::telegram_chat(chat)?, "text": out.content});
     if let Some(r) = out.reply_to()? {
         body["reply_to_message_id"] = json!(ids::telegram_message("reply_to", r)?);
@@ -50,6 +58,69 @@ pub(super) async fn send(
     Ok(Sent {
         chat_id: chat.to_string(),
         message_id,
+    })
+}
+
+/// `file` as a document, `content` its caption.
+async fn send_document(
+    api: &Api,
+    bot_token: &str,
+    chat: &str,
+    file: &Attachment,
+    out: &Outgoing<'_>,
+    cx: &ToolContext,
+) -> Result<Sent, ToolError> {
+    let caption = out.content.trim();
+    if caption.chars().count() > MAX_CAPTION {
+        return Err(ToolError::invalid_arguments(format!(
+            "a Telegram file's caption (`content`) holds at most {MAX_CAPTION} characters; send the text as a message of its own"
+        )));
+    }
+    let chat_id = match ids::telegram_chat(chat)? {
+        Value::String(s) => s,
+        other => other.to_string(),
+    };
+    let mut fields = vec![Field::Text {
+        name: "chat_id",
+        value: chat_id,
+    }];
+    if !caption.is_empty() {
+        fields.push(Field::Text {
+            name: "caption",
+            value: caption.to_string(),
+        });
+    }
+    if let Some(r) = out.reply_to()? {
+        fields.push(Field::Text {
+            name: "reply_to_message_id",
+            value: ids::telegram_message("reply_to", r)?.to_string(),
+        });
+    }
+    fields.push(Field::File {
+        name: "document",
+        file_name: file.name.clone(),
+        mime: file.mime,
+        data: file.data.clone(),
+    });
+    let form = multipart::encode(fields)
+        .await
+        .map_err(|e| ToolError::failed(e.to_string()))?;
+    let body = Body::Raw {
+        content_type: form.content_type,
+        data: form.body,
+    };
+    let path = format!("/bot{bot_token}/sendDocument");
+    let resp = api.send(cx, "POST", &path, Vec::new(), Some(body)).await?;
+    let reply = json_of(&resp);
+    if !(200..300).contains(&resp.status) || reply.get("ok") != Some(&Value::Bool(true)) {
+        return Err(refused("Telegram", &resp, &api.secrets));
+    }
+    Ok(Sent {
+        chat_id: chat.to_string(),
+        message_id: reply
+            .pointer("/result/message_id")
+            .and_then(Value::as_u64)
+            .map(|id| id.to_string()),
     })
 }
 
