@@ -51,6 +51,7 @@ fn bench(c: &mut Criterion) {
         config: Arc::new(config.clone()),
         agent: config.agents.first().cloned(),
         provider,
+        backend: None,
         model: "instant".into(),
         stream: true,
         tool_profile: tackle_agent::ToolProfile::full(),

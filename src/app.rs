@@ -63,7 +63,12 @@ fn env_var(name: &str) -> Option<String> {
     std::env::var(name).ok()
 }
 
-/// Load the configuration the global flags point at, printing its warnings once.
+/// Warnings this process has printed: the daemon and the gateway re-read the config for each
+/// fire and each agent, and a note repeated at every read buries the rest of the log.
+static WARNED: std::sync::Mutex<std::collections::BTreeSet<String>> =
+    std::sync::Mutex::new(std::collections::BTreeSet::new());
+
+/// Load the configuration the global flags point at, printing each warning once per process.
 pub fn load_config(global: &Global) -> Result<Loaded> {
     let vars: Vec<(String, String)> = std::env::vars().collect();
     let loaded = config::load(
@@ -72,8 +77,13 @@ pub fn load_config(global: &Global) -> Result<Loaded> {
         &env_var,
         &vars,
     )?;
+    let mut warned = WARNED
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
     for w in &loaded.warnings {
-        tracing::warn!("{w}");
+        if warned.insert(w.clone()) {
+            tracing::warn!("{w}");
+        }
     }
     Ok(loaded)
 }

@@ -47,10 +47,20 @@ impl Runtime {
             .as_ref()
             .and_then(|a| a.max_iterations)
             .map_or(LoopConfig::new("").max_iterations, |n| n.max(1));
+        // The preset's prompt addition (its other fields were folded into the agent at load).
+        let presets = loaded.config.presets.clone();
+        // The backend `select_provider_with` chose, in its order.
+        let backend = selection
+            .llm
+            .backend
+            .clone()
+            .or_else(|| agent.as_ref().and_then(|a| a.backend.clone()))
+            .or_else(|| loaded.config.backends.first().map(|b| b.name.clone()));
         let tree = Tree::new(TreeSettings {
             config: Arc::new(loaded.config.clone()),
             agent: agent.clone(),
             provider: Arc::clone(&provider),
+            backend,
             model: model.clone(),
             stream,
             tool_profile: crate::profiles::for_agent(&loaded.config, agent.as_ref())?,
@@ -74,6 +84,11 @@ impl Runtime {
         config.stream = stream;
         config.tool_profile = app.tool_profile.clone();
         config.system_prompt = agent.as_ref().and_then(|a| a.system_prompt.clone());
+        config.prompt_addition = agent
+            .as_ref()
+            .and_then(|a| a.preset.as_deref())
+            .and_then(|p| presets.get(p))
+            .and_then(|p| p.system_prompt.clone());
         if let Some(n) = agent.as_ref().and_then(|a| a.max_iterations) {
             config.max_iterations = n.max(1);
         }

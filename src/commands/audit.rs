@@ -13,7 +13,7 @@ use anyhow::Result;
 use std::time::Duration;
 use tackle_protocol::text::preview;
 use tackle_protocol::Verdict;
-use tackle_store::{AuditEntry, AuditQuery, AuditSince, StoreError};
+use tackle_store::{AuditQuery, AuditSince, ExportedEntry, StoreError};
 
 pub async fn run(global: &Global, mut args: AuditArgs) -> Result<i32> {
     if let Some(command) = args.command.take() {
@@ -48,8 +48,7 @@ pub async fn run(global: &Global, mut args: AuditArgs) -> Result<i32> {
         }
         return Ok(exit::OK);
     }
-    let entries: Vec<AuditEntry> = records.into_iter().map(|e| e.entry).collect();
-    for line in lines(&entries) {
+    for line in lines(&records) {
         outln!("{line}")?;
     }
     Ok(exit::OK)
@@ -95,14 +94,14 @@ pub(crate) fn parse_duration(text: &str) -> Option<Duration> {
 }
 
 /// The columns of the text view, in order.
-const HEADER: [&str; 11] = [
+const HEADER: [&str; 12] = [
     "TIME", "AGENT", "SESSION", "CALLER", "TOOL", "DECISION", "APPROVER", "OUTCOME", "DURATION",
-    "RULE", "ARGS",
+    "LAYER", "RULE", "ARGS",
 ];
 
 /// A header, then one aligned line per record. Every field is flattened to one line of
 /// printable text; an empty one shows as `-`.
-fn lines(records: &[AuditEntry]) -> Vec<String> {
+fn lines(records: &[ExportedEntry]) -> Vec<String> {
     let dash = |text: &str, max: usize| {
         if text.is_empty() {
             "-".to_string()
@@ -110,8 +109,9 @@ fn lines(records: &[AuditEntry]) -> Vec<String> {
             preview(text, max)
         }
     };
-    let mut rows: Vec<[String; 11]> = vec![HEADER.map(String::from)];
-    rows.extend(records.iter().map(|e| {
+    let mut rows: Vec<[String; 12]> = vec![HEADER.map(String::from)];
+    rows.extend(records.iter().map(|x| {
+        let e = &x.entry;
         let r = &e.record;
         [
             short_time(&r.ts),
@@ -123,11 +123,14 @@ fn lines(records: &[AuditEntry]) -> Vec<String> {
             dash(r.approver.as_deref().unwrap_or_default(), 20),
             outcome(&r.outcome),
             r.duration_ms.map(duration).unwrap_or_else(|| "-".into()),
+            // The protection layer whose rule decided (the dispatcher's `Layer`), so a
+            // refusal reads as policy, taint, sandbox… without `--json`.
+            dash(&x.detail.layer, 12),
             dash(&r.rule, 48),
             dash(&r.args_summary, 160),
         ]
     }));
-    let mut widths = [0usize; 11];
+    let mut widths = [0usize; 12];
     for row in &rows {
         for (w, cell) in widths.iter_mut().zip(row) {
             *w = (*w).max(cell.chars().count());

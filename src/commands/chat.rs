@@ -1,6 +1,8 @@
 //! `tackle chat`: a line-based REPL with streamed answers and inline `y/n/a` approvals. All of
 //! its output goes through `term`, the one writer of the terminal.
 
+mod extensions;
+
 use crate::app::Selection;
 use crate::approval::approver_for_session;
 use crate::approval_queue::ApprovalQueue;
@@ -19,9 +21,18 @@ use tackle_protocol::message::Role;
 use tackle_protocol::text::preview;
 
 /// The commands, one per line, for `/help`.
-const COMMANDS: [(&str, &str); 8] = [
+const COMMANDS: [(&str, &str); 11] = [
     ("/help", "this list"),
     ("/tools", "the tools the agent has"),
+    (
+        "/extensions",
+        "the extensions the tools come from, on or disabled in this session",
+    ),
+    (
+        "/disable EXT",
+        "hide an extension's tools from the model and refuse calls to them, in this session",
+    ),
+    ("/enable EXT", "undo /disable EXT"),
     (
         "/permissions",
         "which tools run without asking, ask first, or are allowed for this session",
@@ -102,6 +113,13 @@ pub async fn run(global: &Global, args: ChatArgs) -> Result<i32> {
             continue;
         }
         let _ = editor.add_history_entry(input);
+        let switch = [("/disable", false), ("/enable", true)]
+            .into_iter()
+            .find_map(|(command, on)| command_arg(input, command).map(|arg| (arg, on)));
+        if let Some((arg, on)) = switch {
+            extensions::switch(&rt, &session, arg, on);
+            continue;
+        }
         match input {
             "/quit" | "/exit" => break,
             "/help" => help(),
@@ -118,6 +136,7 @@ pub async fn run(global: &Global, args: ChatArgs) -> Result<i32> {
                 session.messages().len()
             )),
             "/compact" => compact(&rt, &mut session).await,
+            "/extensions" => extensions::list(&rt, &session),
             "/clear" => match rt.session(None).await {
                 Ok(fresh) => {
                     term::err_line(&format!(
@@ -149,6 +168,15 @@ pub async fn run(global: &Global, args: ChatArgs) -> Result<i32> {
         session.id()
     ));
     Ok(exit::OK)
+}
+
+/// What follows `command` in `input` (`/disable web` → `web`); none for another command.
+fn command_arg<'a>(input: &'a str, command: &str) -> Option<&'a str> {
+    match input.strip_prefix(command)? {
+        "" => Some(""),
+        rest if rest.starts_with(char::is_whitespace) => Some(rest.trim()),
+        _ => None,
+    }
 }
 
 /// The error for `--session ID` naming no stored session: the closest ids, and `--new`.

@@ -6,6 +6,7 @@
 mod env_override;
 pub mod home;
 mod interpolate;
+mod presets;
 mod report;
 pub mod secrets;
 
@@ -169,8 +170,9 @@ pub fn parse_with_secrets(
             },
         }
     });
-    let config = config.map_err(|e| located(e, text, origin))?;
+    let mut config = config.map_err(|e| located(e, text, origin))?;
     check(&config, origin, &mut warnings).map_err(|e| located(e, text, origin))?;
+    presets::apply(&mut config);
     let secrets = secrets::collect(&config, &substituted, &mut warnings);
     Ok((config, warnings, secrets))
 }
@@ -250,6 +252,9 @@ fn check(config: &Config, origin: &str, warnings: &mut Vec<String>) -> Result<()
             }
         }
     }
+    if let Err((key, message)) = presets::check(config) {
+        return Err(invalid(key, message));
+    }
     for (name, profile) in &config.tool_profiles {
         if let Err(e) = tackle_agent::ToolProfile::compile(name, profile) {
             return Err(invalid(
@@ -301,13 +306,9 @@ fn check(config: &Config, origin: &str, warnings: &mut Vec<String>) -> Result<()
     {
         return Err(invalid(key, message));
     }
-    if config.security.shell_allowlist.is_some()
-        || config.security.shell_denylist.is_some()
-        || config.security.allowed_endpoints.is_some()
-    {
-        warnings.push(
-            "security.shell_allowlist / shell_denylist / allowed_endpoints are deprecated; they are applied as grants — move them to security.tool_policies.<tool>.grants".to_string(),
-        );
+    // The resolver's own words: the warning says what it does with the keys.
+    if let Some(legacy) = tackle_policy::resolve::legacy_grants(&config.security) {
+        warnings.push(legacy.warning);
     }
     Ok(())
 }

@@ -450,3 +450,5 @@ fn an_untrusted_path_that_is_not_a_glob_is_a_load_error_naming_it() {
     let c = parse_ok("security:\n  untrusted_paths: [vendor, \"third_party/**\"]\n");
     assert_eq!(c.security.untrusted_paths, ["vendor", "third_party/**"]);
 }
+
+mod keys;

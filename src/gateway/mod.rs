@@ -18,6 +18,7 @@ mod openai;
 mod openapi;
 mod query;
 mod schedules_api;
+mod security_api;
 mod sessions;
 mod sse;
 mod turns;
@@ -251,6 +252,17 @@ pub const ROUTES: &[Route] = &[
     },
     Route {
         method: "GET",
+        path: "/v1/security",
+        scope: Some(GatewayScope::Read),
+        summary: "What the security features have caught: whether decoy credentials are planted, the calls refused for carrying one (the last by tool, decoy name and session; never its value) and the sessions frozen for it",
+        request: None,
+        response: schema::<security_api::SecurityView>,
+        events: None,
+        media: JSON,
+        query: &[],
+    },
+    Route {
+        method: "GET",
         path: "/v1/mcp/tools",
         scope: Some(GatewayScope::Read),
         summary: "Every configured MCP server's tools against their pins: the quarantined ones (changed or renamed since pinned), each with its pinned and offered definitions and their diff, then the others; the servers are asked afresh",
@@ -361,6 +373,9 @@ pub struct Gateway {
     schedules: tackle_tools::schedule::ScheduleSettings,
     channels: Vec<channels_api::Reading>,
     mcp: mcp_api::McpServers,
+    /// Where the trip log is, and whether decoys are planted (`/v1/security`).
+    state_dir: std::path::PathBuf,
+    honeytokens: bool,
 }
 
 /// Binds `gateway.bind`, refusing a non-loopback address unless `allow_remote` is set.
@@ -394,6 +409,8 @@ pub fn gateway(
         schedules: crate::schedules::settings(config, &store)?,
         channels: channels_api::reading(config),
         mcp: mcp_api::McpServers::new(global, config, &store),
+        state_dir: crate::app::App::state_dir_for(config),
+        honeytokens: config.security.honeytokens,
         rate: auth::RateLimit::new(cfg.rate_limit_per_minute),
         local: LocalOnly::for_bind(addr).with_exact_origins(&cfg.allowed_origins),
         turns: turns::Turns::new(
@@ -439,6 +456,7 @@ pub async fn serve(
         .route("/v1/schedules/{id}/disable", post(schedules_api::disable))
         .route("/v1/schedules/{id}", delete(schedules_api::remove))
         .route("/v1/channels", get(channels_api::list))
+        .route("/v1/security", get(security_api::show))
         .route("/v1/mcp/tools", get(mcp_api::list))
         .route(
             "/v1/mcp/tools/{server}/{tool}/accept",

@@ -38,6 +38,9 @@ pub fn default_prompt(workspace: &std::path::Path) -> String {
 pub struct LoopConfig {
     pub model: String,
     pub system_prompt: Option<String>,
+    /// A preset's `system_prompt`: appended to the prompt above, or to the built-in default
+    /// when the agent has none of its own (`presets.NAME.system_prompt`).
+    pub prompt_addition: Option<String>,
     /// Remembered data shown after the system prompt (the agent's pinned long-term memory,
     /// when its config asks for it), already wrapped in a block that labels it as data.
     pub memory_block: Option<String>,
@@ -75,6 +78,7 @@ impl LoopConfig {
         Self {
             model: model.into(),
             system_prompt: None,
+            prompt_addition: None,
             memory_block: None,
             max_iterations: 25,
             context_tokens: DEFAULT_CONTEXT_TOKENS,
@@ -453,6 +457,10 @@ impl AgentLoop {
             Some(own) => own.clone(),
             None => default_prompt(&self.dispatcher.config().workspace),
         };
+        if let Some(addition) = self.config.prompt_addition.as_deref() {
+            prompt.push_str("\n\n");
+            prompt.push_str(addition);
+        }
         if let Some(block) = &self.config.memory_block {
             prompt.push_str("\n\n");
             prompt.push_str(block);
@@ -473,6 +481,8 @@ impl AgentLoop {
                 .entries()
                 .into_iter()
                 .filter(|e| self.dispatcher.allows_tool(&e.spec.name))
+                // Nor the tools of an extension disabled for this session.
+                .filter(|e| !session.approvals().extensions().is_disabled(&e.spec.owner))
                 .map(|e| e.spec.clone())
                 .collect();
             req.tools = crate::profiles::render(&specs, &self.config.tool_profile);

@@ -357,6 +357,17 @@ impl Dispatcher {
         cancel: &CancellationToken,
     ) -> Result<Plan, ToolError> {
         let entry = self.lookup(&call.name)?;
+        let owner = &entry.spec.owner;
+        if approvals.extensions().is_disabled(owner) {
+            return Err(ToolError::denied(Decision::deny(
+                format!("{}: {owner}", crate::session_extensions::RULE),
+                format!(
+                    "`{}` belongs to the extension `{owner}`, which is disabled for this session \
+                     (`/enable {owner}` in chat turns it back on); nothing was run",
+                    call.name
+                ),
+            )));
+        }
         validate(&entry, &call.arguments)?;
         let policy = self.resolve(&entry);
         let scope = self.scope(&call.name, session, &policy, cancel);

@@ -38,6 +38,7 @@ pub mod routine;
 pub mod sanitizer;
 pub mod session;
 pub mod session_approvals;
+pub mod session_extensions;
 pub mod taint;
 pub mod tree;
 
@@ -53,4 +54,5 @@ pub use routine::{EngineConfig, FireEvent, FireRunner, RoutineEngine};
 pub use sanitizer::Sanitizer;
 pub use session::Session;
 pub use session_approvals::SessionApprovals;
+pub use session_extensions::SessionExtensions;
 pub use tree::{Tree, TreeNode, TreePlace, TreeSettings};

@@ -13,6 +13,8 @@ pub struct SessionApprovals {
     taint: crate::taint::SessionTaint,
     /// Set once a call of the session carried a decoy credential (crate::honeytoken).
     freeze: crate::honeytoken::Freeze,
+    /// Extensions switched off for this session alone (crate::session_extensions).
+    extensions: crate::session_extensions::SessionExtensions,
 }
 
 impl SessionApprovals {
@@ -22,6 +24,10 @@ impl SessionApprovals {
 
     pub fn freeze(&self) -> &crate::honeytoken::Freeze {
         &self.freeze
+    }
+
+    pub fn extensions(&self) -> &crate::session_extensions::SessionExtensions {
+        &self.extensions
     }
 
     /// A person allowed `tool` for the rest of this session.

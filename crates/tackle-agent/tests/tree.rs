@@ -52,9 +52,13 @@ async fn a_worker_asked_for_a_tool_outside_its_template_is_refused_by_name() {
 }
 
 #[tokio::test]
-async fn a_preset_is_refused_as_invalid_arguments_and_nothing_is_started() {
+async fn an_unknown_preset_is_refused_as_invalid_arguments_and_nothing_is_started() {
     let h = Harness::new(
-        &yaml("", "[calculate]", ""),
+        &yaml(
+            "",
+            "[calculate]",
+            "presets:\n  slow:\n    model: m\n  thorough: {}\n",
+        ),
         Box::new(|req| {
             if results(req).is_empty() {
                 Reply::Calls(vec![(
@@ -72,8 +76,106 @@ async fn a_preset_is_refused_as_invalid_arguments_and_nothing_is_started() {
         .await;
     assert!(out.text.contains("invalid_arguments"), "{}", out.text);
     assert!(out.text.contains("unknown preset `fast`"), "{}", out.text);
-    assert!(out.text.contains("available: none"), "{}", out.text);
+    assert!(
+        out.text.contains("available: `slow`, `thorough`"),
+        "{}",
+        out.text
+    );
     assert!(h.store.session_links().await.expect("links").is_empty());
+}
+
+/// What a preset's child sent: its system prompt and model.
+type Seen = Arc<Mutex<Vec<(String, String)>>>;
+
+#[tokio::test]
+async fn a_preset_reshapes_a_worker_but_never_widens_its_parents_grants() {
+    // The preset changes the model and the prompt; the parent's deny list still holds.
+    let seen: Seen = Arc::default();
+    let log = Arc::clone(&seen);
+    let h = Harness::new(
+        &yaml(
+            "    grants:\n      shell:\n        deny: [\"rm\"]\n",
+            "[shell]",
+            "presets:\n  fast:\n    model: preset-model\n    system_prompt: PRESET-LINE\n",
+        ),
+        Box::new(move |req| {
+            if system(req).starts_with(WORKER) {
+                log.lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .push((system(req).to_string(), req.model.clone()));
+                if results(req).is_empty() {
+                    return Reply::Calls(vec![("shell", json!({"command": "rm -f keep.txt"}))]);
+                }
+                return Reply::Text(format!("worker saw: {}", last(req)));
+            }
+            if results(req).is_empty() {
+                Reply::Calls(vec![(
+                    "spawn_worker",
+                    json!({"name": "researcher", "task": "delete keep.txt", "preset": "fast"}),
+                )])
+            } else {
+                Reply::Text(last(req))
+            }
+        }),
+        Duration::ZERO,
+    );
+    std::fs::write(h.workspace().join("keep.txt"), "x").expect("write");
+    let (out, _) = h
+        .run("go", Arc::new(AutoApprover), &CancellationToken::new())
+        .await;
+    assert!(
+        out.text.contains("worker saw: error (denied)"),
+        "{}",
+        out.text
+    );
+    assert!(h.workspace().join("keep.txt").exists(), "rm ran");
+    let seen = seen.lock().unwrap_or_else(|e| e.into_inner()).clone();
+    assert!(!seen.is_empty(), "the worker sent nothing");
+    for (prompt, model) in &seen {
+        assert_eq!(prompt, &format!("{WORKER}\n\nPRESET-LINE"));
+        assert_eq!(model, "preset-model");
+    }
+}
+
+#[tokio::test]
+async fn a_peer_spawned_with_a_preset_still_runs_with_the_intersection() {
+    let rest = "  - name: wide\n    system_prompt: PEER-PROMPT\npresets:\n  fast:\n    system_prompt: PRESET-LINE\n";
+    let h = Harness::new(
+        &yaml(
+            "    grants:\n      shell:\n        allow: [\"ls\"]\n",
+            "[calculate]",
+            rest,
+        ),
+        Box::new(|req| {
+            if system(req) == "PEER-PROMPT\n\nPRESET-LINE" {
+                if results(req).is_empty() {
+                    return Reply::Calls(vec![("shell", json!({"command": "touch made.txt"}))]);
+                }
+                return Reply::Text(format!("peer saw: {}", last(req)));
+            }
+            if results(req).is_empty() {
+                Reply::Calls(vec![(
+                    "spawn_agent",
+                    json!({"agent": "wide", "task": "make a file", "preset": "fast"}),
+                )])
+            } else {
+                Reply::Text(last(req))
+            }
+        }),
+        Duration::ZERO,
+    );
+    let (out, _) = h
+        .run("go", Arc::new(AutoApprover), &CancellationToken::new())
+        .await;
+    assert!(
+        out.text.contains("peer saw: error (denied)"),
+        "{}",
+        out.text
+    );
+    assert!(
+        !h.workspace().join("made.txt").exists(),
+        "the peer widened its grant"
+    );
 }
 
 #[tokio::test]

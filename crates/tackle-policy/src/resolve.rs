@@ -123,20 +123,32 @@ pub fn legacy_grants(security: &SecurityConfig) -> Option<LegacyGrants> {
         endpoints: list.iter().filter_map(|e| legacy_endpoint(e)).collect(),
         allow_private: false,
     });
-    let mut keys = Vec::new();
-    for (set, key) in [
-        (allow, "shell_allowlist"),
-        (deny, "shell_denylist"),
-        (endpoints, "allowed_endpoints"),
+    // Each key set, with the grant it becomes for the tools `resolve` applies it to, so the
+    // warning says what the code does and where the setting belongs instead.
+    let mut moves = Vec::new();
+    for (set, key, tools, grant) in [
+        (allow, "shell_allowlist", LEGACY_SHELL_TOOLS, "shell.allow"),
+        (deny, "shell_denylist", LEGACY_SHELL_TOOLS, "shell.deny"),
+        (
+            endpoints,
+            "allowed_endpoints",
+            LEGACY_NETWORK_TOOLS,
+            "network.endpoints",
+        ),
     ] {
         if set.is_some() {
-            keys.push(format!("security.{key}"));
+            let to: Vec<String> = tools
+                .iter()
+                .map(|t| format!("security.tool_policies.{t}.grants.{grant}"))
+                .collect();
+            moves.push(format!("security.{key} → {}", to.join(" and ")));
         }
     }
     let warning = format!(
-        "{} {} deprecated and applied as grants for every tool; move them to security.tool_policies.TOOL.grants (shell: allow/deny, network: endpoints)",
-        keys.join(", "),
-        if keys.len() == 1 { "is" } else { "are" }
+        "deprecated config {}, applied only as these grants: {}; move {} there",
+        if moves.len() == 1 { "key" } else { "keys" },
+        moves.join("; "),
+        if moves.len() == 1 { "it" } else { "them" }
     );
     Some(LegacyGrants {
         shell,
@@ -256,7 +268,13 @@ mod tests {
         let ep = l.network.map(|n| n.endpoints).unwrap_or_default();
         assert_eq!(ep[0].host, "api.github.com");
         assert_eq!(ep[0].path_prefix.as_deref(), Some("/v1"));
-        assert!(l.warning.contains("security.shell_denylist"));
+        assert_eq!(
+            l.warning,
+            "deprecated config keys, applied only as these grants: security.shell_denylist → \
+             security.tool_policies.shell.grants.shell.deny; security.allowed_endpoints → \
+             security.tool_policies.web_fetch.grants.network.endpoints and \
+             security.tool_policies.http_request.grants.network.endpoints; move them there"
+        );
         assert!(legacy_grants(&SecurityConfig::default()).is_none());
     }
 

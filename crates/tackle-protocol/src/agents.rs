@@ -30,6 +30,8 @@ pub struct SpawnRequest {
     /// Narrows the child's tools further; every name must be in its scope.
     pub tools: Option<Vec<String>>,
     pub model: Option<String>,
+    /// A name under `presets:`; unknown names are refused before anything starts.
+    pub preset: Option<String>,
     /// Return at once with the child's id; its answer is posted into the caller's session.
     pub background: bool,
     /// The name a background run is reported under.
@@ -44,6 +46,7 @@ impl SpawnRequest {
             context: None,
             tools: None,
             model: None,
+            preset: None,
             background: false,
             label: None,
         }

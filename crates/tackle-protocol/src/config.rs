@@ -29,6 +29,11 @@ pub struct Config {
     pub security: SecurityConfig,
     #[serde(default)]
     pub tool_profiles: BTreeMap<String, ToolProfileConfig>,
+    /// Named bundles of model, backend, tool profile, `max_iterations` and a system-prompt
+    /// addition (`presets.NAME`), named by `agents[].preset`, `workers[].preset` and the
+    /// `preset` argument of `spawn_agent` / `spawn_worker`.
+    #[serde(default)]
+    pub presets: BTreeMap<String, PresetConfig>,
     #[serde(default)]
     pub mcp_servers: BTreeMap<String, McpServerConfig>,
     #[serde(default)]
@@ -163,6 +168,10 @@ pub struct AgentConfig {
     pub max_iterations: Option<u32>,
     #[serde(default)]
     pub tool_profile: Option<String>,
+    /// A name under `presets:`: its fields apply where this agent sets none, and its
+    /// `system_prompt` is appended to this agent's.
+    #[serde(default)]
+    pub preset: Option<String>,
     #[serde(default)]
     pub extensions: ExtensionsConfig,
     /// Overlay, kind by kind, over the resolved tool policies.
@@ -224,6 +233,34 @@ pub struct WorkerConfig {
     pub backend: Option<String>,
     #[serde(default)]
     pub max_iterations: Option<u32>,
+    /// What the worker's model is shown of each tool (a name under `tool_profiles:`);
+    /// unset: its parent's profile.
+    #[serde(default)]
+    pub tool_profile: Option<String>,
+    /// A name under `presets:`: its fields apply where this template sets none, and its
+    /// `system_prompt` is appended to the worker's.
+    #[serde(default)]
+    pub preset: Option<String>,
+}
+
+/// `presets.NAME`: what an agent, a worker template or a spawned child takes from the preset
+/// where it sets nothing itself. Every key is optional.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PresetConfig {
+    #[serde(default)]
+    pub model: Option<String>,
+    /// A name under `backends:`.
+    #[serde(default)]
+    pub backend: Option<String>,
+    /// A name under `tool_profiles:`.
+    #[serde(default)]
+    pub tool_profile: Option<String>,
+    #[serde(default)]
+    pub max_iterations: Option<u32>,
+    /// Appended (after a blank line) to the system prompt of whatever uses the preset.
+    #[serde(default)]
+    pub system_prompt: Option<String>,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]

@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 use tackle_protocol::{ErrorKind, Grants};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use web_support::{context, only, peak_rss_kb, private, provider, settings, tool};
-use wiremock::matchers::{header, method, path};
+use wiremock::matchers::{body_string, header, method, path};
 use wiremock::{Mock, MockServer, ResponseTemplate};
 
 const ARTICLE: &str = r#"<!doctype html><html><head><title>Tidal Locking</title></head><body>
@@ -320,5 +320,34 @@ async fn http_request_returns_status_and_headers_but_no_credentials() {
     assert!(everything.contains("\"deleted\":7"), "{everything}");
     assert!(!everything.contains("tok-e2e-123456"), "{everything}");
     assert!(!everything.contains("cookie-e2e-987654"), "{everything}");
+    server.verify().await;
+}
+
+#[tokio::test]
+async fn a_post_sends_its_body_and_returns_the_answer() {
+    let server = MockServer::start().await;
+    // Only a POST carrying exactly this body and its content type is answered; anything else
+    // gets wiremock's 404.
+    Mock::given(method("POST"))
+        .and(path("/search"))
+        .and(header("Content-Type", "application/json"))
+        .and(body_string(r#"{"q":"tidal locking"}"#))
+        .respond_with(
+            ResponseTemplate::new(200)
+                .set_body_raw(r#"{"hits":["Pluto and Charon"]}"#, "application/json"),
+        )
+        .expect(1)
+        .mount(&server)
+        .await;
+    let host = provider(vec![]);
+    let fetch = tool(settings(vec![]), "web_fetch");
+    let args = json!({"url": format!("{}/search", server.uri()), "method": "POST",
+                      "body": r#"{"q":"tidal locking"}"#,
+                      "headers": {"Content-Type": "application/json"}});
+    let out = fetch
+        .call(args, &context(&host, "web_fetch", private()))
+        .await
+        .unwrap();
+    assert!(out.content.contains("Pluto and Charon"), "{}", out.content);
     server.verify().await;
 }

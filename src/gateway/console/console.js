@@ -131,6 +131,8 @@
     approvalsTimer = every(3000, refreshApprovals);
     // The tab's count says a channel is failing whichever tab is open.
     every(15000, refreshChannels);
+    // So is a decoy credential caught leaving.
+    every(15000, refreshSecurity);
     select("approvals");
   }
 
@@ -149,6 +151,7 @@
     if (name === "schedules") refreshSchedules();
     if (name === "channels") refreshChannels();
     if (name === "mcp") refreshMcp();
+    if (name === "security") refreshSecurity();
   }
 
   // ---- approvals -------------------------------------------------------------------------
@@ -683,6 +686,37 @@
     }
   }
 
+  // ---- security --------------------------------------------------------------------------
+
+  async function refreshSecurity() {
+    let s;
+    try {
+      s = await api("GET", "/v1/security");
+    } catch (e) {
+      report($("security-error"), e);
+      return;
+    }
+    show($("security-error"), "");
+    $("security-count").textContent = s.tripped ? String(s.tripped) : "";
+    $("security-honeytokens").textContent = s.honeytokens
+      ? "Decoy credentials are planted (security.honeytokens); " +
+        (s.tripped ? s.tripped + (s.tripped === 1 ? " call has" : " calls have") + " tried to send one out." : "none has been sent out.")
+      : "Decoy credentials are off (security.honeytokens: true plants them)." +
+        (s.tripped ? " Earlier, " + s.tripped + (s.tripped === 1 ? " call" : " calls") + " tried to send one out." : "");
+    const t = s.last_trip;
+    $("security-trip").hidden = !t;
+    if (t) {
+      $("security-facts").replaceChildren(
+        el("dt", null, "When"), el("dd", null, time(t.at)),
+        el("dt", null, "Tool"), el("dd", "mono", t.tool),
+        el("dt", null, "Decoy"), el("dd", "mono", t.token + (t.form ? " (" + t.form + ")" : "")),
+        el("dt", null, "Session"), el("dd", "mono", t.session || "none (tackle tools call)"),
+      );
+    }
+    $("security-frozen").replaceChildren(...s.frozen_sessions.map((id) => el("li", "mono", id)));
+    if (!s.frozen_sessions.length) $("security-frozen").append(el("li", "muted", "No session is frozen."));
+  }
+
   // ---- MCP tools -------------------------------------------------------------------------
 
   /** `sha256:` and the first 12 hex digits, as `tackle mcp pins` shows a digest. */
@@ -797,6 +831,7 @@
     $("schedules-refresh").addEventListener("click", refreshSchedules);
     $("channels-refresh").addEventListener("click", refreshChannels);
     $("mcp-refresh").addEventListener("click", refreshMcp);
+    $("security-refresh").addEventListener("click", refreshSecurity);
     $("audit-form").addEventListener("submit", (ev) => {
       ev.preventDefault();
       refreshAudit();

@@ -66,6 +66,9 @@ pub struct TreeSettings {
     /// The root agent (`None`: the built-in default agent).
     pub agent: Option<AgentConfig>,
     pub provider: Arc<dyn Provider>,
+    /// The configured backend `provider` talks to (`None`: found from the environment), so
+    /// a child naming the same backend shares the provider and one naming another gets its own.
+    pub backend: Option<String>,
     pub model: String,
     pub stream: bool,
     pub tool_profile: crate::ToolProfile,

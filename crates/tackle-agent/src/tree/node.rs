@@ -11,7 +11,7 @@ use async_trait::async_trait;
 use std::collections::BTreeSet;
 use std::sync::Arc;
 use tackle_llm::Provider;
-use tackle_protocol::config::{AgentConfig, WorkerConfig};
+use tackle_protocol::config::{AgentConfig, PresetConfig, WorkerConfig};
 use tackle_protocol::message::Message;
 use tackle_protocol::{
     AgentServices, ChildKind, Decision, Grants, SpawnRequest, SpawnResult, ToolContext, ToolError,
@@ -36,7 +36,22 @@ pub struct TreeNode {
     /// A background task or a `delegate` child: starts nothing.
     leaf: bool,
     model: String,
+    /// The backend `provider` was made from, when a config entry named it.
+    backend: Option<String>,
     provider: Arc<dyn Provider>,
+    stream: bool,
+    /// What this node's model is shown of each tool; its children inherit it unless their
+    /// template, agent or preset names another.
+    tool_profile: crate::ToolProfile,
+}
+
+/// The model a child talks to.
+struct Chosen {
+    provider: Arc<dyn Provider>,
+    backend: Option<String>,
+    model: String,
+    /// The backend's `stream` setting.
+    stream: bool,
 }
 
 /// What one child will be, before anything is created.
@@ -47,8 +62,13 @@ struct ChildPlan {
     overlay: Option<Grants>,
     tools: BTreeSet<String>,
     prompt: Option<String>,
+    /// Presets' `system_prompt`s, appended to `prompt` (or to the default prompt).
+    prompt_addition: Option<String>,
     model: String,
+    backend: Option<String>,
     provider: Arc<dyn Provider>,
+    stream: bool,
+    tool_profile: crate::ToolProfile,
     leaf: bool,
 }
 
@@ -65,7 +85,10 @@ impl TreeNode {
             overlay: agent.as_ref().map(|a| a.grants.clone()),
             running: Arc::new(Semaphore::new(tree.max_children)),
             model: tree.settings.model.clone(),
+            backend: tree.settings.backend.clone(),
             provider: Arc::clone(&tree.settings.provider),
+            stream: tree.settings.stream,
+            tool_profile: tree.settings.tool_profile.clone(),
             tree,
             agent,
             identity,
@@ -137,22 +160,24 @@ impl TreeNode {
     fn plan(&self, req: &SpawnRequest) -> Result<ChildPlan, ToolError> {
         let parent_scope = self.scope()?;
         let requested = req.tools.as_deref();
+        // Refused before anything is created, like an unknown worker or tool.
+        let preset = self.preset(req.preset.as_deref())?;
         let mut plan = match &req.kind {
             ChildKind::Worker(name) => {
                 let template = self.worker(name).ok_or_else(|| self.unknown_worker(name))?;
                 let tools = child_tools(name, &parent_scope, Some(&template.tools), requested)?;
-                self.worker_plan(name, Some(template), tools)
+                self.worker_plan(name, Some(template), tools)?
             }
             ChildKind::Role(role) => match self.worker(role) {
                 Some(template) => {
                     let tools = child_tools(role, &parent_scope, Some(&template.tools), requested)?;
-                    let mut p = self.worker_plan(role, Some(template), without_spawning(tools));
+                    let mut p = self.worker_plan(role, Some(template), without_spawning(tools))?;
                     p.leaf = true;
                     p
                 }
                 None => {
                     let tools = child_tools(role, &parent_scope, None, requested)?;
-                    let mut p = self.worker_plan(role, None, without_spawning(tools));
+                    let mut p = self.worker_plan(role, None, without_spawning(tools))?;
                     p.prompt = Some(GENERIC_ROLE_PROMPT.replace("{role}", role));
                     p.leaf = true;
                     p
@@ -162,12 +187,15 @@ impl TreeNode {
             ChildKind::Background => {
                 let label = req.label.clone().unwrap_or_else(|| cut(&req.task, 30));
                 let tools = without_spawning(parent_scope);
-                let mut p = self.worker_plan(&label, None, tools);
+                let mut p = self.worker_plan(&label, None, tools)?;
                 p.prompt = self.agent.as_ref().and_then(|a| a.system_prompt.clone());
                 p.leaf = true;
                 p
             }
         };
+        if let Some((name, preset)) = preset {
+            self.apply_preset(&mut plan, name, preset, req.model.as_deref())?;
+        }
         if let Some(model) = &req.model {
             plan.model = model.clone();
         }
@@ -198,15 +226,21 @@ impl TreeNode {
         ))
     }
 
-    /// A worker runs as its parent (no identity of its own), with the template's prompt and
-    /// model where set.
+    /// A worker runs as its parent (no identity of its own), with the template's prompt,
+    /// backend, model and tool profile where set (its own preset's already folded in at
+    /// load), and its preset's prompt addition.
     fn worker_plan(
         &self,
         label: &str,
         template: Option<&WorkerConfig>,
         tools: BTreeSet<String>,
-    ) -> ChildPlan {
-        ChildPlan {
+    ) -> Result<ChildPlan, ToolError> {
+        let llm = self.provider_for(
+            label,
+            template.and_then(|t| t.backend.as_deref()),
+            template.and_then(|t| t.model.as_deref()),
+        )?;
+        Ok(ChildPlan {
             label: label.to_string(),
             agent: self.agent.clone(),
             identity: self.identity.clone(),
@@ -215,12 +249,108 @@ impl TreeNode {
             prompt: template
                 .and_then(|t| t.system_prompt.clone())
                 .or_else(|| self.agent.as_ref().and_then(|a| a.system_prompt.clone())),
-            model: template
-                .and_then(|t| t.model.clone())
-                .unwrap_or_else(|| self.model.clone()),
-            provider: Arc::clone(&self.provider),
+            prompt_addition: template.and_then(|t| self.preset_prompt(t.preset.as_deref())),
+            model: llm.model,
+            backend: llm.backend,
+            provider: llm.provider,
+            stream: llm.stream,
+            tool_profile: self.profile(template.and_then(|t| t.tool_profile.as_deref()))?,
             leaf: false,
+        })
+    }
+
+    /// The preset the `preset` argument names; an unknown name is `invalid_arguments`
+    /// listing the configured ones.
+    fn preset<'a>(
+        &'a self,
+        name: Option<&'a str>,
+    ) -> Result<Option<(&'a str, &'a PresetConfig)>, ToolError> {
+        let Some(name) = name else {
+            return Ok(None);
+        };
+        let presets = &self.tree.settings.config.presets;
+        match presets.get(name) {
+            Some(p) => Ok(Some((name, p))),
+            None => {
+                let known: Vec<String> = presets.keys().map(|k| format!("`{k}`")).collect();
+                Err(ToolError::invalid_arguments(format!(
+                    "unknown preset `{}`; {}",
+                    cut(name, 60),
+                    if known.is_empty() {
+                        "no presets are configured (available: none); add one under `presets:` or leave `preset` out".to_string()
+                    } else {
+                        format!("available: {}", known.join(", "))
+                    }
+                )))
+            }
         }
+    }
+
+    /// The `system_prompt` of the preset an entry names (checked at load).
+    fn preset_prompt(&self, name: Option<&str>) -> Option<String> {
+        let presets = &self.tree.settings.config.presets;
+        name.and_then(|n| presets.get(n))
+            .and_then(|p| p.system_prompt.clone())
+    }
+
+    /// The compiled profile `name` names, or this node's own.
+    fn profile(&self, name: Option<&str>) -> Result<crate::ToolProfile, ToolError> {
+        let Some(name) = name else {
+            return Ok(self.tool_profile.clone());
+        };
+        let config = self
+            .tree
+            .settings
+            .config
+            .tool_profiles
+            .get(name)
+            .ok_or_else(|| {
+                ToolError::failed(format!("no profile named `{name}` under `tool_profiles:`"))
+            })?;
+        crate::ToolProfile::compile(name, config)
+            .map_err(|e| ToolError::failed(format!("tool profile `{name}`: {e}")))
+    }
+
+    /// The `preset` argument over a planned child: its backend, model and tool profile
+    /// replace the entry's, its prompt is appended; the call's own `model` still wins.
+    /// Nothing here touches grants or tools, so the child stays as narrow as planned.
+    fn apply_preset(
+        &self,
+        plan: &mut ChildPlan,
+        name: &str,
+        preset: &PresetConfig,
+        call_model: Option<&str>,
+    ) -> Result<(), ToolError> {
+        if preset.backend.is_some() || preset.model.is_some() {
+            let backend = preset.backend.as_deref().or(plan.backend.as_deref());
+            // A backend the preset switches to gets its own model list's first entry, not a
+            // model meant for another backend.
+            let model = call_model
+                .or(preset.model.as_deref())
+                .or_else(|| preset.backend.is_none().then_some(plan.model.as_str()));
+            let current = Chosen {
+                provider: Arc::clone(&plan.provider),
+                backend: plan.backend.clone(),
+                model: plan.model.clone(),
+                stream: plan.stream,
+            };
+            let llm =
+                self.resolve_provider(&format!("preset `{name}`"), backend, model, current)?;
+            plan.provider = llm.provider;
+            plan.backend = llm.backend;
+            plan.model = llm.model;
+            plan.stream = llm.stream;
+        }
+        if let Some(profile) = preset.tool_profile.as_deref() {
+            plan.tool_profile = self.profile(Some(profile))?;
+        }
+        if let Some(addition) = &preset.system_prompt {
+            plan.prompt_addition = Some(match plan.prompt_addition.take() {
+                Some(before) => format!("{before}\n\n{addition}"),
+                None => addition.clone(),
+            });
+        }
+        Ok(())
     }
 
     /// A peer runs as itself: its prompt, model, grants (narrowed by the ceilings) and only
@@ -256,7 +386,7 @@ impl TreeNode {
             .map(|s| s.name)
             .collect();
         let tools = child_tools(name, &enabled, None, requested)?;
-        let (provider, model) = self.provider_for(peer)?;
+        let llm = self.provider_for(name, peer.backend.as_deref(), peer.model.as_deref())?;
         Ok(ChildPlan {
             label: name.to_string(),
             agent: Some(peer.clone()),
@@ -264,48 +394,75 @@ impl TreeNode {
             overlay: Some(peer.grants.clone()),
             tools,
             prompt: peer.system_prompt.clone(),
-            model,
-            provider,
+            prompt_addition: self.preset_prompt(peer.preset.as_deref()),
+            model: llm.model,
+            backend: llm.backend,
+            provider: llm.provider,
+            stream: llm.stream,
+            tool_profile: self.profile(peer.tool_profile.as_deref())?,
             leaf: false,
         })
     }
 
-    /// The peer's backend: the root's provider when it is the same backend, else its own.
-    fn provider_for(&self, peer: &AgentConfig) -> Result<(Arc<dyn Provider>, String), ToolError> {
-        let root_backend = self
-            .tree
-            .settings
-            .agent
-            .as_ref()
-            .and_then(|a| a.backend.clone());
-        let config = &self.tree.settings.config;
-        match &peer.backend {
-            Some(b) if Some(b) != root_backend.as_ref() => {
+    /// A child's provider, backend and model: this node's provider when `backend` is unset
+    /// or the same as this node's, else one made from `backends:` (whose first model is the
+    /// default there); `model` unset keeps this node's model on its own backend.
+    fn provider_for(
+        &self,
+        who: &str,
+        backend: Option<&str>,
+        model: Option<&str>,
+    ) -> Result<Chosen, ToolError> {
+        let current = Chosen {
+            provider: Arc::clone(&self.provider),
+            backend: self.backend.clone(),
+            model: self.model.clone(),
+            stream: self.stream,
+        };
+        self.resolve_provider(&format!("`{who}`"), backend, model, current)
+    }
+
+    /// [`TreeNode::provider_for`] against a given current provider, backend and model.
+    fn resolve_provider(
+        &self,
+        who: &str,
+        backend: Option<&str>,
+        model: Option<&str>,
+        current: Chosen,
+    ) -> Result<Chosen, ToolError> {
+        match backend {
+            Some(b) if Some(b) != current.backend.as_deref() => {
+                let config = &self.tree.settings.config;
                 let backend = config
                     .backends
                     .iter()
-                    .find(|c| &c.name == b)
+                    .find(|c| c.name == b)
                     .ok_or_else(|| {
                         ToolError::failed(format!(
-                            "agent `{}` names backend `{b}`, which is not configured",
-                            peer.name
+                            "{who} names backend `{b}`, which is not configured"
                         ))
                     })?;
                 let provider = tackle_llm::provider_from_config(backend)
-                    .map_err(|e| ToolError::failed(format!("agent `{}`: {e}", peer.name)))?;
-                let model = peer
-                    .model
-                    .clone()
+                    .map_err(|e| ToolError::failed(format!("{who}: {e}")))?;
+                let model = model
+                    .map(str::to_string)
                     .or_else(|| backend.models.first().map(|m| m.name.clone()))
                     .ok_or_else(|| {
-                        ToolError::failed(format!("agent `{}` has no model", peer.name))
+                        ToolError::failed(format!(
+                            "{who}: backend `{b}` lists no models and no `model` is set"
+                        ))
                     })?;
-                Ok((provider, model))
+                Ok(Chosen {
+                    provider,
+                    backend: Some(b.to_string()),
+                    model,
+                    stream: backend.stream.unwrap_or(true),
+                })
             }
-            _ => Ok((
-                Arc::clone(&self.provider),
-                peer.model.clone().unwrap_or_else(|| self.model.clone()),
-            )),
+            _ => Ok(Chosen {
+                model: model.map_or(current.model.clone(), str::to_string),
+                ..current
+            }),
         }
     }
 
@@ -334,7 +491,10 @@ impl TreeNode {
             running: Arc::new(Semaphore::new(self.tree.max_children)),
             leaf: plan.leaf,
             model: plan.model.clone(),
+            backend: plan.backend.clone(),
             provider: Arc::clone(&plan.provider),
+            stream: plan.stream,
+            tool_profile: plan.tool_profile.clone(),
         });
         let config = DispatcherConfig {
             agent: plan.identity,
@@ -346,8 +506,9 @@ impl TreeNode {
         let s = &self.tree.settings;
         let mut lc = LoopConfig::new(plan.model);
         lc.system_prompt = plan.prompt;
-        lc.stream = s.stream;
-        lc.tool_profile = s.tool_profile.clone();
+        lc.prompt_addition = plan.prompt_addition;
+        lc.stream = plan.stream;
+        lc.tool_profile = plan.tool_profile;
         lc.context_tokens = s.context_tokens;
         lc.budget = BudgetMode::Shared(budget);
         let mut agent_loop =

@@ -153,6 +153,7 @@ impl Harness {
             config: Arc::new(config.clone()),
             agent: agent.clone(),
             provider: Arc::clone(&provider),
+            backend: None,
             model: "scripted-model".into(),
             stream: true,
             tool_profile: tackle_agent::ToolProfile::full(),

@@ -35,19 +35,6 @@ pub(super) fn render(result: SpawnResult) -> ToolOutput {
     }
 }
 
-/// Presets (named bundles of model, tools and prompt) are not part of Tackle's config: a
-/// child is shaped by its agent or worker template and the `model` / `tools` arguments. A
-/// preset is refused by name rather than ignored, so a caller never believes it applied.
-fn no_preset(tool: &str, preset: Option<&str>) -> Result<(), ToolError> {
-    match preset {
-        None => Ok(()),
-        Some(p) => Err(ToolError::invalid_arguments(format!(
-            "`{tool}`: unknown preset `{}`; no presets are configured (available: none). Leave `preset` out and shape the child with `model` and `tools`, or with its template under `workers:`",
-            p.chars().filter(|c| !c.is_control()).take(60).collect::<String>()
-        ))),
-    }
-}
-
 fn common_properties() -> serde_json::Map<String, Value> {
     let mut p = serde_json::Map::new();
     p.insert(
@@ -58,7 +45,7 @@ fn common_properties() -> serde_json::Map<String, Value> {
     p.insert("model".into(), json!({"type": "string", "description": "A model of the same backend, instead of the default."}));
     p.insert(
         "preset".into(),
-        json!({"type": "string", "description": "A named preset; none are configured in this runtime, so leave it out (use `model` and `tools`)."}),
+        json!({"type": "string", "description": "A preset under `presets:` (model, backend, tool profile, prompt addition) for the child; `model` and `tools` given here still win. An unknown name is refused with the list."}),
     );
     p.insert("max_iterations".into(), json!({"type": "integer", "description": "Accepted for compatibility; the tree shares one iteration pool."}));
     p.insert("async".into(), json!({"type": "boolean", "description": "Return at once; the answer is posted into this session later."}));
@@ -115,10 +102,10 @@ impl Tool for SpawnAgent {
 
     async fn call(&self, args: Value, cx: &ToolContext) -> Result<ToolOutput, ToolError> {
         let a: AgentArgs = parse("spawn_agent", args)?;
-        no_preset("spawn_agent", a.preset.as_deref())?;
         let mut req = SpawnRequest::new(ChildKind::Agent(a.agent), a.task);
         req.context = a.context;
         req.model = a.model;
+        req.preset = a.preset;
         req.background = a.background;
         Ok(render(cx.agents()?.spawn(cx, req).await?))
     }
@@ -169,11 +156,11 @@ impl Tool for SpawnWorker {
 
     async fn call(&self, args: Value, cx: &ToolContext) -> Result<ToolOutput, ToolError> {
         let a: WorkerArgs = parse("spawn_worker", args)?;
-        no_preset("spawn_worker", a.preset.as_deref())?;
         let mut req = SpawnRequest::new(ChildKind::Worker(a.name), a.task);
         req.context = a.context;
         req.tools = a.tools;
         req.model = a.model;
+        req.preset = a.preset;
         req.background = a.background;
         Ok(render(cx.agents()?.spawn(cx, req).await?))
     }
@@ -212,18 +199,5 @@ impl Tool for Spawn {
         req.label = a.label.filter(|l| !l.trim().is_empty());
         req.background = true;
         Ok(render(cx.agents()?.spawn(cx, req).await?))
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_preset_is_refused_by_name_not_ignored() {
-        let e = no_preset("spawn_worker", Some("fast")).unwrap_err();
-        assert_eq!(e.kind, tackle_protocol::ErrorKind::InvalidArguments);
-        assert!(e.message.contains("`fast`") && e.message.contains("available: none"));
-        assert!(no_preset("spawn_worker", None).is_ok());
     }
 }

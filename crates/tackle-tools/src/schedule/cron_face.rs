@@ -249,3 +249,91 @@ fn parse_at(text: &str) -> Result<time::OffsetDateTime, ToolError> {
             ))
         })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::mock_host::MockHost;
+    use tackle_protocol::ErrorKind;
+
+    fn tool() -> CronTool {
+        CronTool(Arc::new(ScheduleSettings {
+            store: tackle_store::Store::open_in_memory().unwrap(),
+            zone: super::super::Zone::default(),
+            min_interval: std::time::Duration::from_secs(60),
+            agents: vec![],
+            schedule_for: Default::default(),
+        }))
+    }
+
+    async fn list(t: &CronTool, cx: &ToolContext) -> String {
+        t.call(json!({"action": "list"}), cx).await.unwrap().content
+    }
+
+    #[tokio::test]
+    async fn add_each_kind_list_them_and_remove_one() {
+        let t = tool();
+        let cx = Arc::new(MockHost::new()).context();
+        assert_eq!(list(&t, &cx).await, "No cron jobs.");
+        let at = (now() + time::Duration::hours(2))
+            .format(&time::format_description::well_known::Rfc3339)
+            .unwrap();
+        for args in [
+            json!({"action": "add", "message": "water the plants", "every_seconds": 3600}),
+            json!({"action": "add", "name": "nightly", "message": "back up", "cron_expr": "0 0 3 * * *"}),
+            json!({"action": "add", "name": "later", "message": "call back", "at": at}),
+        ] {
+            let out = t.call(args.clone(), &cx).await.unwrap();
+            assert!(
+                out.content.starts_with("Added job - "),
+                "{args}: {}",
+                out.content
+            );
+        }
+        let shown = list(&t, &cx).await;
+        let lines: Vec<&str> = shown.lines().collect();
+        assert_eq!(lines.len(), 3, "{shown}");
+        // Unnamed: named after its message.
+        assert!(
+            shown.contains("- water-the-plants: every 3600 s")
+                && shown.contains("water the plants"),
+            "{shown}"
+        );
+        assert!(shown.contains("- nightly: 0 0 3 * * *"), "{shown}");
+        assert!(shown.contains("- later: @"), "{shown}");
+        // Made in a session: each fires back into it.
+        assert!(lines.iter().all(|l| l.contains("· pinned")), "{shown}");
+
+        let out = t
+            .call(json!({"action": "remove", "job_id": "nightly"}), &cx)
+            .await
+            .unwrap();
+        assert_eq!(out.content, "Removed job nightly");
+        let shown = list(&t, &cx).await;
+        assert_eq!(shown.lines().count(), 2, "{shown}");
+        assert!(!shown.contains("nightly"), "{shown}");
+        let e = t
+            .call(json!({"action": "remove", "job_id": "nightly"}), &cx)
+            .await
+            .unwrap_err();
+        assert_eq!(e.kind, ErrorKind::NotFound, "{e:?}");
+    }
+
+    #[tokio::test]
+    async fn add_needs_a_message_and_exactly_one_timing_and_stores_nothing_otherwise() {
+        let t = tool();
+        let cx = Arc::new(MockHost::new()).context();
+        for args in [
+            json!({"action": "add", "message": "x"}),
+            json!({"action": "add", "message": "x", "every_seconds": 3600, "cron_expr": "0 0 3 * * *"}),
+            json!({"action": "add", "every_seconds": 3600}),
+            json!({"action": "add", "message": "x", "every_seconds": 59}),
+            json!({"action": "add", "message": "x", "at": "2000-01-01T00:00:00Z"}),
+            json!({"action": "remove"}),
+        ] {
+            let e = t.call(args.clone(), &cx).await.unwrap_err();
+            assert_eq!(e.kind, ErrorKind::InvalidArguments, "{args}: {e:?}");
+        }
+        assert_eq!(list(&t, &cx).await, "No cron jobs.");
+    }
+}

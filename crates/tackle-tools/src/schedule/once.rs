@@ -186,6 +186,48 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn after_seconds_of_exactly_30_and_30_days_are_accepted_and_one_outside_is_refused() {
+        let tool = ScheduleOnce(Arc::new(settings()));
+        let cx = Arc::new(crate::mock_host::MockHost::new()).context();
+        for outside in [0, MIN_AFTER - 1, MAX_AFTER + 1] {
+            let e = tool
+                .call(
+                    json!({"after_seconds": outside, "task": "too soon or too late"}),
+                    &cx,
+                )
+                .await
+                .unwrap_err();
+            assert_eq!(
+                e.kind,
+                tackle_protocol::ErrorKind::InvalidArguments,
+                "{outside}: {e:?}"
+            );
+        }
+        let stored = || async { tool.0.store.list_owned_schedules(None, None).await.unwrap() };
+        assert!(stored().await.is_empty(), "a refused call stores nothing");
+        for edge in [30, 2_592_000] {
+            let before = now();
+            tool.call(json!({"after_seconds": edge, "task": "wake up"}), &cx)
+                .await
+                .unwrap_or_else(|e| panic!("{edge}: {e:?}"));
+            let after = now();
+            let all = stored().await;
+            let fire = all
+                .iter()
+                .filter_map(|s| s.next_fire)
+                .max()
+                .unwrap_or_else(|| panic!("{edge}: nothing stored: {all:?}"));
+            let edge = time::Duration::seconds(edge);
+            // The store keeps milliseconds, so allow one below `before`.
+            assert!(
+                fire >= before + edge - time::Duration::milliseconds(1) && fire <= after + edge,
+                "{fire} not {edge} from now"
+            );
+        }
+        assert_eq!(stored().await.len(), 2);
+    }
+
+    #[tokio::test]
     async fn two_one_shots_made_in_the_same_millisecond_get_distinct_ids() {
         let s = settings();
         let now = time::macros::datetime!(2026-01-01 0:00 UTC);
