@@ -56,6 +56,9 @@ impl Runtime {
             .clone()
             .or_else(|| agent.as_ref().and_then(|a| a.backend.clone()))
             .or_else(|| loaded.config.backends.first().map(|b| b.name.clone()));
+        // The window the operator wrote for this model (`backends[].models[].context_window`).
+        let context_tokens = context_window(&loaded.config, backend.as_deref(), &model)
+            .unwrap_or(LoopConfig::new("").context_tokens);
         let tree = Tree::new(TreeSettings {
             config: Arc::new(loaded.config.clone()),
             agent: agent.clone(),
@@ -64,7 +67,7 @@ impl Runtime {
             model: model.clone(),
             stream,
             tool_profile: crate::profiles::for_agent(&loaded.config, agent.as_ref())?,
-            context_tokens: LoopConfig::new("").context_tokens,
+            context_tokens,
             store: store.clone(),
             compactor: Some(Arc::clone(&compactor)),
         });
@@ -82,6 +85,7 @@ impl Runtime {
         let mut config = LoopConfig::new(model);
         config.budget = BudgetMode::PerTurn(budget);
         config.stream = stream;
+        config.context_tokens = context_tokens;
         config.tool_profile = app.tool_profile.clone();
         config.system_prompt = agent.as_ref().and_then(|a| a.system_prompt.clone());
         config.prompt_addition = agent
@@ -189,6 +193,20 @@ pub(crate) async fn select_provider_with(
         .ok_or_else(|| usage(format!("backend `{}` lists no models and the agent sets no `model`; add `models: [{{name: …}}]` to the backend or `model:` to the agent, or pass --model", backend.name)))?;
     let provider = provider_from_config(&backend).map_err(llm_usage)?;
     Ok((provider, model, backend.stream.unwrap_or(true)))
+}
+
+/// The context window `backend` declares for `model`, in tokens; `None` when it says none.
+fn context_window(config: &Config, backend: Option<&str>, model: &str) -> Option<usize> {
+    let backend = config
+        .backends
+        .iter()
+        .find(|b| Some(b.name.as_str()) == backend)?;
+    let window = backend
+        .models
+        .iter()
+        .find(|m| m.name == model)?
+        .context_window?;
+    usize::try_from(window).ok().filter(|w| *w > 0)
 }
 
 fn unknown_backend(config: &Config, name: &str) -> anyhow::Error {

@@ -24,10 +24,6 @@ const NOT_IN_EXAMPLE: &[(&str, &str)] = &[
         "an alias of services.r8r.url, which the example shows (its services note names it)",
     ),
     (
-        "backends[].models[].context_window",
-        "accepted but not applied yet: history is trimmed to the built-in window whatever it says",
-    ),
-    (
         "agents[].workers[].max_iterations",
         "accepted but not applied: a worker draws on its tree's one iteration pool",
     ),
