@@ -91,7 +91,7 @@ pub fn load_config(global: &Global) -> Result<Loaded> {
 impl App {
     pub fn build(global: &Global, selection: &Selection) -> Result<Self> {
         let loaded = load_config(global)?;
-        let store = open_store(&Self::state_dir_for(&loaded.config))?;
+        let store = open_store(&loaded.config)?;
         Self::from_loaded(global, selection, loaded, None, store)
     }
 
@@ -162,6 +162,10 @@ impl App {
                 &config.skills,
                 &workspace,
                 home.as_deref(),
+                tackle_tools::skills::StoredSkills {
+                    store: store.clone(),
+                    banks: config.memory_banks.clone(),
+                },
             ));
         }
         let plugins = load_plugins(
@@ -425,9 +429,16 @@ impl Extension for WithoutAgentTools {
     }
 }
 
-/// The state store; without it no decision could be audited, so it is required.
-pub fn open_store(state_dir: &Path) -> Result<Store> {
-    Store::open(state_dir).map_err(|e| anyhow::anyhow!("cannot open the state store: {e}"))
+/// The state store; without it no decision could be audited, so it is required. Schedules
+/// live in the database `state_url` names when it is PostgreSQL (shared by several daemons).
+pub fn open_store(config: &Config) -> Result<Store> {
+    let state_dir = App::state_dir_for(config);
+    let url = config
+        .state_url
+        .as_ref()
+        .map(tackle_protocol::config::Secret::expose);
+    Store::open_with_url(&state_dir, url)
+        .map_err(|e| anyhow::anyhow!("cannot open the state store: {e}"))
 }
 
 /// The configured MCP servers alone (no registry, no dispatcher), started as every command

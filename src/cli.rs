@@ -59,7 +59,7 @@ pub enum Command {
     /// Stored sessions: list them, show one, remove one.
     #[command(subcommand)]
     Sessions(SessionsCommand),
-    /// Skills: list, search and show the catalogue; install from the registry.
+    /// Skills: list, search and show the catalogue; install from the registry; add to a store.
     #[command(subcommand)]
     Skills(SkillsCommand),
     /// Agents' memory and shared memory banks: list, show, set, rm; banks and their grants.
@@ -174,6 +174,24 @@ pub enum SessionsCommand {
     Unfreeze {
         /// The session's id, as the refusal and `tackle doctor` show it.
         id: String,
+    },
+    /// Check a session's signed entries: each signed by its agent's identity key (or one it
+    /// was rotated from), unchanged, none missing; exit 1 naming each entry that fails.
+    Verify {
+        /// The session's id, as `tackle sessions list` shows it.
+        id: String,
+        /// Print the result as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Give an agent a new identity key for signing its session entries; the old key's
+    /// entries still verify through the recorded succession.
+    RotateKey {
+        /// The agent's name, as under `agents:`.
+        agent: String,
+        /// Print the rotation as JSON.
+        #[arg(long)]
+        json: bool,
     },
     /// Delete every session not active for this long (`30d`, `12h`, `2w`); the audit log
     /// keeps its records.
@@ -370,9 +388,10 @@ pub enum McpCommand {
 
 #[derive(Debug, Subcommand)]
 pub enum SkillsCommand {
-    /// Every skill the agent can use: name — description (triggers). No bodies.
+    /// Every skill the agent can use: name — description (triggers), where it comes from and
+    /// the skills of the same name it hides. No bodies.
     List {
-        /// Print a JSON array of {name, description, triggers, source}.
+        /// Print a JSON array of {name, description, triggers, source, origin, shadows}.
         #[arg(long)]
         json: bool,
         /// The skills of this agent (default: the first agent).
@@ -400,6 +419,21 @@ pub enum SkillsCommand {
         /// The skills of this agent (default: the first agent).
         #[arg(long, value_name = "NAME")]
         agent: Option<String>,
+    },
+    /// Save a skill file into an agent's own store, or into a bank it may write (`--bank`),
+    /// as the agent would with `skill_save`. Saving a name it already has there updates it.
+    Add {
+        /// The skill file: YAML front matter naming it, then the body; at most 64 KiB.
+        file: PathBuf,
+        /// The agent whose store and grants are used (default: the first agent).
+        #[arg(long, value_name = "NAME")]
+        agent: Option<String>,
+        /// A bank the agent may write (a `memory_banks` grant); default: its own store.
+        #[arg(long, value_name = "NAME")]
+        bank: Option<String>,
+        /// Print {name, bank, replaced, visible, time}.
+        #[arg(long)]
+        json: bool,
     },
     /// Download a skill from the registry (`skills.registry_url`) into the first skills dir.
     /// Running this command is the approval `install_skill` asks for.

@@ -36,8 +36,7 @@ impl Runtime {
         };
         let (provider, model, stream) =
             select_provider_with(&loaded.config, agent.as_ref(), &selection.llm).await?;
-        let state_dir_probe = App::state_dir_for(&loaded.config);
-        let store = crate::app::open_store(&state_dir_probe)?;
+        let store = crate::app::open_store(&loaded.config)?;
         let compactor = Arc::new(Compactor::new(
             Arc::clone(&provider),
             model.clone(),

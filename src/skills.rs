@@ -1,5 +1,6 @@
 //! The `skills` extension as the binary builds it: `skills.dirs` resolved against the home
-//! and the workspace, the registry from `skills.registry_url`, the disk through the host crate.
+//! and the workspace, the registry from `skills.registry_url`, the disk through the host crate,
+//! and the agents' stored skills and skill banks in the state store.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -87,12 +88,17 @@ pub fn settings(config: &SkillsConfig, workspace: &Path, home: Option<&Path>) ->
     settings
 }
 
+/// The extension with the store's skills after the directories: the calling agent's own,
+/// then those of the banks granted to it (docs/decisions/0037-skill-sources.md).
 pub fn extension(
     config: &SkillsConfig,
     workspace: &Path,
     home: Option<&Path>,
+    stored: skills::StoredSkills,
 ) -> Arc<dyn Extension> {
-    skills::extension(settings(config, workspace, home))
+    let mut settings = settings(config, workspace, home);
+    settings.stored = Some(stored);
+    skills::extension(settings)
 }
 
 #[cfg(test)]

@@ -23,7 +23,8 @@ pub fn this_process() -> &'static str {
     })
 }
 
-fn host() -> String {
+/// This machine's name (empty where it cannot be read).
+pub(crate) fn host() -> String {
     read_trimmed("/proc/sys/kernel/hostname").unwrap_or_default()
 }
 

@@ -593,3 +593,81 @@ fn doctor_probes_the_channel_and_says_how_its_reading_stands() {
         out.stderr
     );
 }
+
+/// Two daemons on two machines (their own state directories) share their state in
+/// PostgreSQL and name the same bot: one reads it, so each message is answered once; when that
+/// one is killed outright, the other takes the channel over once its lease lapses.
+#[test]
+fn daemons_sharing_state_answer_each_message_once_and_one_takes_over_from_a_killed_reader() {
+    let Some(url) = common::postgres::fresh_database() else {
+        return;
+    };
+    let rules = "rules:\n  - name: pong\n    when: {messages_contain: \"ping\"}\n    respond: {content: \"pong\"}\n";
+    let Some(llm) = FakeLlm::start(rules) else {
+        return;
+    };
+    let tg = FakeTelegram::start();
+    let machines = [Sandbox::new(), Sandbox::new()];
+    let configs: Vec<PathBuf> = machines
+        .iter()
+        .map(|sb| {
+            let path = config(sb, &llm, &tg, false);
+            let mut text = std::fs::read_to_string(&path).unwrap();
+            text.push_str(&format!("state_url: \"{url}\"\n"));
+            std::fs::write(&path, text).unwrap();
+            path
+        })
+        .collect();
+    let mut daemons: Vec<Daemon> = machines
+        .iter()
+        .zip(&configs)
+        .map(|(sb, c)| daemon(sb, c))
+        .collect();
+    let pongs = |tg: &FakeTelegram| {
+        tg.calls_of("sendMessage")
+            .iter()
+            .filter(|b| b["text"] == "pong")
+            .count()
+    };
+    for i in 1..=3 {
+        tg.message(OWNER, OWNER, &format!("ping {i}"));
+        tg.wait_for("an answer", |_| (pongs(&tg) >= i).then_some(()));
+    }
+    // Time for a second reader to answer again, if there were one.
+    std::thread::sleep(Duration::from_secs(3));
+    assert_eq!(
+        pongs(&tg),
+        3,
+        "each message answered once: {:#?}",
+        tg.calls()
+    );
+    // Kill the daemon that reads the channel (the lease names its process).
+    let holder =
+        common::postgres::rows(&url, "SELECT owner FROM leases WHERE name = 'channel:bot'");
+    let owner = holder
+        .first()
+        .and_then(|r| r.first().cloned().flatten())
+        .expect("a daemon holds the channel's lease");
+    let reader = daemons
+        .iter()
+        .position(|d| {
+            d.pid()
+                .is_some_and(|pid| owner.split('/').nth(2) == Some(pid.to_string().as_str()))
+        })
+        .expect("the lease names one of the daemons");
+    daemons[reader].stop("-KILL");
+    tg.message(OWNER, OWNER, "ping 4");
+    let deadline = Instant::now() + Duration::from_secs(40);
+    while pongs(&tg) < 4 {
+        assert!(
+            Instant::now() < deadline,
+            "nobody took over: {:#?}",
+            tg.calls()
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let (code, log) = daemons[1 - reader].stop("-TERM");
+    assert_eq!(code, Some(0), "{log}");
+    assert_eq!(pongs(&tg), 4, "{:#?}", tg.calls());
+    assert!(log.contains("channel bot"), "{log}");
+}

@@ -8,6 +8,7 @@
 //! approval buttons, the audit lines; `stream.rs` shows an answer as it streams. A new platform is one new file
 //! and its entry in the config table ([`open`]).
 
+mod lease;
 mod matrix;
 mod retry;
 mod runner;
@@ -161,6 +162,7 @@ pub fn start(
             store: store.clone(),
             queue: Arc::clone(&queue),
             turns: Arc::clone(&turns),
+            poll: Duration::from_secs(inbound.poll_timeout_secs.clamp(1, 50)),
         });
         tasks.push(tokio::spawn(runner.run(stop.clone())));
     }

@@ -33,6 +33,8 @@ pub struct Setup {
     pub store: Store,
     pub queue: Arc<ApprovalQueue>,
     pub turns: Arc<ChannelTurns>,
+    /// How long the platform may hold one receive (its long poll).
+    pub poll: Duration,
 }
 
 pub struct Runner {
@@ -78,7 +80,8 @@ impl Runner {
         let mut workers: HashMap<String, Worker> = HashMap::new();
         let mut position = self.resume(&mut workers, &stop).await;
         let mut failures = 0u32;
-        while !stop.is_cancelled() {
+        let mut lease = super::lease::ChannelLease::new(&s.name, s.poll);
+        while lease.hold(&s.store, &s.name, &stop).await {
             match s.channel.receive(&stop).await {
                 Ok(updates) => {
                     failures = 0;
@@ -131,6 +134,7 @@ impl Runner {
         // Closing the queues ends each worker once it has answered what it holds.
         let done: Vec<_> = workers.into_values().map(|w| w.done).collect();
         futures::future::join_all(done).await;
+        lease.release(&s.store).await;
     }
 
     /// Reads on from the position the store kept and queues the messages a killed daemon

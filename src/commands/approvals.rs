@@ -4,7 +4,7 @@
 //! (docs/decisions/0030-one-approval-queue.md). The answer is recorded as `cli:USER`, and the
 //! audit log names it as the call's approver (`queue:cli:USER`).
 
-use crate::app::{load_config, open_store, App};
+use crate::app::{load_config, open_store};
 use crate::cli::Global;
 use crate::exit::{self};
 use anyhow::{anyhow, Result};
@@ -45,7 +45,7 @@ pub enum ApprovalsCommand {
 
 pub async fn run(global: &Global, cmd: ApprovalsCommand) -> Result<i32> {
     let loaded = load_config(global)?;
-    let store = open_store(&App::state_dir_for(&loaded.config))?;
+    let store = open_store(&loaded.config)?;
     match cmd {
         ApprovalsCommand::List { all, json } => list(&store, all, json, global.quiet).await,
         ApprovalsCommand::Allow { id, session } => {

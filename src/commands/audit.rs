@@ -6,7 +6,7 @@ mod ocsf;
 
 pub use evidence::AuditCommand;
 
-use crate::app::{load_config, open_store, App};
+use crate::app::{load_config, open_store};
 use crate::cli::{AuditArgs, Global};
 use crate::exit::{self, usage};
 use anyhow::Result;
@@ -20,7 +20,7 @@ pub async fn run(global: &Global, mut args: AuditArgs) -> Result<i32> {
         return evidence::run(global, command).await;
     }
     let loaded = load_config(global)?;
-    let store = open_store(&App::state_dir_for(&loaded.config))?;
+    let store = open_store(&loaded.config)?;
     let query = AuditQuery {
         session: args.session,
         tool: args.tool,

@@ -7,7 +7,7 @@
 //! `schedules.shutdown_grace_secs`, records any still going as failed (a fire) or cancelled
 //! (an API turn), and exits 0.
 
-use crate::app::{load_config, open_store, App};
+use crate::app::{load_config, open_store};
 use crate::cli::{DaemonArgs, Global};
 use crate::exit::{self, usage};
 use crate::schedules::{self, TurnRunner};
@@ -25,7 +25,7 @@ pub async fn run(global: &Global, args: DaemonArgs) -> Result<i32> {
     if let Some(addr) = args.http {
         config.gateway.get_or_insert_with(Default::default).bind = addr;
     }
-    let store = open_store(&App::state_dir_for(&config))?;
+    let store = open_store(&config)?;
     // Approvals left pending by a waiter that died (a daemon killed outright) end now, with
     // why, rather than look answerable until their deadline.
     if let Err(e) = crate::waiter::close_abandoned(&store).await {
@@ -45,7 +45,8 @@ pub async fn run(global: &Global, args: DaemonArgs) -> Result<i32> {
         None => None,
     };
     let runner = Arc::new(TurnRunner::new(global.clone()));
-    let mut engine_config = EngineConfig::new(owner_id());
+    let owner = owner_id();
+    let mut engine_config = EngineConfig::new(owner.clone());
     engine_config.zone = zone;
     engine_config.catch_up = config.schedules.catch_up;
     engine_config.max_concurrent_per_agent = config.schedules.max_concurrent_per_agent;
@@ -99,6 +100,12 @@ pub async fn run(global: &Global, args: DaemonArgs) -> Result<i32> {
         _ => None,
     };
     if !global.quiet {
+        if store.shared_poll().is_some() {
+            eprintln!(
+                "daemon: schedules shared in {} as {owner}; each fire runs on one daemon",
+                store.schedules_engine()
+            );
+        }
         eprintln!(
             "daemon: firing schedules ({}); {}; stop with Ctrl-C or SIGTERM",
             zone.name(),
@@ -130,10 +137,18 @@ pub async fn run(global: &Global, args: DaemonArgs) -> Result<i32> {
     Ok(exit::OK)
 }
 
-/// Unique per process, so leases tell two daemons (or a restarted one) apart.
+/// Who holds a lease: unique per process and across the machines that share one database, so
+/// leases tell two daemons (or a restarted one) apart; readable in a fire record
+/// (`daemon-HOST-PID-MS`).
 fn owner_id() -> String {
     let ms = time::OffsetDateTime::now_utc().unix_timestamp_nanos() / 1_000_000;
-    format!("daemon-{}-{ms}", std::process::id())
+    let host: String = crate::waiter::host()
+        .chars()
+        .filter(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '.'))
+        .take(64)
+        .collect();
+    let host = if host.is_empty() { "host".into() } else { host };
+    format!("daemon-{host}-{}-{ms}", std::process::id())
 }
 
 /// Every agent a fire may run as has a backend (configured or found in the environment):

@@ -114,7 +114,7 @@ pub async fn run(global: &Global, args: DoctorArgs) -> Result<i32> {
     let config_secrets = loaded.secrets.clone();
     let state_dir = App::state_dir_for(&config);
     // Without the store the rest can still be checked, against a throw-away one.
-    let (store, store_failure) = match open_store(&state_dir) {
+    let (store, store_failure) = match open_store(&config) {
         Ok(store) => (store, None),
         Err(e) => (Store::open_in_memory()?, Some(format!("{e:#}"))),
     };
@@ -138,6 +138,7 @@ pub async fn run(global: &Global, args: DoctorArgs) -> Result<i32> {
     checks.push(Check::ok("workspace", app.workspace.display().to_string()));
     checks.push(state_dir_check(&state_dir));
     checks.push(store_check(&app.store, store_failure).await);
+    checks.push(schedules_engine_check(&app.store).await);
 
     // The slow checks run together: every backend's probe (the configured ones, else the
     // one `tackle run` would find) and the MCP servers' start-up.
@@ -375,6 +376,31 @@ async fn store_check(store: &Store, failure: Option<String>) -> Check {
                 wide.join(", ")
             ),
         )
+    }
+}
+
+/// Where schedules live: the SQLite file, or the shared database (`state_url`), asked now
+/// for its version and schema.
+async fn schedules_engine_check(store: &Store) -> Check {
+    const NAME: &str = "schedules";
+    let engine = store.schedules_engine();
+    match store.shared_status().await {
+        None => Check::ok(NAME, format!("{engine}, in the store file (one daemon at a time)")),
+        Some(Ok(s)) if s.schema == s.known => Check::ok(
+            NAME,
+            format!(
+                "{engine}: reachable, server {}, schema version {}; shared by every daemon that names it",
+                s.server, s.schema
+            ),
+        ),
+        Some(Ok(s)) => Check::warn(
+            NAME,
+            format!(
+                "{engine}: reachable, server {}, schema version {} (this build knows {})",
+                s.server, s.schema, s.known
+            ),
+        ),
+        Some(Err(e)) => Check::fail(NAME, format!("{e}")),
     }
 }
 

@@ -1,7 +1,7 @@
 //! `tackle memory list|show|set|rm|banks|grant|revoke`: an agent's memory and its shared
 //! banks, through the same grants the tools use (docs/decisions/0010-memory-banks.md).
 
-use crate::app::{load_config, open_store, App};
+use crate::app::{load_config, open_store};
 use crate::cli::Global;
 use crate::exit::{self, usage};
 use anyhow::{anyhow, Result};
@@ -109,7 +109,7 @@ pub async fn run(global: &Global, cmd: MemoryCommand) -> Result<i32> {
     check_ids(&cmd)?;
     let loaded = load_config(global)?;
     let config = loaded.config;
-    let store = open_store(&App::state_dir_for(&config))?;
+    let store = open_store(&config)?;
     match cmd {
         MemoryCommand::List {
             query,

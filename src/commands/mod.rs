@@ -16,6 +16,7 @@ pub mod policy;
 pub mod run;
 pub mod schedule;
 pub mod session_tree;
+pub mod session_verify;
 pub mod sessions;
 pub mod skills;
 pub mod tools;

@@ -227,7 +227,7 @@ async fn replay(
     json: bool,
 ) -> Result<i32> {
     let loaded = crate::app::load_config(global)?;
-    let store = crate::app::open_store(&App::state_dir_for(&loaded.config))?;
+    let store = crate::app::open_store(&loaded.config)?;
     let query = AuditQuery {
         since: since.as_deref().map(super::audit::parse_since),
         limit,

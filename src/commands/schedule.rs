@@ -3,7 +3,7 @@
 //! operator needs no approval, sees and changes every agent's schedules whoever planted them,
 //! and a running daemon sees each change at once.
 
-use crate::app::{load_config, open_store, App};
+use crate::app::{load_config, open_store};
 use crate::cli::Global;
 use crate::exit::usage;
 use anyhow::{anyhow, Result};
@@ -79,7 +79,7 @@ pub struct IdArgs {
 
 pub async fn run(global: &Global, cmd: ScheduleCommand) -> Result<i32> {
     let config = load_config(global)?.config;
-    let store = open_store(&App::state_dir_for(&config))?;
+    let store = open_store(&config)?;
     let settings = crate::schedules::settings(&config, &store)?;
     match cmd {
         ScheduleCommand::List { agent, json } => list(&settings, agent.as_deref(), json).await,

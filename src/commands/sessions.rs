@@ -1,4 +1,5 @@
-//! `tackle sessions list|show ID|rm ID|prune|unfreeze ID`: the stored conversations.
+//! `tackle sessions list|show ID|rm ID|prune|unfreeze ID|verify ID|rotate-key AGENT`: the
+//! stored conversations.
 
 use crate::app::{load_config, open_store, App};
 use crate::cli::{Global, SessionsCommand};
@@ -18,7 +19,7 @@ const RESULT_CHARS: usize = 2_000;
 pub async fn run(global: &Global, cmd: SessionsCommand) -> Result<i32> {
     let loaded = load_config(global)?;
     let state_dir = App::state_dir_for(&loaded.config);
-    let store = open_store(&state_dir)?;
+    let store = open_store(&loaded.config)?;
     match cmd {
         SessionsCommand::List {
             json, tree: true, ..
@@ -28,6 +29,12 @@ pub async fn run(global: &Global, cmd: SessionsCommand) -> Result<i32> {
         SessionsCommand::Show { id, json } => show(&store, &SessionId(id), json).await,
         SessionsCommand::Rm { id } => rm(&store, &SessionId(id)).await,
         SessionsCommand::Unfreeze { id } => unfreeze(&state_dir, &id),
+        SessionsCommand::Verify { id, json } => {
+            crate::commands::session_verify::verify(&store, &SessionId(id), json, global).await
+        }
+        SessionsCommand::RotateKey { agent, json } => {
+            crate::commands::session_verify::rotate(&loaded.config, &store, &agent, json).await
+        }
     }
 }
 
@@ -45,7 +52,7 @@ fn unfreeze(state_dir: &std::path::Path, id: &str) -> Result<i32> {
 }
 
 /// An unknown id is "not found" naming it; other store errors as they are.
-fn store_error(id: &SessionId, e: StoreError) -> anyhow::Error {
+pub(crate) fn store_error(id: &SessionId, e: StoreError) -> anyhow::Error {
     match e {
         StoreError::UnknownSession(_) => exit::not_found(format!(
             "no session `{}`; `tackle sessions list` shows the stored sessions",

@@ -186,6 +186,11 @@ impl Daemon {
         }
     }
 
+    /// The daemon's process id while it runs.
+    pub fn pid(&self) -> Option<u32> {
+        self.child.as_ref().map(Child::id)
+    }
+
     /// Sends `signal` (`-TERM`, `-KILL`), then the exit code and the log.
     pub fn stop(&mut self, signal: &str) -> (Option<i32>, String) {
         let Some(child) = self.child.take() else {

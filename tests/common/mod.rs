@@ -2,6 +2,7 @@
 //! environment, and start the fake LLM server (`fakellm`, installed by `.ci/llm-peers.sh`).
 #![allow(dead_code)]
 
+pub mod postgres;
 pub mod tmux;
 
 use std::io::{Read, Write};

@@ -206,16 +206,18 @@ impl RoutineEngine {
         Ok(())
     }
 
-    /// Until the earliest next fire, at most [`MAX_SLEEP`].
+    /// Until the earliest next fire, at most [`MAX_SLEEP`]; over a shared engine at most its
+    /// poll interval, since a schedule another machine adds wakes nothing here.
     async fn sleep_for(&self) -> Duration {
+        let longest = self.store.shared_poll().unwrap_or(MAX_SLEEP).min(MAX_SLEEP);
         match self.store.next_fire().await {
             Ok(Some(next)) => {
                 let left = next - self.clock.now();
                 Duration::try_from(left)
                     .unwrap_or(Duration::ZERO)
-                    .min(MAX_SLEEP)
+                    .min(longest)
             }
-            Ok(None) => MAX_SLEEP,
+            Ok(None) => longest,
             Err(e) => {
                 tracing::warn!("reading the next fire: {e}");
                 BACKOFF

@@ -15,8 +15,8 @@
 
 use crate::error::StoreError;
 use crate::schedules::{from_ms, to_ms};
+use crate::sql::{vals, Db, Row};
 use crate::Store;
-use rusqlite::{params, Connection, OptionalExtension, Row};
 use serde::{Deserialize, Serialize};
 use std::hash::{BuildHasher, Hasher};
 use std::io::Read;
@@ -180,21 +180,21 @@ impl Store {
             waiter: new.waiter,
         };
         let row = approval.clone();
-        self.with_conn(move |conn| {
-            conn.execute(
+        self.with_db(move |db| {
+            db.execute(
                 "INSERT INTO approvals (id, created_ms, deadline_ms, agent, session_id, tool,
                                         preview, approvers, status, waiter)
                  VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, 'pending', ?9)",
-                params![
-                    row.id,
+                vals![
+                    &row.id,
                     to_ms(row.created),
                     to_ms(row.deadline),
-                    row.agent,
-                    row.session_id,
-                    row.tool,
-                    row.preview,
+                    &row.agent,
+                    &row.session_id,
+                    &row.tool,
+                    &row.preview,
                     serde_json::to_string(&row.approvers).unwrap_or_else(|_| "[]".into()),
-                    row.waiter,
+                    row.waiter.clone(),
                 ],
             )?;
             Ok(())
@@ -207,7 +207,7 @@ impl Store {
     /// The approval `id`, as it stands.
     pub async fn approval(&self, id: &str) -> Result<Option<Approval>, StoreError> {
         let id = id.to_string();
-        self.with_conn(move |conn| get(conn, &id)).await
+        self.with_db(move |db| get(db, &id)).await
     }
 
     /// The approvals still pending at `now`, oldest first (those past their deadline are
@@ -217,11 +217,11 @@ impl Store {
         now: OffsetDateTime,
     ) -> Result<Vec<Approval>, StoreError> {
         self.expire_due_approvals(now).await?;
-        self.with_conn(|conn| {
+        self.with_db(|db| {
             let sql = format!(
                 "SELECT {COLUMNS} FROM approvals WHERE status = 'pending' ORDER BY created_ms, id"
             );
-            collect(conn, &sql, params![])
+            collect(db, &sql, &[])
         })
         .await
     }
@@ -229,11 +229,11 @@ impl Store {
     /// The newest `limit` approvals whatever their status, newest first.
     pub async fn list_recent_approvals(&self, limit: usize) -> Result<Vec<Approval>, StoreError> {
         let limit = i64::try_from(limit).unwrap_or(i64::MAX);
-        self.with_conn(move |conn| {
+        self.with_db(move |db| {
             let sql = format!(
                 "SELECT {COLUMNS} FROM approvals ORDER BY created_ms DESC, id DESC LIMIT ?1"
             );
-            collect(conn, &sql, params![limit])
+            collect(db, &sql, vals![limit])
         })
         .await
     }
@@ -251,13 +251,13 @@ impl Store {
         let (id, by) = (id.to_string(), by.to_string());
         let now = OffsetDateTime::now_utc();
         let (won, row) = self
-            .with_conn(move |conn| {
-                let won = settle(conn, &id, reply.status(), &by, now, true)?;
+            .with_db(move |db| {
+                let won = settle(db, &id, reply.status(), &by, now, true)?;
                 if !won {
                     // Past its deadline but not yet recorded so: it is now.
-                    settle(conn, &id, ApprovalStatus::Expired, "deadline", now, false)?;
+                    settle(db, &id, ApprovalStatus::Expired, "deadline", now, false)?;
                 }
-                let row = get(conn, &id)?.ok_or(StoreError::UnknownApproval(id))?;
+                let row = get(db, &id)?.ok_or(StoreError::UnknownApproval(id))?;
                 Ok((won, row))
             })
             .await?;
@@ -286,9 +286,9 @@ impl Store {
         let (id, why) = (id.to_string(), why.to_string());
         let now = OffsetDateTime::now_utc();
         let row = self
-            .with_conn(move |conn| {
-                settle(conn, &id, status, &why, now, false)?;
-                get(conn, &id)
+            .with_db(move |db| {
+                settle(db, &id, status, &why, now, false)?;
+                get(db, &id)
             })
             .await?;
         self.touch_approvals_marker();
@@ -303,16 +303,16 @@ impl Store {
         now: OffsetDateTime,
     ) -> Result<Vec<String>, StoreError> {
         let expired = self
-            .with_conn(move |conn| {
-                let mut stmt = conn.prepare_cached(
+            .with_db(move |db| {
+                db.query(
                     "UPDATE approvals SET status = 'expired', answered_by = 'deadline',
                             answered_ms = ?1
                      WHERE status = 'pending' AND deadline_ms <= ?1 RETURNING id",
-                )?;
-                let ids = stmt
-                    .query_map(params![to_ms(now)], |r| r.get::<_, String>(0))?
-                    .collect::<Result<Vec<_>, _>>()?;
-                Ok(ids)
+                    vals![to_ms(now)],
+                )?
+                .iter()
+                .map(|r| r.text(0))
+                .collect::<Result<Vec<_>, _>>()
             })
             .await?;
         if !expired.is_empty() {
@@ -326,86 +326,42 @@ impl Store {
 /// with; `true` when this call made the change. With `before_deadline`, only while the
 /// deadline is still ahead of `now`.
 fn settle(
-    conn: &Connection,
+    db: &mut dyn Db,
     id: &str,
     status: ApprovalStatus,
     by: &str,
     now: OffsetDateTime,
     before_deadline: bool,
 ) -> Result<bool, StoreError> {
-    let n = conn.execute(
+    let n = db.execute(
         "UPDATE approvals SET status = ?2, answered_by = ?3, answered_ms = ?4
          WHERE id = ?1 AND status = 'pending' AND (?5 = 0 OR deadline_ms > ?4)",
-        params![id, status.as_str(), by, to_ms(now), before_deadline],
+        vals![id, status.as_str(), by, to_ms(now), before_deadline],
     )?;
     Ok(n == 1)
 }
 
-fn get(conn: &Connection, id: &str) -> Result<Option<Approval>, StoreError> {
+fn get(db: &mut dyn Db, id: &str) -> Result<Option<Approval>, StoreError> {
     let sql = format!("SELECT {COLUMNS} FROM approvals WHERE id = ?1");
-    conn.query_row(&sql, params![id], raw)
-        .optional()?
-        .map(typed)
+    db.query_opt(&sql, vals![id])?
+        .map(|r| typed(&r))
         .transpose()
 }
 
 fn collect(
-    conn: &Connection,
+    db: &mut dyn Db,
     sql: &str,
-    params: impl rusqlite::Params,
+    args: &[crate::sql::Val],
 ) -> Result<Vec<Approval>, StoreError> {
-    let mut stmt = conn.prepare_cached(sql)?;
-    let rows = stmt.query_map(params, raw)?;
-    rows.map(|r| typed(r?)).collect()
+    db.query(sql, args)?.iter().map(typed).collect()
 }
 
-type Raw = (
-    String,
-    i64,
-    i64,
-    String,
-    String,
-    String,
-    String,
-    String,
-    String,
-    Option<String>,
-    Option<i64>,
-    Option<String>,
-);
-
-fn raw(r: &Row<'_>) -> rusqlite::Result<Raw> {
-    Ok((
-        r.get(0)?,
-        r.get(1)?,
-        r.get(2)?,
-        r.get(3)?,
-        r.get(4)?,
-        r.get(5)?,
-        r.get(6)?,
-        r.get(7)?,
-        r.get(8)?,
-        r.get(9)?,
-        r.get(10)?,
-        r.get(11)?,
-    ))
-}
-
-fn typed(r: Raw) -> Result<Approval, StoreError> {
-    let (
-        id,
-        created,
-        deadline,
-        agent,
-        session_id,
-        tool,
-        preview,
-        approvers,
-        status,
-        by,
-        at,
-        waiter,
-    ) = r;
+/// A row of [`COLUMNS`] as an approval; a bad status, time or approver list is an error.
+fn typed(r: &Row) -> Result<Approval, StoreError> {
+    let (id, created, deadline) = (r.text(0)?, r.int(1)?, r.int(2)?);
+    let (agent, session_id, tool, preview) = (r.text(3)?, r.text(4)?, r.text(5)?, r.text(6)?);
+    let (approvers, status) = (r.text(7)?, r.text(8)?);
+    let (by, at, waiter) = (r.opt_text(9)?, r.opt_int(10)?, r.opt_text(11)?);
     let time = |ms: i64| {
         from_ms(ms).ok_or(StoreError::BadValue {
             what: "approval time",

@@ -71,6 +71,10 @@ pub enum StoreError {
     #[error(transparent)]
     InvalidId(#[from] tackle_protocol::ids::InvalidId),
 
+    /// A skill the store will not keep (empty name, too large, its place full).
+    #[error("{0}")]
+    InvalidSkill(String),
+
     #[error("this memory store has no room for more memories or banks")]
     ScopeFull,
 
@@ -88,6 +92,19 @@ pub enum StoreError {
     /// The audit chain's signing key cannot be read or made.
     #[error("audit key: {0}")]
     AuditKey(String),
+
+    /// An agent's identity key (which signs its session entries) cannot be read, made or
+    /// rotated.
+    #[error("agent identity key: {0}")]
+    AgentKey(String),
+
+    /// The shared database (`state_url: postgres://…`) refused or could not be reached.
+    #[error("shared state database {url}: {why}")]
+    Shared { url: String, why: String },
+
+    /// A `state_url` this build cannot open.
+    #[error("state_url {0}")]
+    StateUrl(String),
 
     #[error("the state store's worker thread failed: {0}")]
     Task(String),

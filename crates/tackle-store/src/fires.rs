@@ -7,9 +7,9 @@
 //! statements run on any SQL backend with row-level conditional updates.
 
 use crate::error::StoreError;
-use crate::schedules::{from_ms, raw, to_ms, typed, Schedule, ScheduleKind, COLUMNS};
+use crate::schedules::{from_ms, to_ms, typed, Schedule, ScheduleKind, COLUMNS};
+use crate::sql::{in_tx, vals, Db, Row};
 use crate::Store;
-use rusqlite::{params, Connection, OptionalExtension, TransactionBehavior};
 use serde::{Deserialize, Serialize};
 use time::OffsetDateTime;
 
@@ -109,7 +109,8 @@ pub enum Claimed {
 impl Store {
     /// Claims the fire of `claim.schedule_id` due at `claim.due`; see [`Claimed`].
     pub async fn claim_fire(&self, claim: FireClaim) -> Result<Claimed, StoreError> {
-        self.with_conn(move |conn| claim_in(conn, &claim)).await
+        self.with_db(move |db| in_tx(db, |tx| claim_in(tx, &claim)))
+            .await
     }
 
     /// Records that the fire of `schedule_id` due at `due` was missed while no daemon ran,
@@ -122,15 +123,15 @@ impl Store {
         next: Option<OffsetDateTime>,
         detail: String,
     ) -> Result<bool, StoreError> {
-        self.with_conn(move |conn| {
-            let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-            let Some(s) = schedule_at(&tx, schedule_id, due)? else {
-                return Ok(false);
-            };
-            advance(&tx, s.id, next)?;
-            insert_fire(&tx, &s, due, None, FireStatus::Missed, &detail, None)?;
-            tx.commit()?;
-            Ok(true)
+        self.with_db(move |db| {
+            in_tx(db, |tx| {
+                let Some(s) = schedule_at(tx, schedule_id, due)? else {
+                    return Ok(false);
+                };
+                advance(tx, s.id, next)?;
+                insert_fire(tx, &s, due, None, FireStatus::Missed, &detail, None)?;
+                Ok(true)
+            })
         })
         .await
     }
@@ -143,10 +144,10 @@ impl Store {
         until: OffsetDateTime,
     ) -> Result<bool, StoreError> {
         let owner = owner.to_string();
-        self.with_conn(move |conn| {
-            let n = conn.execute(
+        self.with_db(move |db| {
+            let n = db.execute(
                 "UPDATE schedules SET lease_until_ms = ?3 WHERE id = ?1 AND lease_owner = ?2",
-                params![schedule_id, owner, to_ms(until)],
+                vals![schedule_id, owner, to_ms(until)],
             )?;
             Ok(n > 0)
         })
@@ -162,33 +163,31 @@ impl Store {
         detail: String,
         finished: OffsetDateTime,
     ) -> Result<(), StoreError> {
-        self.with_conn(move |conn| {
-            let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-            let row: Option<(i64, Option<String>)> = tx
-                .query_row(
+        self.with_db(move |db| {
+            in_tx(db, |tx| {
+                let Some(row) = tx.query_opt(
                     "SELECT schedule_id, owner FROM schedule_fires WHERE id = ?1",
-                    params![fire_id],
-                    |r| Ok((r.get(0)?, r.get(1)?)),
-                )
-                .optional()?;
-            let Some((schedule_id, owner)) = row else {
-                return Ok(());
-            };
-            tx.execute(
-                "UPDATE schedule_fires SET status = ?2, detail = ?3, finished_ms = ?4 WHERE id = ?1",
-                params![fire_id, status.as_str(), detail, to_ms(finished)],
-            )?;
-            tx.execute(
-                "UPDATE schedules SET lease_owner = NULL, lease_until_ms = NULL
-                 WHERE id = ?1 AND lease_owner IS ?2",
-                params![schedule_id, owner],
-            )?;
-            tx.execute(
-                "DELETE FROM schedules WHERE id = ?1 AND kind = 'once' AND next_fire_ms IS NULL",
-                params![schedule_id],
-            )?;
-            tx.commit()?;
-            Ok(())
+                    vals![fire_id],
+                )?
+                else {
+                    return Ok(());
+                };
+                let (schedule_id, owner) = (row.int(0)?, row.opt_text(1)?);
+                tx.execute(
+                    "UPDATE schedule_fires SET status = ?2, detail = ?3, finished_ms = ?4 WHERE id = ?1",
+                    vals![fire_id, status.as_str(), detail, to_ms(finished)],
+                )?;
+                tx.execute(
+                    "UPDATE schedules SET lease_owner = NULL, lease_until_ms = NULL
+                     WHERE id = ?1 AND lease_owner IS NOT DISTINCT FROM ?2",
+                    vals![schedule_id, owner],
+                )?;
+                tx.execute(
+                    "DELETE FROM schedules WHERE id = ?1 AND kind = 'once' AND next_fire_ms IS NULL",
+                    vals![schedule_id],
+                )?;
+                Ok(())
+            })
         })
         .await
     }
@@ -202,36 +201,37 @@ impl Store {
     ) -> Result<Vec<FireRecord>, StoreError> {
         let (agent, name) = (agent.to_string(), name.to_string());
         let limit = i64::try_from(limit).unwrap_or(i64::MAX);
-        self.with_conn(move |conn| {
-            let mut stmt = conn.prepare(
+        self.with_db(move |db| {
+            db.query(
                 "SELECT id, schedule_id, agent, name, due_ms, started_ms, finished_ms, status, detail, owner
                  FROM schedule_fires WHERE agent = ?1 AND name = ?2 ORDER BY id DESC LIMIT ?3",
-            )?;
-            let rows = stmt.query_map(params![agent, name, limit], fire_row)?;
-            rows.map(|r| typed_fire(r?)).collect()
+                vals![agent, name, limit],
+            )?
+            .iter()
+            .map(typed_fire)
+            .collect()
         })
         .await
     }
 }
 
-fn claim_in(conn: &mut Connection, claim: &FireClaim) -> Result<Claimed, StoreError> {
-    let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-    let Some(mut s) = schedule_at(&tx, claim.schedule_id, claim.due)? else {
+/// In the caller's transaction: a claim that returns early changes nothing.
+fn claim_in(tx: &mut dyn Db, claim: &FireClaim) -> Result<Claimed, StoreError> {
+    let Some(mut s) = schedule_at(tx, claim.schedule_id, claim.due)? else {
         return Ok(Claimed::Lost);
     };
     if s.bound_reached(claim.due) {
         // Re-enabled past its bound, or expired before this fire: retire again, do not run.
         tx.execute(
             "UPDATE schedules SET enabled = 0, next_fire_ms = NULL WHERE id = ?1",
-            params![s.id],
+            vals![s.id],
         )?;
         let why = if s.max_fires.is_some_and(|m| s.fire_count >= m) {
             format!("max_fires {} reached", s.fire_count)
         } else {
             "expires_at passed".to_string()
         };
-        insert_fire(&tx, &s, claim.due, None, FireStatus::Retired, &why, None)?;
-        tx.commit()?;
+        insert_fire(tx, &s, claim.due, None, FireStatus::Retired, &why, None)?;
         return Ok(Claimed::Retired);
     }
     let now = to_ms(claim.now);
@@ -243,37 +243,37 @@ fn claim_in(conn: &mut Connection, claim: &FireClaim) -> Result<Claimed, StoreEr
     let next = if last { None } else { next };
     let won = tx.execute(
         "UPDATE schedules SET fire_count = fire_count + 1, last_fired_ms = ?3, next_fire_ms = ?4,
-                enabled = CASE WHEN ?4 IS NULL AND kind != 'once' THEN 0 ELSE enabled END,
+                enabled = CASE WHEN CAST(?4 AS BIGINT) IS NULL AND kind != 'once' THEN 0 ELSE enabled END,
                 lease_owner = ?5, lease_until_ms = ?6
          WHERE id = ?1 AND next_fire_ms = ?2 AND enabled = 1
            AND (lease_until_ms IS NULL OR lease_until_ms <= ?7)",
-        params![
+        vals![
             s.id,
             to_ms(claim.due),
             to_ms(claim.due),
             next.map(to_ms),
-            claim.owner,
+            &claim.owner,
             to_ms(claim.now + claim.lease),
             now
         ],
     )?;
     if won == 0 {
         // Still leased: the previous run is going. Skip this fire, do not stack it.
-        advance(&tx, s.id, claim.next)?;
+        advance(tx, s.id, claim.next)?;
         let detail = "the previous run was still going";
-        insert_fire(&tx, &s, claim.due, None, FireStatus::Skipped, detail, None)?;
-        tx.commit()?;
+        insert_fire(tx, &s, claim.due, None, FireStatus::Skipped, detail, None)?;
         return Ok(Claimed::Skipped);
     }
-    // A run whose daemon died (its lease expired) never reported back: say so.
+    // A run whose daemon died (its lease expired) never reported back: say so, and who
+    // took the schedule over.
     tx.execute(
         "UPDATE schedule_fires SET status = 'failed', finished_ms = ?2,
-                detail = 'interrupted: the daemon stopped during the run'
+                detail = 'interrupted: the daemon stopped during the run; taken over by ' || ?3
          WHERE schedule_id = ?1 AND status = 'running'",
-        params![s.id, now],
+        vals![s.id, now, &claim.owner],
     )?;
     let fire_id = insert_fire(
-        &tx,
+        tx,
         &s,
         claim.due,
         Some(claim.now),
@@ -281,7 +281,6 @@ fn claim_in(conn: &mut Connection, claim: &FireClaim) -> Result<Claimed, StoreEr
         "",
         Some(&claim.owner),
     )?;
-    tx.commit()?;
     s.fire_count = s.fire_count.saturating_add(1);
     s.next_fire = next;
     if s.kind != ScheduleKind::Once && next.is_none() {
@@ -293,35 +292,36 @@ fn claim_in(conn: &mut Connection, claim: &FireClaim) -> Result<Claimed, StoreEr
     })
 }
 
-/// The enabled schedule `id` if it is still due at `due` (nobody moved it).
+/// The enabled schedule `id` if it is still due at `due` (nobody moved it), locked for the
+/// rest of the transaction: a second claimant waits and then finds it moved.
 fn schedule_at(
-    conn: &Connection,
+    tx: &mut dyn Db,
     id: i64,
     due: OffsetDateTime,
 ) -> Result<Option<Schedule>, StoreError> {
     let sql = format!(
-        "SELECT {COLUMNS} FROM schedules WHERE id = ?1 AND enabled = 1 AND next_fire_ms = ?2"
+        "SELECT {COLUMNS} FROM schedules WHERE id = ?1 AND enabled = 1 AND next_fire_ms = ?2{}",
+        tx.for_update()
     );
-    let row = conn
-        .query_row(&sql, params![id, to_ms(due)], raw)
-        .optional()?;
-    row.map(typed).transpose()
+    tx.query_opt(&sql, vals![id, to_ms(due)])?
+        .map(|r| typed(&r))
+        .transpose()
 }
 
 /// Moves a schedule to `next`; with none, a recurring one is disabled (a one-shot is
 /// deleted by the caller's finish, or here when it never ran).
-fn advance(conn: &Connection, id: i64, next: Option<OffsetDateTime>) -> Result<(), StoreError> {
-    conn.execute(
+fn advance(tx: &mut dyn Db, id: i64, next: Option<OffsetDateTime>) -> Result<(), StoreError> {
+    tx.execute(
         "UPDATE schedules SET next_fire_ms = ?2,
-                enabled = CASE WHEN ?2 IS NULL THEN 0 ELSE enabled END
+                enabled = CASE WHEN CAST(?2 AS BIGINT) IS NULL THEN 0 ELSE enabled END
          WHERE id = ?1",
-        params![id, next.map(to_ms)],
+        vals![id, next.map(to_ms)],
     )?;
     Ok(())
 }
 
 fn insert_fire(
-    conn: &Connection,
+    tx: &mut dyn Db,
     s: &Schedule,
     due: OffsetDateTime,
     started: Option<OffsetDateTime>,
@@ -329,52 +329,41 @@ fn insert_fire(
     detail: &str,
     owner: Option<&str>,
 ) -> Result<i64, StoreError> {
-    conn.execute(
+    tx.insert(
         "INSERT INTO schedule_fires (schedule_id, agent, name, due_ms, started_ms, status, detail, owner)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
-        params![
+        vals![
             s.id,
-            s.agent,
-            s.name,
+            &s.agent,
+            &s.name,
             to_ms(due),
             started.map(to_ms),
             status.as_str(),
             detail,
             owner
         ],
-    )?;
-    Ok(conn.last_insert_rowid())
+    )
 }
 
-type RawFire = (FireRecord, String, i64);
-
-fn fire_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<RawFire> {
-    Ok((
-        FireRecord {
-            id: r.get(0)?,
-            schedule_id: r.get(1)?,
-            agent: r.get(2)?,
-            name: r.get(3)?,
-            due: OffsetDateTime::UNIX_EPOCH,
-            started: r.get::<_, Option<i64>>(5)?.and_then(from_ms),
-            finished: r.get::<_, Option<i64>>(6)?.and_then(from_ms),
-            status: FireStatus::Running,
-            detail: r.get(8)?,
-            owner: r.get(9)?,
-        },
-        r.get(7)?,
-        r.get(4)?,
-    ))
-}
-
-fn typed_fire((mut f, status, due): RawFire) -> Result<FireRecord, StoreError> {
-    f.status = FireStatus::parse(&status).ok_or(StoreError::BadValue {
-        what: "fire status",
-        value: status,
-    })?;
-    f.due = from_ms(due).ok_or(StoreError::BadValue {
-        what: "fire time",
-        value: due.to_string(),
-    })?;
-    Ok(f)
+fn typed_fire(r: &Row) -> Result<FireRecord, StoreError> {
+    let status = r.text(7)?;
+    let due = r.int(4)?;
+    Ok(FireRecord {
+        id: r.int(0)?,
+        schedule_id: r.int(1)?,
+        agent: r.text(2)?,
+        name: r.text(3)?,
+        due: from_ms(due).ok_or(StoreError::BadValue {
+            what: "fire time",
+            value: due.to_string(),
+        })?,
+        started: r.opt_int(5)?.and_then(from_ms),
+        finished: r.opt_int(6)?.and_then(from_ms),
+        status: FireStatus::parse(&status).ok_or(StoreError::BadValue {
+            what: "fire status",
+            value: status,
+        })?,
+        detail: r.text(8)?,
+        owner: r.opt_text(9)?,
+    })
 }

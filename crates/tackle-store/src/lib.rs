@@ -26,18 +26,25 @@ mod audit;
 mod checkpoint;
 mod error;
 mod fires;
+mod identity;
 mod inbox;
+mod leases;
 mod links;
 mod longterm;
 mod memory;
 mod migrations;
 mod perms;
+#[cfg(feature = "postgres")]
+mod pg;
 mod pins;
 pub mod private_file;
 mod reminders;
 mod schedules;
 mod session_taint;
+mod session_verify;
 mod sessions;
+mod skills;
+mod sql;
 
 pub use approvals::{
     Approval, ApprovalReply, ApprovalStatus, NewApproval, APPROVALS_MARKER, PREVIEW_MAX_BYTES,
@@ -52,6 +59,7 @@ pub use audit::{
 };
 pub use error::StoreError;
 pub use fires::{Claimed, FireClaim, FireRecord, FireStatus};
+pub use identity::{key_file, KeyRotation, KEYS_DIR};
 pub use inbox::{ChannelState, InboxMessage, NewInboxMessage};
 pub use links::SessionLink;
 pub use longterm::{pinned_block, LongtermEntry, LongtermHit, LongtermSet, PINNED};
@@ -65,7 +73,9 @@ pub use schedules::{
     NewSchedule, Schedule, ScheduleKind, ScheduleUpdate, Target, SCHEDULES_MARKER,
 };
 pub use session_taint::TaintRecord;
+pub use session_verify::{EntryFailure, EntryProblem, KeyAnchor, SessionVerification};
 pub use sessions::{Entry, EntryKind, SessionId, SessionInfo, SessionSummary, StoredEntry};
+pub use skills::{NewSkill, SavedSkill, StoredSkill, MAX_SKILLS_PER_PLACE, MAX_STORED_SKILL_BYTES};
 
 use checkpoint::CheckpointDue;
 use rusqlite::Connection;
@@ -89,9 +99,15 @@ pub struct Store {
     checkpoint: CheckpointDue,
     /// The audit chain's head as this connection last wrote it (see `audit::chain`).
     chain_head: audit::HeadCache,
+    /// The agents' identity keys, loaded once, that sign session entries.
+    agent_keys: identity::KeyCache,
     /// The state directory a deferred store opens its database in.
     deferred: Option<PathBuf>,
     path: Option<PathBuf>,
+    /// Where schedules and their fires live when several daemons share them
+    /// (`state_url: postgres://…`); `None`: in the SQLite file with everything else.
+    #[cfg(feature = "postgres")]
+    shared: Option<Arc<pg::Shared>>,
 }
 
 impl std::fmt::Debug for Store {
@@ -115,8 +131,11 @@ impl Store {
             conn: Arc::new(OnceLock::from(Mutex::new(conn))),
             checkpoint,
             chain_head: audit::HeadCache::default(),
+            agent_keys: identity::KeyCache::new(Some(state_dir.to_path_buf())),
             deferred: None,
             path: Some(state_dir.join(DB_FILE)),
+            #[cfg(feature = "postgres")]
+            shared: None,
         })
     }
 
@@ -128,8 +147,11 @@ impl Store {
             conn: Arc::default(),
             checkpoint: CheckpointDue::default(),
             chain_head: audit::HeadCache::default(),
+            agent_keys: identity::KeyCache::new(Some(state_dir.to_path_buf())),
             deferred: Some(state_dir.to_path_buf()),
             path: Some(state_dir.join(DB_FILE)),
+            #[cfg(feature = "postgres")]
+            shared: None,
         }
     }
 
@@ -140,9 +162,85 @@ impl Store {
             conn: Arc::new(OnceLock::from(Mutex::new(conn))),
             checkpoint: CheckpointDue::default(),
             chain_head: audit::HeadCache::default(),
+            agent_keys: identity::KeyCache::new(None),
             deferred: None,
             path: None,
+            #[cfg(feature = "postgres")]
+            shared: None,
         })
+    }
+
+    /// As [`Store::open`], with schedules and their fires in the database `state_url` names
+    /// when it is a `postgres://` (or `postgresql://`) URL, shared with every daemon that
+    /// names it; `sqlite://`, empty or `None` keep them in the file. Connects and migrates
+    /// both: call it at start-up, off the async threads.
+    pub fn open_with_url(state_dir: &Path, state_url: Option<&str>) -> Result<Self, StoreError> {
+        match engine_of(state_url)? {
+            Engine::Sqlite => Self::open(state_dir),
+            Engine::Postgres(url) => Self::open_shared(state_dir, url),
+        }
+    }
+
+    #[cfg(feature = "postgres")]
+    fn open_shared(state_dir: &Path, url: &str) -> Result<Self, StoreError> {
+        let shared = pg::Shared::connect(url)?;
+        let mut store = Self::open(state_dir)?;
+        store.shared = Some(Arc::new(shared));
+        Ok(store)
+    }
+
+    #[cfg(not(feature = "postgres"))]
+    fn open_shared(_state_dir: &Path, _url: &str) -> Result<Self, StoreError> {
+        Err(StoreError::StateUrl(
+            "names PostgreSQL, and this build has no PostgreSQL support (build with the `postgres` feature)".into(),
+        ))
+    }
+
+    /// Which engine holds the schedules: `sqlite` or `postgresql URL` (no password).
+    pub fn schedules_engine(&self) -> String {
+        #[cfg(feature = "postgres")]
+        if let Some(shared) = &self.shared {
+            return format!("postgresql {}", shared.shown());
+        }
+        "sqlite".to_string()
+    }
+
+    /// For a shared engine: the server's version and the shared schema's version (and the
+    /// newest this build knows), asked now; `None` when everything is in the SQLite file.
+    pub async fn shared_status(&self) -> Option<Result<SharedStatus, StoreError>> {
+        #[cfg(feature = "postgres")]
+        if let Some(shared) = self.shared.clone() {
+            let asked = shared.status().await;
+            return Some(asked.map(|(server, schema)| SharedStatus {
+                server,
+                schema,
+                known: pg::latest_version(),
+            }));
+        }
+        None
+    }
+
+    /// Whether schedules are shared with other processes through a server: a daemon then
+    /// looks for changes it was not told about (another machine's) at least this often.
+    pub fn shared_poll(&self) -> Option<Duration> {
+        #[cfg(feature = "postgres")]
+        if self.shared.is_some() {
+            return Some(SHARED_POLL);
+        }
+        None
+    }
+
+    /// Runs `f` on the engine that holds schedules, off the async threads.
+    async fn with_db<T, F>(&self, f: F) -> Result<T, StoreError>
+    where
+        T: Send + 'static,
+        F: FnOnce(&mut dyn sql::Db) -> Result<T, StoreError> + Send + 'static,
+    {
+        #[cfg(feature = "postgres")]
+        if let Some(shared) = &self.shared {
+            return shared.run(f).await;
+        }
+        self.with_conn(move |conn| f(&mut sql::Lite(conn))).await
     }
 
     /// The database file, or `None` for an in-memory store.
@@ -234,6 +332,42 @@ impl Store {
                 checkpoint.run_if_due(&lock(conn));
             }
         });
+    }
+}
+
+/// What a shared engine answered when asked ([`Store::shared_status`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SharedStatus {
+    /// The server's version (`15.18 (Debian …)`).
+    pub server: String,
+    /// The shared schema's version.
+    pub schema: i64,
+    /// The newest shared schema version this build knows.
+    pub known: i64,
+}
+
+/// How often a daemon over a shared engine re-reads the schedules even when nothing woke it:
+/// a schedule added on another machine fires at most this late.
+#[cfg(feature = "postgres")]
+const SHARED_POLL: Duration = Duration::from_secs(1);
+
+enum Engine<'u> {
+    Sqlite,
+    Postgres(&'u str),
+}
+
+/// The engine a `state_url` names.
+fn engine_of(url: Option<&str>) -> Result<Engine<'_>, StoreError> {
+    let Some(url) = url.map(str::trim).filter(|u| !u.is_empty()) else {
+        return Ok(Engine::Sqlite);
+    };
+    let scheme = url.split_once("://").map(|(s, _)| s.to_ascii_lowercase());
+    match scheme.as_deref() {
+        Some("postgres" | "postgresql") => Ok(Engine::Postgres(url)),
+        Some("sqlite") => Ok(Engine::Sqlite),
+        _ => Err(StoreError::StateUrl(
+            "must start with postgres:// or postgresql:// (schedules shared in PostgreSQL) or sqlite:// (the file in state_dir, the default)".into(),
+        )),
     }
 }
 

@@ -2,7 +2,7 @@
 //! session, so `tackle sessions list --tree` can show the tree.
 
 use crate::error::StoreError;
-use crate::sessions::{Entry, SessionId, StoredEntry};
+use crate::sessions::{insert_signed, Entry, SessionId, StoredEntry};
 use crate::{now_rfc3339, Store};
 use rusqlite::{params, TransactionBehavior};
 use serde::Serialize;
@@ -29,6 +29,7 @@ impl Store {
         first: Entry,
     ) -> Result<StoredEntry, StoreError> {
         let (agent, parent, path) = (agent.to_string(), parent.0.clone(), path.to_string());
+        let keys = self.agent_keys.clone();
         self.with_conn(move |conn| {
             let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
             let now = now_rfc3339();
@@ -51,11 +52,7 @@ impl Store {
                 "UPDATE sessions SET updated_at = ?2 WHERE id = ?1",
                 params![parent, now],
             )?;
-            tx.execute(
-                "INSERT INTO entries (session_id, seq, kind, content, created_at) VALUES (?1, 1, ?2, ?3, ?4)",
-                params![id.0, first.kind.as_str(), first.content.to_string(), now],
-            )?;
-            let entry_id = tx.last_insert_rowid();
+            let entry_id = insert_signed(&tx, &keys, &agent, &id.0, 1, &first, &now)?;
             tx.commit()?;
             Ok(StoredEntry {
                 id: entry_id,

@@ -195,7 +195,7 @@ impl MemoryAccess {
     }
 
     /// Where `bank` (absent = `self`) lives, if this access allows `need` on it.
-    fn resolve(&self, bank: Option<&str>, need: BankPerm) -> Result<Scope, StoreError> {
+    pub(crate) fn resolve(&self, bank: Option<&str>, need: BankPerm) -> Result<Scope, StoreError> {
         let name = bank.unwrap_or(SELF_BANK);
         let Some(perm) = self.perm(name) else {
             return Err(StoreError::UnknownBank {
@@ -226,11 +226,11 @@ impl MemoryAccess {
 
 /// A resolved place in the store. Only [`MemoryAccess::resolve`] makes one.
 #[derive(Debug, Clone)]
-struct Scope {
-    kind: &'static str,
-    owner: String,
+pub(crate) struct Scope {
+    pub(crate) kind: &'static str,
+    pub(crate) owner: String,
     /// The name the caller used (`self` or the bank's).
-    name: String,
+    pub(crate) name: String,
 }
 
 /// One stored memory.

@@ -330,6 +330,54 @@ const MIGRATIONS: &[(i64, &str)] = &[
         17,
         "ALTER TABLE sessions ADD COLUMN taint TEXT;",
     ),
+    (
+        // Signed session entries (docs/decisions/0036-signed-session-entries.md): each
+        // agent's identity keys by public key (hex), the current one without a successor, a
+        // rotation signed by the old key and the new; each entry's signature and its key.
+        18,
+        "CREATE TABLE agent_keys (
+            key_id TEXT PRIMARY KEY,
+            agent TEXT NOT NULL,
+            created_at TEXT NOT NULL,
+            successor TEXT REFERENCES agent_keys(key_id) DEFERRABLE INITIALLY DEFERRED,
+            rotated_at TEXT,
+            old_signature BLOB,
+            new_signature BLOB
+        );
+        CREATE UNIQUE INDEX agent_keys_current ON agent_keys (agent) WHERE successor IS NULL;
+        CREATE INDEX agent_keys_by_successor ON agent_keys (successor);
+        ALTER TABLE entries ADD COLUMN key_id TEXT;
+        ALTER TABLE entries ADD COLUMN signature BLOB;",
+    ),
+    (
+        // Skills kept in the store: an agent's own (`agent`, its name) and a shared bank's
+        // (`bank`, its name, reached through the memory bank grants). One name per place, by
+        // the catalogue's name key (docs/decisions/0037-skill-sources.md).
+        19,
+        "CREATE TABLE stored_skills (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            owner_kind TEXT NOT NULL CHECK (owner_kind IN ('agent', 'bank')),
+            owner TEXT NOT NULL,
+            name TEXT NOT NULL,
+            name_key TEXT NOT NULL,
+            description TEXT NOT NULL,
+            meta TEXT NOT NULL,
+            body TEXT NOT NULL,
+            created_at TEXT NOT NULL,
+            updated_at TEXT NOT NULL,
+            UNIQUE (owner_kind, owner, name_key)
+        );",
+    ),
+    (
+        // Named leases (crates/tackle-store/src/leases.rs): one holder at a time for work
+        // that must not run twice, such as a chat channel's poller.
+        20,
+        "CREATE TABLE leases (
+            name TEXT PRIMARY KEY,
+            owner TEXT NOT NULL,
+            until_ms INTEGER NOT NULL
+        );",
+    ),
 ];
 
 /// The newest schema version this build knows.
@@ -342,7 +390,7 @@ pub(crate) fn migrate(conn: &mut Connection) -> Result<(), StoreError> {
 }
 
 /// Applies the migrations up to and including `target`.
-fn migrate_to(conn: &mut Connection, target: i64) -> Result<(), StoreError> {
+pub(crate) fn migrate_to(conn: &mut Connection, target: i64) -> Result<(), StoreError> {
     conn.execute_batch(
         "CREATE TABLE IF NOT EXISTS schema_migrations (
             version INTEGER PRIMARY KEY,

@@ -4,8 +4,8 @@
 //! outcome live in [`crate::fires`].
 
 use crate::error::StoreError;
+use crate::sql::{in_tx, vals, Db, Row};
 use crate::{now_rfc3339, Store};
-use rusqlite::{params, Connection, OptionalExtension};
 use serde::{Deserialize, Serialize};
 use time::OffsetDateTime;
 
@@ -170,10 +170,11 @@ impl Store {
 
     /// The schedule with row id `id`.
     pub async fn schedule_by_id(&self, id: i64) -> Result<Option<Schedule>, StoreError> {
-        self.with_conn(move |conn| {
+        self.with_db(move |db| {
             let sql = format!("SELECT {COLUMNS} FROM schedules WHERE id = ?1");
-            let row = conn.query_row(&sql, params![id], raw).optional()?;
-            row.map(typed).transpose()
+            db.query_opt(&sql, vals![id])?
+                .map(|r| typed(&r))
+                .transpose()
         })
         .await
     }
@@ -203,21 +204,22 @@ impl Store {
         new: NewSchedule,
         owner: Option<String>,
     ) -> Result<Schedule, StoreError> {
-        self.with_conn(move |conn| {
-            let inserted = conn.execute(
-                "INSERT OR IGNORE INTO schedules (agent, name, kind, spec, message, next_fire_ms, created_at,
-                                                  target, session_id, max_fires, expires_at_ms, created_by)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
-                params![
-                    new.agent,
-                    new.name,
+        self.with_db(move |db| {
+            let inserted = db.execute(
+                "INSERT INTO schedules (agent, name, kind, spec, message, next_fire_ms, created_at,
+                                        target, session_id, max_fires, expires_at_ms, created_by)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)
+                 ON CONFLICT DO NOTHING",
+                vals![
+                    &new.agent,
+                    &new.name,
                     new.kind.as_str(),
-                    new.spec,
-                    new.message,
+                    &new.spec,
+                    &new.message,
                     new.next_fire.map(to_ms),
                     now_rfc3339(),
                     new.target.as_str(),
-                    new.session_id,
+                    new.session_id.clone(),
                     new.max_fires,
                     new.expires_at.map(to_ms),
                     owner,
@@ -229,7 +231,8 @@ impl Store {
                     name: new.name,
                 });
             }
-            get(conn, &new.agent, &new.name, None)?.ok_or_else(|| StoreError::Task("schedule vanished after insert".into()))
+            get(db, &new.agent, &new.name, None)?
+                .ok_or_else(|| StoreError::Task("schedule vanished after insert".into()))
         })
         .await
     }
@@ -247,12 +250,12 @@ impl Store {
     ) -> Result<Vec<Schedule>, StoreError> {
         let agent = agent.map(str::to_string);
         let owner = owner.map(str::to_string);
-        self.with_conn(move |conn| {
+        self.with_db(move |db| {
             let sql = format!(
-                "SELECT {COLUMNS} FROM schedules WHERE (?1 IS NULL OR agent = ?1)
-                 AND (?2 IS NULL OR COALESCE(created_by, agent) = ?2) ORDER BY agent, name"
+                "SELECT {COLUMNS} FROM schedules WHERE (CAST(?1 AS TEXT) IS NULL OR agent = ?1)
+                 AND (CAST(?2 AS TEXT) IS NULL OR COALESCE(created_by, agent) = ?2) ORDER BY agent, name"
             );
-            query(conn, &sql, params![agent, owner])
+            query(db, &sql, vals![agent, owner])
         })
         .await
     }
@@ -274,7 +277,7 @@ impl Store {
     ) -> Result<Option<Schedule>, StoreError> {
         let (agent, name) = (agent.to_string(), name.to_string());
         let owner = owner.map(str::to_string);
-        self.with_conn(move |conn| get(conn, &agent, &name, owner.as_deref()))
+        self.with_db(move |db| get(db, &agent, &name, owner.as_deref()))
             .await
     }
 
@@ -298,9 +301,8 @@ impl Store {
     ) -> Result<Option<Schedule>, StoreError> {
         let (agent, name) = (agent.to_string(), name.to_string());
         let owner = owner.map(str::to_string);
-        let changed = self.with_conn(move |conn| {
-            let tx = conn.transaction()?;
-            let Some(mut s) = get(&tx, &agent, &name, owner.as_deref())? else {
+        let changed = self.with_db(move |db| in_tx(db, |tx| {
+            let Some(mut s) = get(tx, &agent, &name, owner.as_deref())? else {
                 return Ok(None);
             };
             s.kind = update.kind.unwrap_or(s.kind);
@@ -315,11 +317,11 @@ impl Store {
                 "UPDATE schedules SET kind = ?2, spec = ?3, message = ?4, enabled = ?5, next_fire_ms = ?6,
                         target = ?7, max_fires = ?8, expires_at_ms = ?9
                  WHERE id = ?1",
-                params![
+                vals![
                     s.id,
                     s.kind.as_str(),
-                    s.spec,
-                    s.message,
+                    &s.spec,
+                    &s.message,
                     s.enabled,
                     s.next_fire.map(to_ms),
                     s.target.as_str(),
@@ -327,9 +329,8 @@ impl Store {
                     s.expires_at.map(to_ms)
                 ],
             )?;
-            tx.commit()?;
             Ok(Some(s))
-        })
+        }))
         .await;
         if matches!(changed, Ok(Some(_))) {
             self.touch_schedules_marker();
@@ -352,11 +353,11 @@ impl Store {
         let (agent, name) = (agent.to_string(), name.to_string());
         let owner = owner.map(str::to_string);
         let removed = self
-            .with_conn(move |conn| {
-                let n = conn.execute(
+            .with_db(move |db| {
+                let n = db.execute(
                     "DELETE FROM schedules WHERE agent = ?1 AND name = ?2
-                     AND (?3 IS NULL OR COALESCE(created_by, agent) = ?3)",
-                    params![agent, name, owner],
+                     AND (CAST(?3 AS TEXT) IS NULL OR COALESCE(created_by, agent) = ?3)",
+                    vals![agent, name, owner],
                 )?;
                 Ok(n > 0)
             })
@@ -369,25 +370,28 @@ impl Store {
 
     /// Enabled schedules whose next fire time is at or before `now`, earliest first.
     pub async fn due_schedules(&self, now: OffsetDateTime) -> Result<Vec<Schedule>, StoreError> {
-        self.with_conn(move |conn| {
+        self.with_db(move |db| {
             let sql = format!(
                 "SELECT {COLUMNS} FROM schedules
                  WHERE enabled = 1 AND next_fire_ms IS NOT NULL AND next_fire_ms <= ?1
                  ORDER BY next_fire_ms, id"
             );
-            query(conn, &sql, params![to_ms(now)])
+            query(db, &sql, vals![to_ms(now)])
         })
         .await
     }
 
     /// The earliest next fire time of any enabled schedule: how long the engine may sleep.
     pub async fn next_fire(&self) -> Result<Option<OffsetDateTime>, StoreError> {
-        self.with_conn(|conn| {
-            let ms: Option<i64> = conn.query_row(
-                "SELECT MIN(next_fire_ms) FROM schedules WHERE enabled = 1 AND next_fire_ms IS NOT NULL",
-                [],
-                |r| r.get(0),
-            )?;
+        self.with_db(|db| {
+            let ms = db
+                .query_opt(
+                    "SELECT MIN(next_fire_ms) FROM schedules WHERE enabled = 1 AND next_fire_ms IS NOT NULL",
+                    &[],
+                )?
+                .map(|r| r.opt_int(0))
+                .transpose()?
+                .flatten();
             Ok(ms.and_then(from_ms))
         })
         .await
@@ -401,12 +405,12 @@ impl Store {
         fired: OffsetDateTime,
         next: Option<OffsetDateTime>,
     ) -> Result<(), StoreError> {
-        self.with_conn(move |conn| {
-            conn.execute(
+        self.with_db(move |db| {
+            db.execute(
                 "UPDATE schedules SET last_fired_ms = ?2, next_fire_ms = ?3,
-                        enabled = CASE WHEN ?3 IS NULL THEN 0 ELSE enabled END
+                        enabled = CASE WHEN CAST(?3 AS BIGINT) IS NULL THEN 0 ELSE enabled END
                  WHERE id = ?1",
-                params![id, to_ms(fired), next.map(to_ms)],
+                vals![id, to_ms(fired), next.map(to_ms)],
             )?;
             Ok(())
         })
@@ -427,71 +431,57 @@ pub(crate) fn from_ms(ms: i64) -> Option<OffsetDateTime> {
 
 /// `agent`'s schedule `name`, when `owner` (if given) planted it.
 pub(crate) fn get(
-    conn: &Connection,
+    db: &mut dyn Db,
     agent: &str,
     name: &str,
     owner: Option<&str>,
 ) -> Result<Option<Schedule>, StoreError> {
     let sql = format!(
         "SELECT {COLUMNS} FROM schedules WHERE agent = ?1 AND name = ?2
-         AND (?3 IS NULL OR COALESCE(created_by, agent) = ?3)"
+         AND (CAST(?3 AS TEXT) IS NULL OR COALESCE(created_by, agent) = ?3)"
     );
-    let row = conn
-        .query_row(&sql, params![agent, name, owner], raw)
-        .optional()?;
-    row.map(typed).transpose()
+    db.query_opt(&sql, vals![agent, name, owner])?
+        .map(|r| typed(&r))
+        .transpose()
 }
 
 pub(crate) fn query(
-    conn: &Connection,
+    db: &mut dyn Db,
     sql: &str,
-    args: impl rusqlite::Params,
+    args: &[crate::sql::Val],
 ) -> Result<Vec<Schedule>, StoreError> {
-    let mut stmt = conn.prepare(sql)?;
-    let rows = stmt.query_map(args, raw)?;
-    rows.map(|r| typed(r?)).collect()
+    db.query(sql, args)?.iter().map(typed).collect()
 }
 
-/// A row with `kind` and `target` still text, so a bad value becomes a [`StoreError`], not a
-/// SQLite error.
-pub(crate) type Raw = (Schedule, String, String);
-
-pub(crate) fn raw(r: &rusqlite::Row<'_>) -> rusqlite::Result<Raw> {
-    Ok((
-        Schedule {
-            id: r.get(0)?,
-            agent: r.get(1)?,
-            name: r.get(2)?,
-            kind: ScheduleKind::Once,
-            spec: r.get(4)?,
-            message: r.get(5)?,
-            enabled: r.get(6)?,
-            next_fire: r.get::<_, Option<i64>>(7)?.and_then(from_ms),
-            last_fired: r.get::<_, Option<i64>>(8)?.and_then(from_ms),
-            created_at: r.get(9)?,
-            target: Target::Fresh,
-            session_id: r.get(11)?,
-            max_fires: r.get(12)?,
-            expires_at: r.get::<_, Option<i64>>(13)?.and_then(from_ms),
-            fire_count: r.get(14)?,
-            lease_until: r.get::<_, Option<i64>>(15)?.and_then(from_ms),
-            owner: r.get(16)?,
-        },
-        r.get(3)?,
-        r.get(10)?,
-    ))
-}
-
-pub(crate) fn typed((mut s, kind, target): Raw) -> Result<Schedule, StoreError> {
-    s.kind = ScheduleKind::parse(&kind).ok_or(StoreError::BadValue {
-        what: "schedule kind",
-        value: kind,
-    })?;
-    s.target = Target::parse(&target).ok_or(StoreError::BadValue {
-        what: "schedule target",
-        value: target,
-    })?;
-    Ok(s)
+/// A row of [`COLUMNS`] as a schedule; a bad `kind` or `target` is a [`StoreError`].
+pub(crate) fn typed(r: &Row) -> Result<Schedule, StoreError> {
+    let kind = r.text(3)?;
+    let target = r.text(10)?;
+    Ok(Schedule {
+        id: r.int(0)?,
+        agent: r.text(1)?,
+        name: r.text(2)?,
+        kind: ScheduleKind::parse(&kind).ok_or(StoreError::BadValue {
+            what: "schedule kind",
+            value: kind,
+        })?,
+        spec: r.text(4)?,
+        message: r.text(5)?,
+        enabled: r.flag(6)?,
+        next_fire: r.opt_int(7)?.and_then(from_ms),
+        last_fired: r.opt_int(8)?.and_then(from_ms),
+        created_at: r.text(9)?,
+        target: Target::parse(&target).ok_or(StoreError::BadValue {
+            what: "schedule target",
+            value: target,
+        })?,
+        session_id: r.opt_text(11)?,
+        max_fires: r.opt_u32(12)?,
+        expires_at: r.opt_int(13)?.and_then(from_ms),
+        fire_count: r.u32(14)?,
+        lease_until: r.opt_int(15)?.and_then(from_ms),
+        owner: r.text(16)?,
+    })
 }
 
 #[cfg(test)]

@@ -1,6 +1,7 @@
 //! Sessions: append-only logs of what was said and done, numbered per session.
 
 use crate::error::StoreError;
+use crate::identity::{entry_message, KeyCache};
 use crate::{now_rfc3339, Store};
 use rusqlite::{params, Connection, OptionalExtension, TransactionBehavior};
 use serde::{Deserialize, Serialize};
@@ -209,7 +210,8 @@ impl Store {
         entry: Entry,
     ) -> Result<StoredEntry, StoreError> {
         let session = session.clone();
-        self.with_conn(move |conn| append(conn, session, entry))
+        let keys = self.agent_keys.clone();
+        self.with_conn(move |conn| append(conn, &keys, session, entry))
             .await
     }
 
@@ -359,24 +361,25 @@ fn ensure_exists(conn: &Connection, id: &str) -> Result<(), StoreError> {
 
 fn append(
     conn: &mut Connection,
+    keys: &KeyCache,
     session: SessionId,
     entry: Entry,
 ) -> Result<StoredEntry, StoreError> {
     // IMMEDIATE: the next seq is read and written under one write lock, even when another
     // process appends to the same database.
     let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-    ensure_exists(&tx, &session.0)?;
+    let agent: String = tx
+        .prepare_cached("SELECT agent FROM sessions WHERE id = ?1")?
+        .query_row([&session.0], |r| r.get(0))
+        .optional()?
+        .ok_or_else(|| StoreError::UnknownSession(session.0.clone()))?;
     let seq: i64 = tx.query_row(
         "SELECT COALESCE(MAX(seq), 0) + 1 FROM entries WHERE session_id = ?1",
         [&session.0],
         |r| r.get(0),
     )?;
     let now = now_rfc3339();
-    tx.execute(
-        "INSERT INTO entries (session_id, seq, kind, content, created_at) VALUES (?1, ?2, ?3, ?4, ?5)",
-        params![session.0, seq, entry.kind.as_str(), entry.content.to_string(), now],
-    )?;
-    let id = tx.last_insert_rowid();
+    let id = insert_signed(&tx, keys, &agent, &session.0, seq, &entry, &now)?;
     tx.execute(
         "UPDATE sessions SET updated_at = ?2 WHERE id = ?1",
         params![session.0, now],
@@ -390,6 +393,37 @@ fn append(
         content: entry.content,
         created_at: now,
     })
+}
+
+/// Inserts `entry` at `seq`, signed with `agent`'s current key (the caller's transaction
+/// holds the write lock); returns its row id.
+pub(crate) fn insert_signed(
+    tx: &Connection,
+    keys: &KeyCache,
+    agent: &str,
+    session: &str,
+    seq: i64,
+    entry: &Entry,
+    now: &str,
+) -> Result<i64, StoreError> {
+    let key = keys.current(tx, agent)?;
+    let kind = entry.kind.as_str();
+    let content = entry.content.to_string();
+    let signature = key.sign(&entry_message(session, seq, kind, now, &content, key.id()));
+    tx.prepare_cached(
+        "INSERT INTO entries (session_id, seq, kind, content, created_at, key_id, signature)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+    )?
+    .execute(params![
+        session,
+        seq,
+        kind,
+        content,
+        now,
+        key.id(),
+        signature
+    ])?;
+    Ok(tx.last_insert_rowid())
 }
 
 fn query_entries(

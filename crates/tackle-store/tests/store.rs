@@ -1,3 +1,8 @@
+#[cfg(feature = "postgres")]
+#[path = "../../../tests/common/postgres.rs"]
+#[allow(dead_code)]
+mod postgres_db;
+
 use serde_json::json;
 use tackle_protocol::Verdict;
 use tackle_store::{
@@ -354,10 +359,44 @@ async fn messages_round_trip_through_entries_with_kinds_from_roles() {
     assert_eq!(back, messages);
 }
 
+/// The schedules suite runs on every engine this build has: SQLite, and PostgreSQL where a
+/// server is reachable (`.ci/postgres-peers.sh`).
 mod schedules {
     use super::*;
     use tackle_store::{NewSchedule, ScheduleKind, ScheduleUpdate};
     use time::{Duration, OffsetDateTime};
+
+    /// One engine: its state directory, and the shared database's URL for PostgreSQL.
+    struct Engine {
+        name: &'static str,
+        dir: tempfile::TempDir,
+        url: Option<String>,
+    }
+
+    impl Engine {
+        /// A handle with its own connection, as one daemon has.
+        fn open(&self) -> Store {
+            Store::open_with_url(self.dir.path(), self.url.as_deref()).unwrap()
+        }
+    }
+
+    #[cfg_attr(not(feature = "postgres"), allow(unused_mut))]
+    fn engines() -> Vec<Engine> {
+        let mut all = vec![Engine {
+            name: "sqlite",
+            dir: tempfile::tempdir().unwrap(),
+            url: None,
+        }];
+        #[cfg(feature = "postgres")]
+        if let Some(url) = super::postgres_db::fresh_database() {
+            all.push(Engine {
+                name: "postgresql",
+                dir: tempfile::tempdir().unwrap(),
+                url: Some(url),
+            });
+        }
+        all
+    }
 
     fn new(name: &str, kind: ScheduleKind, next: Option<OffsetDateTime>) -> NewSchedule {
         NewSchedule {
@@ -380,160 +419,170 @@ mod schedules {
 
     #[tokio::test]
     async fn a_second_schedule_with_the_same_name_is_refused() {
-        let store = Store::open_in_memory().unwrap();
-        store
-            .add_schedule(new("daily", ScheduleKind::Cron, None))
-            .await
-            .unwrap();
-        let err = store
-            .add_schedule(new("daily", ScheduleKind::Cron, None))
-            .await
-            .unwrap_err();
-        assert!(matches!(err, StoreError::DuplicateSchedule { .. }), "{err}");
-        let mut other_agent = new("daily", ScheduleKind::Cron, None);
-        other_agent.agent = "skim".into();
-        assert!(store.add_schedule(other_agent).await.is_ok());
+        for engine in engines() {
+            let store = engine.open();
+            store
+                .add_schedule(new("daily", ScheduleKind::Cron, None))
+                .await
+                .unwrap();
+            let err = store
+                .add_schedule(new("daily", ScheduleKind::Cron, None))
+                .await
+                .unwrap_err();
+            assert!(matches!(err, StoreError::DuplicateSchedule { .. }), "{err}");
+            let mut other_agent = new("daily", ScheduleKind::Cron, None);
+            other_agent.agent = "skim".into();
+            assert!(store.add_schedule(other_agent).await.is_ok());
+        }
     }
 
     #[tokio::test]
     async fn due_schedules_are_the_enabled_ones_at_or_before_now_earliest_first() {
-        let store = Store::open_in_memory().unwrap();
-        let now = t0();
-        store
-            .add_schedule(new(
-                "later",
-                ScheduleKind::Cron,
-                Some(now + Duration::minutes(5)),
-            ))
-            .await
-            .unwrap();
-        store
-            .add_schedule(new("b", ScheduleKind::Cron, Some(now)))
-            .await
-            .unwrap();
-        store
-            .add_schedule(new(
-                "a",
-                ScheduleKind::Cron,
-                Some(now - Duration::minutes(1)),
-            ))
-            .await
-            .unwrap();
-        store
-            .add_schedule(new(
-                "off",
-                ScheduleKind::Cron,
-                Some(now - Duration::hours(1)),
-            ))
-            .await
-            .unwrap();
-        store
-            .modify_schedule(
-                "default",
-                "off",
-                ScheduleUpdate {
-                    enabled: Some(false),
-                    ..Default::default()
-                },
-            )
-            .await
-            .unwrap()
-            .unwrap();
-        let due: Vec<String> = store
-            .due_schedules(now)
-            .await
-            .unwrap()
-            .into_iter()
-            .map(|s| s.name)
-            .collect();
-        assert_eq!(due, ["a", "b"]);
-        assert_eq!(
-            store.next_fire().await.unwrap(),
-            Some(now - Duration::minutes(1))
-        );
+        for engine in engines() {
+            let store = engine.open();
+            let now = t0();
+            store
+                .add_schedule(new(
+                    "later",
+                    ScheduleKind::Cron,
+                    Some(now + Duration::minutes(5)),
+                ))
+                .await
+                .unwrap();
+            store
+                .add_schedule(new("b", ScheduleKind::Cron, Some(now)))
+                .await
+                .unwrap();
+            store
+                .add_schedule(new(
+                    "a",
+                    ScheduleKind::Cron,
+                    Some(now - Duration::minutes(1)),
+                ))
+                .await
+                .unwrap();
+            store
+                .add_schedule(new(
+                    "off",
+                    ScheduleKind::Cron,
+                    Some(now - Duration::hours(1)),
+                ))
+                .await
+                .unwrap();
+            store
+                .modify_schedule(
+                    "default",
+                    "off",
+                    ScheduleUpdate {
+                        enabled: Some(false),
+                        ..Default::default()
+                    },
+                )
+                .await
+                .unwrap()
+                .unwrap();
+            let due: Vec<String> = store
+                .due_schedules(now)
+                .await
+                .unwrap()
+                .into_iter()
+                .map(|s| s.name)
+                .collect();
+            assert_eq!(due, ["a", "b"]);
+            assert_eq!(
+                store.next_fire().await.unwrap(),
+                Some(now - Duration::minutes(1))
+            );
+        }
     }
 
     #[tokio::test]
     async fn a_once_schedule_that_fired_is_disabled_and_never_due_again() {
-        let store = Store::open_in_memory().unwrap();
-        let s = store
-            .add_schedule(new("once", ScheduleKind::Once, Some(t0())))
-            .await
-            .unwrap();
-        assert_eq!(s.kind, ScheduleKind::Once);
-        store.record_fire(s.id, t0(), None).await.unwrap();
-        assert!(store
-            .due_schedules(t0() + Duration::days(1))
-            .await
-            .unwrap()
-            .is_empty());
-        let after = store
-            .get_schedule("default", "once")
-            .await
-            .unwrap()
-            .unwrap();
-        assert!(!after.enabled);
-        assert_eq!(after.last_fired, Some(t0()));
-        assert_eq!(store.next_fire().await.unwrap(), None);
+        for engine in engines() {
+            let store = engine.open();
+            let s = store
+                .add_schedule(new("once", ScheduleKind::Once, Some(t0())))
+                .await
+                .unwrap();
+            assert_eq!(s.kind, ScheduleKind::Once);
+            store.record_fire(s.id, t0(), None).await.unwrap();
+            assert!(store
+                .due_schedules(t0() + Duration::days(1))
+                .await
+                .unwrap()
+                .is_empty());
+            let after = store
+                .get_schedule("default", "once")
+                .await
+                .unwrap()
+                .unwrap();
+            assert!(!after.enabled);
+            assert_eq!(after.last_fired, Some(t0()));
+            assert_eq!(store.next_fire().await.unwrap(), None);
+        }
     }
 
     #[tokio::test]
     async fn a_recurring_fire_moves_the_next_time_forward() {
-        let store = Store::open_in_memory().unwrap();
-        let s = store
-            .add_schedule(new("daily", ScheduleKind::Cron, Some(t0())))
-            .await
-            .unwrap();
-        store
-            .record_fire(s.id, t0(), Some(t0() + Duration::days(1)))
-            .await
-            .unwrap();
-        assert!(store
-            .due_schedules(t0() + Duration::hours(1))
-            .await
-            .unwrap()
-            .is_empty());
-        assert_eq!(
+        for engine in engines() {
+            let store = engine.open();
+            let s = store
+                .add_schedule(new("daily", ScheduleKind::Cron, Some(t0())))
+                .await
+                .unwrap();
             store
-                .due_schedules(t0() + Duration::days(1))
+                .record_fire(s.id, t0(), Some(t0() + Duration::days(1)))
+                .await
+                .unwrap();
+            assert!(store
+                .due_schedules(t0() + Duration::hours(1))
                 .await
                 .unwrap()
-                .len(),
-            1
-        );
+                .is_empty());
+            assert_eq!(
+                store
+                    .due_schedules(t0() + Duration::days(1))
+                    .await
+                    .unwrap()
+                    .len(),
+                1
+            );
+        }
     }
 
     #[tokio::test]
     async fn schedules_can_be_modified_listed_and_removed() {
-        let store = Store::open_in_memory().unwrap();
-        store
-            .add_schedule(new("daily", ScheduleKind::Cron, None))
-            .await
-            .unwrap();
-        let update = ScheduleUpdate {
-            message: Some("new task".into()),
-            next_fire: Some(Some(t0())),
-            ..Default::default()
-        };
-        let s = store
-            .modify_schedule("default", "daily", update)
-            .await
-            .unwrap()
-            .unwrap();
-        assert_eq!((s.message.as_str(), s.next_fire), ("new task", Some(t0())));
-        assert_eq!(s.spec, "0 9 * * *");
-        assert!(store
-            .modify_schedule("default", "nope", ScheduleUpdate::default())
-            .await
-            .unwrap()
-            .is_none());
-        assert_eq!(
-            store.list_schedules(Some("default")).await.unwrap().len(),
-            1
-        );
-        assert!(store.list_schedules(Some("skim")).await.unwrap().is_empty());
-        assert!(store.remove_schedule("default", "daily").await.unwrap());
-        assert!(!store.remove_schedule("default", "daily").await.unwrap());
+        for engine in engines() {
+            let store = engine.open();
+            store
+                .add_schedule(new("daily", ScheduleKind::Cron, None))
+                .await
+                .unwrap();
+            let update = ScheduleUpdate {
+                message: Some("new task".into()),
+                next_fire: Some(Some(t0())),
+                ..Default::default()
+            };
+            let s = store
+                .modify_schedule("default", "daily", update)
+                .await
+                .unwrap()
+                .unwrap();
+            assert_eq!((s.message.as_str(), s.next_fire), ("new task", Some(t0())));
+            assert_eq!(s.spec, "0 9 * * *");
+            assert!(store
+                .modify_schedule("default", "nope", ScheduleUpdate::default())
+                .await
+                .unwrap()
+                .is_none());
+            assert_eq!(
+                store.list_schedules(Some("default")).await.unwrap().len(),
+                1
+            );
+            assert!(store.list_schedules(Some("skim")).await.unwrap().is_empty());
+            assert!(store.remove_schedule("default", "daily").await.unwrap());
+            assert!(!store.remove_schedule("default", "daily").await.unwrap());
+        }
     }
 
     fn claim(
@@ -554,130 +603,307 @@ mod schedules {
 
     #[tokio::test]
     async fn two_claims_on_one_due_fire_run_it_once() {
-        let store = Store::open_in_memory().unwrap();
-        let s = store
-            .add_schedule(new("daily", ScheduleKind::Cron, Some(t0())))
-            .await
-            .unwrap();
-        let first = store
-            .claim_fire(claim(s.id, t0(), t0(), "a"))
-            .await
-            .unwrap();
-        let tackle_store::Claimed::Run { schedule, .. } = first else {
-            panic!("first claim must run: {first:?}");
-        };
-        assert_eq!(schedule.fire_count, 1);
-        let second = store
-            .claim_fire(claim(s.id, t0(), t0(), "b"))
-            .await
-            .unwrap();
-        assert_eq!(second, tackle_store::Claimed::Lost);
-        let fires = store.fires("default", "daily", 10).await.unwrap();
-        assert_eq!(fires.len(), 1);
-        assert_eq!(fires[0].status, tackle_store::FireStatus::Running);
-        assert_eq!(fires[0].owner.as_deref(), Some("a"));
+        for engine in engines() {
+            let store = engine.open();
+            let s = store
+                .add_schedule(new("daily", ScheduleKind::Cron, Some(t0())))
+                .await
+                .unwrap();
+            let first = store
+                .claim_fire(claim(s.id, t0(), t0(), "a"))
+                .await
+                .unwrap();
+            let tackle_store::Claimed::Run { schedule, .. } = first else {
+                panic!("first claim must run: {first:?}");
+            };
+            assert_eq!(schedule.fire_count, 1);
+            let second = store
+                .claim_fire(claim(s.id, t0(), t0(), "b"))
+                .await
+                .unwrap();
+            assert_eq!(second, tackle_store::Claimed::Lost);
+            let fires = store.fires("default", "daily", 10).await.unwrap();
+            assert_eq!(fires.len(), 1);
+            assert_eq!(fires[0].status, tackle_store::FireStatus::Running);
+            assert_eq!(fires[0].owner.as_deref(), Some("a"));
+        }
     }
 
     #[tokio::test]
     async fn the_next_fire_while_the_lease_is_held_is_skipped_and_after_it_expires_runs() {
-        let store = Store::open_in_memory().unwrap();
-        let s = store
-            .add_schedule(new("daily", ScheduleKind::Cron, Some(t0())))
-            .await
-            .unwrap();
-        store
-            .claim_fire(claim(s.id, t0(), t0(), "a"))
-            .await
-            .unwrap();
-        let next = t0() + Duration::days(1);
-        // Still held: the lease runs 30 s from the first claim.
-        let mut c = claim(s.id, next, t0() + Duration::seconds(10), "b");
-        c.due = next;
-        // The schedule was moved to `next` by the first claim.
-        let skipped = store.claim_fire(c).await.unwrap();
-        assert_eq!(skipped, tackle_store::Claimed::Skipped);
-        let after = store
-            .get_schedule("default", "daily")
-            .await
-            .unwrap()
-            .unwrap();
-        assert_eq!(after.fire_count, 1, "a skip is not a run");
-        let later = after.next_fire.unwrap();
-        let ran = store
-            .claim_fire(claim(s.id, later, later + Duration::seconds(31), "b"))
-            .await
-            .unwrap();
-        assert!(matches!(ran, tackle_store::Claimed::Run { .. }), "{ran:?}");
-        let statuses: Vec<_> = store
-            .fires("default", "daily", 10)
-            .await
-            .unwrap()
-            .into_iter()
-            .map(|f| (f.status, f.detail))
-            .collect();
-        assert_eq!(statuses[0].0, tackle_store::FireStatus::Running);
-        assert_eq!(statuses[1].0, tackle_store::FireStatus::Skipped);
-        // The run whose daemon let its lease lapse never reported: it is marked interrupted.
-        assert_eq!(statuses[2].0, tackle_store::FireStatus::Failed);
-        assert!(statuses[2].1.contains("interrupted"), "{statuses:?}");
-    }
-
-    #[tokio::test]
-    async fn fire_count_survives_a_reopen_and_the_last_allowed_fire_disables_the_schedule() {
-        let dir = tempfile::tempdir().unwrap();
-        let id = {
-            let store = Store::open(dir.path()).unwrap();
-            let mut n = new("twice", ScheduleKind::Cron, Some(t0()));
-            n.max_fires = Some(1);
-            let s = store.add_schedule(n).await.unwrap();
+        for engine in engines() {
+            let store = engine.open();
+            let s = store
+                .add_schedule(new("daily", ScheduleKind::Cron, Some(t0())))
+                .await
+                .unwrap();
             store
                 .claim_fire(claim(s.id, t0(), t0(), "a"))
                 .await
                 .unwrap();
-            s.id
-        };
-        let store = Store::open(dir.path()).unwrap();
-        let s = store
-            .get_schedule("default", "twice")
-            .await
-            .unwrap()
-            .unwrap();
-        assert_eq!(
-            (s.id, s.fire_count, s.enabled, s.next_fire),
-            (id, 1, false, None)
-        );
-        assert!(s.bound_reached(t0()));
+            let next = t0() + Duration::days(1);
+            // Still held: the lease runs 30 s from the first claim.
+            let mut c = claim(s.id, next, t0() + Duration::seconds(10), "b");
+            c.due = next;
+            // The schedule was moved to `next` by the first claim.
+            let skipped = store.claim_fire(c).await.unwrap();
+            assert_eq!(skipped, tackle_store::Claimed::Skipped);
+            let after = store
+                .get_schedule("default", "daily")
+                .await
+                .unwrap()
+                .unwrap();
+            assert_eq!(after.fire_count, 1, "a skip is not a run");
+            let later = after.next_fire.unwrap();
+            let ran = store
+                .claim_fire(claim(s.id, later, later + Duration::seconds(31), "b"))
+                .await
+                .unwrap();
+            assert!(matches!(ran, tackle_store::Claimed::Run { .. }), "{ran:?}");
+            let statuses: Vec<_> = store
+                .fires("default", "daily", 10)
+                .await
+                .unwrap()
+                .into_iter()
+                .map(|f| (f.status, f.detail))
+                .collect();
+            assert_eq!(statuses[0].0, tackle_store::FireStatus::Running);
+            assert_eq!(statuses[1].0, tackle_store::FireStatus::Skipped);
+            // The run whose daemon let its lease lapse never reported: it is marked interrupted.
+            assert_eq!(statuses[2].0, tackle_store::FireStatus::Failed);
+            assert!(statuses[2].1.contains("interrupted"), "{statuses:?}");
+        }
+    }
+
+    #[tokio::test]
+    async fn fire_count_survives_a_reopen_and_the_last_allowed_fire_disables_the_schedule() {
+        for engine in engines() {
+            let id = {
+                let store = engine.open();
+                let mut n = new("twice", ScheduleKind::Cron, Some(t0()));
+                n.max_fires = Some(1);
+                let s = store.add_schedule(n).await.unwrap();
+                store
+                    .claim_fire(claim(s.id, t0(), t0(), "a"))
+                    .await
+                    .unwrap();
+                s.id
+            };
+            let store = engine.open();
+            let s = store
+                .get_schedule("default", "twice")
+                .await
+                .unwrap()
+                .unwrap();
+            assert_eq!(
+                (s.id, s.fire_count, s.enabled, s.next_fire),
+                (id, 1, false, None),
+                "{}",
+                engine.name
+            );
+            assert!(s.bound_reached(t0()));
+        }
+    }
+
+    #[tokio::test]
+    async fn daemons_racing_for_the_same_fires_run_each_once() {
+        for engine in engines() {
+            // Four daemons, each with its own connection, claim the same 20 due fires.
+            let daemons: Vec<Store> = (0..4).map(|_| engine.open()).collect();
+            let mut ids = Vec::new();
+            for i in 0..20 {
+                let s = daemons[0]
+                    .add_schedule(new(&format!("s{i}"), ScheduleKind::Cron, Some(t0())))
+                    .await
+                    .unwrap();
+                ids.push(s.id);
+            }
+            let mut claims = tokio::task::JoinSet::new();
+            for (d, store) in daemons.iter().enumerate() {
+                for &id in &ids {
+                    let store = store.clone();
+                    claims.spawn(async move {
+                        let won = store
+                            .claim_fire(claim(id, t0(), t0(), &format!("daemon-{d}")))
+                            .await
+                            .unwrap();
+                        (id, won)
+                    });
+                }
+            }
+            let mut runs = std::collections::BTreeMap::<i64, usize>::new();
+            while let Some(joined) = claims.join_next().await {
+                let (id, won) = joined.unwrap();
+                match won {
+                    tackle_store::Claimed::Run { .. } => *runs.entry(id).or_default() += 1,
+                    tackle_store::Claimed::Lost => {}
+                    other => panic!(
+                        "{}: a racing claim is run or lost, not {other:?}",
+                        engine.name
+                    ),
+                }
+            }
+            assert_eq!(runs.len(), ids.len(), "{}: every fire ran", engine.name);
+            assert!(
+                runs.values().all(|n| *n == 1),
+                "{}: no fire ran twice: {runs:?}",
+                engine.name
+            );
+            for i in 0..20 {
+                let fires = daemons[3]
+                    .fires("default", &format!("s{i}"), 10)
+                    .await
+                    .unwrap();
+                assert_eq!(
+                    fires.len(),
+                    1,
+                    "{}: one record per fire: {fires:?}",
+                    engine.name
+                );
+            }
+        }
+    }
+
+    #[tokio::test]
+    async fn an_approval_raised_on_one_daemon_is_answered_once_through_any_other() {
+        use tackle_store::{ApprovalReply, ApprovalStatus, NewApproval};
+        for engine in engines() {
+            let daemons: Vec<Store> = (0..3).map(|_| engine.open()).collect();
+            let raised = daemons[0]
+                .enqueue_approval(NewApproval {
+                    deadline: OffsetDateTime::now_utc() + Duration::minutes(5),
+                    agent: "default".into(),
+                    session_id: "s1".into(),
+                    tool: "shell".into(),
+                    preview: "rm -rf build".into(),
+                    approvers: vec![],
+                    waiter: None,
+                })
+                .await
+                .unwrap();
+            let seen = daemons[2]
+                .list_pending_approvals(OffsetDateTime::now_utc())
+                .await
+                .unwrap();
+            assert_eq!(seen.len(), 1, "{}: {seen:?}", engine.name);
+            assert_eq!(seen[0].id, raised.id);
+            // Two people answer at once through two other daemons: one answer wins.
+            let (allow, deny) = tokio::join!(
+                daemons[1].answer_approval(&raised.id, ApprovalReply::Allow, "alice"),
+                daemons[2].answer_approval(&raised.id, ApprovalReply::Deny, "bob"),
+            );
+            assert!(
+                allow.is_ok() != deny.is_ok(),
+                "{}: exactly one answer wins",
+                engine.name
+            );
+            let settled = daemons[0].approval(&raised.id).await.unwrap().unwrap();
+            let winner = if allow.is_ok() {
+                ("alice", ApprovalStatus::Allowed)
+            } else {
+                ("bob", ApprovalStatus::Denied)
+            };
+            assert_eq!(
+                (settled.answered_by.as_deref(), settled.status),
+                (Some(winner.0), winner.1),
+                "{}",
+                engine.name
+            );
+            // One past its deadline expires, whoever looks.
+            let late = daemons[0]
+                .enqueue_approval(NewApproval {
+                    deadline: OffsetDateTime::now_utc() - Duration::seconds(1),
+                    agent: "default".into(),
+                    session_id: "s1".into(),
+                    tool: "shell".into(),
+                    preview: "make".into(),
+                    approvers: vec![],
+                    waiter: None,
+                })
+                .await
+                .unwrap();
+            let expired = daemons[1]
+                .expire_due_approvals(OffsetDateTime::now_utc())
+                .await
+                .unwrap();
+            assert_eq!(expired, std::slice::from_ref(&late.id), "{}", engine.name);
+            assert!(daemons[2]
+                .answer_approval(&late.id, ApprovalReply::Allow, "alice")
+                .await
+                .is_err());
+        }
+    }
+
+    #[tokio::test]
+    async fn a_daemon_that_dies_mid_run_is_taken_over_and_the_record_says_by_whom() {
+        for engine in engines() {
+            let (a, b) = (engine.open(), engine.open());
+            let s = a
+                .add_schedule(new("hourly", ScheduleKind::Interval, Some(t0())))
+                .await
+                .unwrap();
+            let mut first = claim(s.id, t0(), t0(), "daemon-a");
+            first.next = Some(t0() + Duration::hours(1));
+            assert!(matches!(
+                a.claim_fire(first).await.unwrap(),
+                tackle_store::Claimed::Run { .. }
+            ));
+            // daemon-a is killed: it never finishes nor renews. Its lease (30 s) lapses long
+            // before the next fire, which daemon-b claims.
+            drop(a);
+            let next = t0() + Duration::hours(1);
+            let mut second = claim(s.id, next, next, "daemon-b");
+            second.next = Some(next + Duration::hours(1));
+            assert!(matches!(
+                b.claim_fire(second).await.unwrap(),
+                tackle_store::Claimed::Run { .. }
+            ));
+            let fires = b.fires("default", "hourly", 10).await.unwrap();
+            assert_eq!(fires.len(), 2, "{}: {fires:?}", engine.name);
+            assert_eq!(fires[0].owner.as_deref(), Some("daemon-b"));
+            assert_eq!(fires[1].status, tackle_store::FireStatus::Failed);
+            assert!(
+                fires[1].detail.contains("taken over by daemon-b"),
+                "{}: {fires:?}",
+                engine.name
+            );
+            let held = b.get_schedule("default", "hourly").await.unwrap().unwrap();
+            assert_eq!(held.fire_count, 2, "{}", engine.name);
+        }
     }
 
     #[tokio::test]
     async fn a_one_shot_is_deleted_when_its_run_finishes_and_its_record_stays() {
-        let store = Store::open_in_memory().unwrap();
-        let s = store
-            .add_schedule(new("wakeup-1", ScheduleKind::Once, Some(t0())))
-            .await
-            .unwrap();
-        let mut c = claim(s.id, t0(), t0(), "a");
-        c.next = None;
-        let tackle_store::Claimed::Run { fire_id, .. } = store.claim_fire(c).await.unwrap() else {
-            panic!("must run");
-        };
-        assert!(store
-            .get_schedule("default", "wakeup-1")
-            .await
-            .unwrap()
-            .is_some());
-        store
-            .finish_fire(fire_id, tackle_store::FireStatus::Ok, String::new(), t0())
-            .await
-            .unwrap();
-        assert!(store
-            .get_schedule("default", "wakeup-1")
-            .await
-            .unwrap()
-            .is_none());
-        let fires = store.fires("default", "wakeup-1", 10).await.unwrap();
-        assert_eq!(fires.len(), 1);
-        assert_eq!(fires[0].status, tackle_store::FireStatus::Ok);
+        for engine in engines() {
+            let store = engine.open();
+            let s = store
+                .add_schedule(new("wakeup-1", ScheduleKind::Once, Some(t0())))
+                .await
+                .unwrap();
+            let mut c = claim(s.id, t0(), t0(), "a");
+            c.next = None;
+            let tackle_store::Claimed::Run { fire_id, .. } = store.claim_fire(c).await.unwrap()
+            else {
+                panic!("must run");
+            };
+            assert!(store
+                .get_schedule("default", "wakeup-1")
+                .await
+                .unwrap()
+                .is_some());
+            store
+                .finish_fire(fire_id, tackle_store::FireStatus::Ok, String::new(), t0())
+                .await
+                .unwrap();
+            assert!(store
+                .get_schedule("default", "wakeup-1")
+                .await
+                .unwrap()
+                .is_none());
+            let fires = store.fires("default", "wakeup-1", 10).await.unwrap();
+            assert_eq!(fires.len(), 1);
+            assert_eq!(fires[0].status, tackle_store::FireStatus::Ok);
+        }
     }
 }
 

@@ -2,7 +2,7 @@
 //! SIEM (docs/decisions/0032-tamper-evident-audit.md).
 
 use super::{ocsf, parse_since};
-use crate::app::{load_config, open_store, App};
+use crate::app::{load_config, open_store};
 use crate::cli::Global;
 use crate::exit::{self, usage};
 use anyhow::Result;
@@ -53,7 +53,7 @@ pub enum Format {
 
 pub async fn run(global: &Global, command: AuditCommand) -> Result<i32> {
     let loaded = load_config(global)?;
-    let store = open_store(&App::state_dir_for(&loaded.config))?;
+    let store = open_store(&loaded.config)?;
     match command {
         AuditCommand::Verify { key, json } => verify(&store, key.as_deref(), json, global).await,
         AuditCommand::Key => {

@@ -5,9 +5,11 @@ use super::{parse_args, store_error, MemorySettings};
 use async_trait::async_trait;
 use serde::Deserialize;
 use serde_json::{json, Value};
+use std::collections::BTreeMap;
 use std::sync::Arc;
+use tackle_protocol::config::MemoryBankConfig;
 use tackle_protocol::{Tool, ToolContext, ToolError, ToolOutput, ToolSpec};
-use tackle_store::{MemoryAccess, MemoryHit, RecallQuery};
+use tackle_store::{MemoryAccess, MemoryHit, RecallQuery, Store};
 
 /// Most memories one `recall` returns.
 const MAX_LIMIT: usize = 100;
@@ -15,15 +17,22 @@ const MAX_LIMIT: usize = 100;
 /// The caller's memory access, narrowed to each agent above it in its tree: a peer agent
 /// started by another reaches only the banks both reach.
 async fn access(s: &MemorySettings, cx: &ToolContext) -> Result<MemoryAccess, ToolError> {
-    let mut access = s
-        .store
-        .memory_access(&cx.agent, &s.banks)
+    access_for(&s.store, &s.banks, cx).await
+}
+
+/// [`access`] from a store and grants, for the other tools that reach banks (skills).
+pub(crate) async fn access_for(
+    store: &Store,
+    banks: &BTreeMap<String, MemoryBankConfig>,
+    cx: &ToolContext,
+) -> Result<MemoryAccess, ToolError> {
+    let mut access = store
+        .memory_access(&cx.agent, banks)
         .await
         .map_err(store_error)?;
     for above in &cx.ancestors {
-        let theirs = s
-            .store
-            .memory_access(above, &s.banks)
+        let theirs = store
+            .memory_access(above, banks)
             .await
             .map_err(store_error)?;
         access = access.narrow(&theirs);

@@ -8,7 +8,7 @@
 //! bank name the model gave, and the store refuses any it was not granted. Workspace notes
 //! are read through `cx.host()` like any other file.
 
-mod banks;
+pub(crate) mod banks;
 mod longterm;
 mod notes;
 

@@ -3,9 +3,9 @@
 //! kept and reported, never silently dropped (docs/decisions/0027-skill-names-unique.md).
 //!
 //! A source is anything that lists skills and hands out a body on request: a directory on disk
-//! ([`DirSource`]) today; the agent's own store and granted memory banks plug in the same way,
-//! after the directories. Listing never keeps a body: [`SkillSource::body`] reads it when
-//! `skill_show` asks, which is the only way a body reaches the model.
+//! ([`DirSource`]), and, per call, the agent's own store and its granted banks (`stored.rs`),
+//! after the directories (docs/decisions/0037-skill-sources.md). Listing never keeps a body:
+//! the source reads it when `skill_show` asks, which is the only way a body reaches the model.
 
 use super::file::{self, ParsedSkill};
 use super::names::name_key;
@@ -166,14 +166,18 @@ impl Catalogue {
     /// the later one says. Within one source a skill whose place names it goes first, so a
     /// file elsewhere in the same directory cannot claim its name by sorting earlier.
     pub fn load(sources: &[Arc<dyn SkillSource>]) -> Self {
+        Self::merge(sources.iter().map(|s| (s.label(), s.list())).collect())
+    }
+
+    /// As [`Catalogue::load`], over listings already read: `(label, listing)` in precedence
+    /// order, an entry's `source` being its listing's index.
+    pub fn merge(listings: Vec<(String, SourceListing)>) -> Self {
         let mut cat = Catalogue::default();
         // (source, position in its listing, entry): the order the catalogue shows.
         let mut kept: Vec<(usize, usize, Entry)> = Vec::new();
         // Each kept name's key → its place in `kept`, so a large catalogue loads in one pass.
         let mut holders: HashMap<String, usize> = HashMap::new();
-        for (index, source) in sources.iter().enumerate() {
-            let listing = source.list();
-            let label = source.label();
+        for (index, (label, listing)) in listings.into_iter().enumerate() {
             cat.warnings.extend(listing.warnings);
             let mut order: Vec<(usize, SkillMeta)> =
                 listing.skills.into_iter().enumerate().collect();

@@ -202,10 +202,17 @@ fn checked_files(
 /// visible or hidden: an install never takes over another skill
 /// (docs/decisions/0027-skill-names-unique.md). Replacing this slug's own earlier install is
 /// an update, not a takeover.
-fn refuse_taken_name(shared: &Shared, dir: &Path, slug: &str, name: &str) -> Result<(), ToolError> {
+async fn refuse_taken_name(
+    shared: &Shared,
+    cx: &ToolContext,
+    dir: &Path,
+    slug: &str,
+    name: &str,
+) -> Result<(), ToolError> {
     let own = dir.join(slug).join("SKILL.md");
-    let cat = shared.reload();
-    let taken = cat
+    let view = shared.reload(cx).await?;
+    let taken = view
+        .catalogue
         .claimants(name)
         .find(|e| Path::new(&e.meta.locator) != own);
     match taken {
@@ -271,7 +278,7 @@ impl tackle_protocol::Tool for InstallSkill {
         let download = self.shared.registry.download(cx, &slug).await?;
         let (actual, verified) = verify(&slug, wanted, download.published_sha256, &download.body)?;
         let (files, parsed) = checked_files(&slug, &download.body)?;
-        refuse_taken_name(&self.shared, &dir.path, &slug, &parsed.name)?;
+        refuse_taken_name(&self.shared, cx, &dir.path, &slug, &parsed.name).await?;
         let marker = json!({
             "slug": slug,
             "registry": self.shared.registry.base(),
@@ -293,9 +300,10 @@ impl tackle_protocol::Tool for InstallSkill {
             .await
             .map_err(|e| ToolError::failed(format!("the install did not finish: {e}")))?
             .map_err(|e| ToolError::failed(format!("could not install `{slug}`: {e}")))?;
-        let cat = self.shared.reload();
+        let view = self.shared.reload(cx).await?;
         let available = tool_available(cx);
-        let visible = cat
+        let visible = view
+            .catalogue
             .visible(&available)
             .iter()
             .any(|e| e.meta.name == parsed.name);

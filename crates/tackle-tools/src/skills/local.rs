@@ -1,6 +1,6 @@
 //! `skill_list`, `skill_search`, `skill_show`: the catalogue, Low risk, no approval.
 
-use super::catalogue::{matches, nearest, Entry};
+use super::catalogue::{matches, nearest, Catalogue, Entry};
 use super::names::name_key;
 use super::{tool_available, Shared};
 use async_trait::async_trait;
@@ -8,8 +8,10 @@ use serde_json::{json, Value};
 use std::sync::Arc;
 use tackle_protocol::{ToolContext, ToolError, ToolOutput, ToolSpec};
 
-/// `name — description (triggers: …)`, numbered; never a body.
-fn render(entries: &[&Entry]) -> (String, Value) {
+/// `name — description (triggers: …)`, numbered; never a body. The structured rows add where
+/// each skill comes from and the skills of the same name it hides (`shadows`), all of them
+/// ones this caller can reach.
+fn render(entries: &[&Entry], cat: &Catalogue) -> (String, Value) {
     let mut text = String::new();
     let mut rows = Vec::new();
     for (i, e) in entries.iter().enumerate() {
@@ -23,11 +25,25 @@ fn render(entries: &[&Entry]) -> (String, Value) {
         }
         text.push_str(&line);
         text.push('\n');
+        let shadows: Vec<Value> = cat
+            .shadowed
+            .iter()
+            .filter(|s| s.by.source == e.source && s.by.meta.name == m.name)
+            .map(|s| {
+                json!({
+                    "name": s.entry.meta.name,
+                    "source": s.entry.source_label,
+                    "origin": s.entry.origin(),
+                })
+            })
+            .collect();
         rows.push(json!({
             "name": m.name,
             "description": m.description,
             "triggers": m.triggers,
             "source": e.source_label,
+            "origin": e.origin(),
+            "shadows": shadows,
         }));
     }
     (text, Value::Array(rows))
@@ -55,13 +71,14 @@ impl tackle_protocol::Tool for SkillList {
     }
 
     async fn call(&self, _args: Value, cx: &ToolContext) -> Result<ToolOutput, ToolError> {
-        let cat = self.shared.catalogue();
+        let view = self.shared.view(cx).await?;
+        let cat = &view.catalogue;
         let available = tool_available(cx);
         let visible = cat.visible(&available);
         if visible.is_empty() {
             return Ok(ToolOutput::text("No skills are available.").with_structured(json!([])));
         }
-        let (text, rows) = render(&visible);
+        let (text, rows) = render(&visible, cat);
         Ok(ToolOutput::text(text).with_structured(rows))
     }
 }
@@ -99,7 +116,8 @@ impl tackle_protocol::Tool for SkillSearch {
             .get("query")
             .and_then(Value::as_str)
             .ok_or_else(|| ToolError::invalid_arguments("`query` must be a string"))?;
-        let cat = self.shared.catalogue();
+        let view = self.shared.view(cx).await?;
+        let cat = &view.catalogue;
         let available = tool_available(cx);
         let hits: Vec<&Entry> = cat
             .visible(&available)
@@ -113,7 +131,7 @@ impl tackle_protocol::Tool for SkillSearch {
             ))
             .with_structured(json!([])));
         }
-        let (text, rows) = render(&hits);
+        let (text, rows) = render(&hits, cat);
         Ok(ToolOutput::text(text).with_structured(rows))
     }
 }
@@ -158,9 +176,9 @@ impl tackle_protocol::Tool for SkillShow {
                     "`name` is required: the skill's name as skill_list shows it",
                 )
             })?;
-        let cat = self.shared.catalogue();
+        let view = self.shared.view(cx).await?;
         let available = tool_available(cx);
-        let visible = cat.visible(&available);
+        let visible = view.catalogue.visible(&available);
         let key = name_key(name);
         let Some(entry) = visible.iter().find(|e| name_key(&e.meta.name) == key) else {
             let near = nearest(name, visible.iter().map(|e| e.meta.name.as_str()));
@@ -174,11 +192,7 @@ impl tackle_protocol::Tool for SkillShow {
                 tackle_protocol::text::preview(name, 80)
             )));
         };
-        let source = self
-            .shared
-            .source(entry.source)
-            .ok_or_else(|| ToolError::failed("the skill's source is gone"))?;
-        let body = source.body(&entry.meta)?;
+        let body = self.shared.body(&view, entry, cx).await?;
         let m = &entry.meta;
         // Which file was read, so a person (and the model) can tell one `deploy` from another.
         let from = format!("Source: {}", entry.origin());
