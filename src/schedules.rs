@@ -232,24 +232,30 @@ impl FireRunner for TurnRunner {
         let _ = drain.await;
         let id = session.id().to_string();
         let o = outcome.map_err(|e| format!("{e} (session {id})"))?;
-        match o.reason {
-            DoneReason::Cancelled => Err(format!("cancelled (session {id})")),
-            DoneReason::LoopGuard => Err(format!("stopped by the loop guard (session {id})")),
-            DoneReason::MaxIterations => Err(format!(
-                "iteration budget exhausted: max_iterations reached (session {id})"
-            )),
-            _ if o.needs_approval > 0 => Err(format!(
-                "needs_approval: {} call(s) had no approver (session {id})",
-                o.needs_approval
-            )),
-            _ if o.denied > 0 => Err(format!("denied: {} call(s) (session {id})", o.denied)),
-            // A person answered no in the approval queue.
-            _ if o.declined > 0 => Err(format!(
-                "declined: {} call(s) not approved (session {id})",
-                o.declined
-            )),
-            _ => Ok(format!("session {id}")),
-        }
+        fire_result(&o, &id)
+    }
+}
+
+/// How the turn of a fire is recorded: `Ok(detail)` as `ok`, `Err(why)` as `failed`. The same
+/// for a fire the daemon runs and one an open chat runs (src/commands/chat/wakeups.rs).
+pub fn fire_result(o: &tackle_agent::TurnOutcome, id: &str) -> Result<String, String> {
+    match o.reason {
+        DoneReason::Cancelled => Err(format!("cancelled (session {id})")),
+        DoneReason::LoopGuard => Err(format!("stopped by the loop guard (session {id})")),
+        DoneReason::MaxIterations => Err(format!(
+            "iteration budget exhausted: max_iterations reached (session {id})"
+        )),
+        _ if o.needs_approval > 0 => Err(format!(
+            "needs_approval: {} call(s) had no approver (session {id})",
+            o.needs_approval
+        )),
+        _ if o.denied > 0 => Err(format!("denied: {} call(s) (session {id})", o.denied)),
+        // A person answered no in the approval queue.
+        _ if o.declined > 0 => Err(format!(
+            "declined: {} call(s) not approved (session {id})",
+            o.declined
+        )),
+        _ => Ok(format!("session {id}")),
     }
 }
 

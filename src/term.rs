@@ -25,13 +25,19 @@ struct State {
     turn: Option<CancellationToken>,
     /// A status line (a long call's elapsed time) is on stderr's current line.
     status: bool,
+    /// Where writes go instead, while set (see [`redirect`]).
+    sink: Option<Sink>,
 }
+
+/// Takes what would be written to the terminal (stdout and stderr alike).
+pub type Sink = Box<dyn FnMut(&str) + Send>;
 
 static STATE: Mutex<State> = Mutex::new(State {
     prompting: false,
     held: Vec::new(),
     turn: None,
     status: false,
+    sink: None,
 });
 
 /// Back to the start of the line and erase it (only ever written to a terminal).
@@ -72,7 +78,9 @@ fn write(stream: Stream, text: &str) {
         return;
     }
     let mut st = state();
-    if st.prompting {
+    if let Some(sink) = st.sink.as_mut() {
+        sink(text);
+    } else if st.prompting {
         match st.held.last_mut() {
             Some((last, held)) if *last == stream => held.push_str(text),
             _ => st.held.push((stream, text.to_string())),
@@ -88,6 +96,8 @@ fn write(stream: Stream, text: &str) {
 pub fn status(text: Option<&str>) {
     let mut st = state();
     match text {
+        // A status line is redrawn in place, which a sink's line-wise output cannot do.
+        Some(_) if st.sink.is_some() => {}
         Some(text) if !st.prompting => {
             st.status = true;
             write_now(Stream::Err, &format!("{ERASE_LINE}{text}"));
@@ -141,6 +151,29 @@ impl Drop for Prompt {
         for (stream, text) in std::mem::take(&mut st.held) {
             write_now(stream, &text);
         }
+    }
+}
+
+/// Send every write to `sink` instead of the terminal until the returned guard is dropped:
+/// while the line editor owns the terminal (a wake-up answered under the chat's prompt), its
+/// printer is the one writer that keeps the prompt whole.
+pub fn redirect(sink: Sink) -> Redirect {
+    let mut st = state();
+    clear_status(&mut st);
+    st.sink = Some(sink);
+    Redirect { _private: () }
+}
+
+/// A [`redirect`] in force; dropping it writes to the terminal again.
+pub struct Redirect {
+    _private: (),
+}
+
+impl Drop for Redirect {
+    fn drop(&mut self) {
+        // Taken out before it drops, so a sink that flushes on drop does so unlocked.
+        let sink = state().sink.take();
+        drop(sink);
     }
 }
 

@@ -2,6 +2,8 @@
 //! its output goes through `term`, the one writer of the terminal.
 
 mod extensions;
+mod input;
+mod wakeups;
 
 use crate::app::Selection;
 use crate::approval::approver_for_session;
@@ -91,6 +93,10 @@ pub async fn run(global: &Global, args: ChatArgs) -> Result<i32> {
     let mut editor = DefaultEditor::new()?;
     let history = rt.app.state_dir.join("chat_history.txt");
     let _ = editor.load_history(&history);
+    // Uncoloured: the line editor measures the prompt's width from its characters.
+    let mut prompt = input::Input::new(editor, "you> ");
+    let config = crate::app::load_config(global)?.config;
+    let mut wakeups = wakeups::Wakeups::new(&rt, &config, &session);
     term::err_line(&format!(
         "{} — agent `{}`, model `{}`, session {}. /help lists the commands.",
         Paint::Bold.on_stderr("tackle chat"),
@@ -100,8 +106,17 @@ pub async fn run(global: &Global, args: ChatArgs) -> Result<i32> {
     ));
     recap(&session);
     loop {
-        // Uncoloured: the line editor measures the prompt's width from its characters.
-        let line = tokio::task::block_in_place(|| editor.readline("you> "));
+        // A wake-up that falls due while the person is at the prompt is answered there; one
+        // that falls due during a turn waits for it to end.
+        let line = match prompt.next(wakeups.due()).await {
+            input::Next::Line(line) => line,
+            input::Next::Other(due) => {
+                prompt
+                    .beside(wakeups.fire(&rt, &mut session, &queue, due))
+                    .await;
+                continue;
+            }
+        };
         let line = match line {
             Ok(line) => line,
             Err(ReadlineError::Interrupted) => continue,
@@ -112,7 +127,9 @@ pub async fn run(global: &Global, args: ChatArgs) -> Result<i32> {
         if input.is_empty() {
             continue;
         }
-        let _ = editor.add_history_entry(input);
+        if let Some(editor) = prompt.editor() {
+            let _ = editor.add_history_entry(input);
+        }
         let switch = [("/disable", false), ("/enable", true)]
             .into_iter()
             .find_map(|(command, on)| command_arg(input, command).map(|arg| (arg, on)));
@@ -146,6 +163,7 @@ pub async fn run(global: &Global, args: ChatArgs) -> Result<i32> {
                     ));
                     session = fresh;
                     approver = approver_for(&session);
+                    wakeups.follow(&session);
                 }
                 Err(e) => term::err_line(&format!("cannot start a new session: {e}")),
             },
@@ -161,7 +179,9 @@ pub async fn run(global: &Global, args: ChatArgs) -> Result<i32> {
     crate::background::finish(&rt, false, false, global.quiet).await;
     rt.app.shutdown().await;
     let _ = std::fs::create_dir_all(&rt.app.state_dir);
-    let _ = editor.save_history(&history);
+    if let Some(mut editor) = prompt.finish().await {
+        let _ = editor.save_history(&history);
+    }
     term::err_line(&format!(
         "session: {} (resume with tackle chat --session {})",
         session.id(),

@@ -26,6 +26,9 @@ pub async fn run(global: &Global, args: DaemonArgs) -> Result<i32> {
         config.gateway.get_or_insert_with(Default::default).bind = addr;
     }
     let store = open_store(&config)?;
+    // Held while the daemon runs, so a schedule tool can tell the model something will fire
+    // what it plants (tackle-store's presence).
+    let _running = store.hold_daemon_presence();
     // Approvals left pending by a waiter that died (a daemon killed outright) end now, with
     // why, rather than look answerable until their deadline.
     if let Err(e) = crate::waiter::close_abandoned(&store).await {

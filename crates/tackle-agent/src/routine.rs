@@ -25,6 +25,8 @@ const DOWNTIME_SLACK: time::Duration = time::Duration::seconds(5);
 /// After a pass that changed nothing although something looked due (a store error), wait
 /// this long instead of spinning.
 const BACKOFF: Duration = Duration::from_millis(250);
+/// How often a fire left to an open chat is looked at again (the chat may close).
+const DEFER_POLL: Duration = Duration::from_secs(1);
 /// Missed fires counted for a `missed` record; past this it says "at least".
 const MAX_MISSED_COUNTED: usize = 10_000;
 
@@ -127,6 +129,26 @@ struct Running {
     fires: Mutex<HashSet<i64>>,
 }
 
+/// Whether a chat that has the schedule's session open runs its fires, shown to the person
+/// there (`tackle chat`), rather than an engine: pinned to a session, and planted by the agent
+/// it runs as (work planted by other agents runs narrowed to their grants, which only the
+/// engine's runner does).
+pub fn runs_in_chat(s: &Schedule) -> bool {
+    s.target == tackle_store::Target::Pinned
+        && s.session_id.is_some()
+        && tackle_tools::schedule::owner_agents(&s.owner)
+            .iter()
+            .all(|a| *a == s.agent)
+}
+
+/// A fire an open chat runs: the engine leaves it until the chat closes.
+fn open_in_chat(store: &Store, s: &Schedule) -> bool {
+    runs_in_chat(s)
+        && s.session_id
+            .as_deref()
+            .is_some_and(|id| store.session_open_in_chat(id))
+}
+
 impl RoutineEngine {
     pub fn new(store: Store, runner: Arc<dyn FireRunner>, config: EngineConfig) -> Self {
         Self {
@@ -165,10 +187,16 @@ impl RoutineEngine {
         let mut limits: HashMap<String, Arc<Semaphore>> = HashMap::new();
         while !stop.is_cancelled() {
             let now = engine.clock.now();
+            let mut deferred = false;
             let progressed = match engine.store.due_schedules(now).await {
                 Ok(due) => {
                     let mut progressed = due.is_empty();
                     for s in due {
+                        if open_in_chat(&engine.store, &s) {
+                            deferred = true;
+                            progressed = true;
+                            continue;
+                        }
                         let limit =
                             Arc::clone(limits.entry(s.agent.clone()).or_insert_with(|| {
                                 Arc::new(Semaphore::new(
@@ -190,10 +218,13 @@ impl RoutineEngine {
                     false
                 }
             };
-            let sleep = if progressed {
-                engine.sleep_for().await
-            } else {
+            let sleep = if !progressed {
                 BACKOFF
+            } else if deferred {
+                // A fire left to a chat is still due: look again soon, in case it closes.
+                DEFER_POLL
+            } else {
+                engine.sleep_for().await
             };
             tokio::select! {
                 () = tokio::time::sleep(sleep) => {}

@@ -37,6 +37,7 @@ mod perms;
 #[cfg(feature = "postgres")]
 mod pg;
 mod pins;
+mod presence;
 pub mod private_file;
 mod reminders;
 mod schedules;
@@ -68,6 +69,7 @@ pub use memory::{
     StoredGrant, MAX_KEY_CHARS, MAX_TAGS, MAX_TAG_CHARS, MAX_VALUE_BYTES, SELF_BANK,
 };
 pub use pins::ToolPin;
+pub use presence::{Presence, CHATS_DIR, DAEMON_LOCK};
 pub use reminders::{NewReminder, Reminder, ReminderStatus};
 pub use schedules::{
     NewSchedule, Schedule, ScheduleKind, ScheduleUpdate, Target, SCHEDULES_MARKER,

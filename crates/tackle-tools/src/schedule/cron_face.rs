@@ -180,8 +180,9 @@ impl CronTool {
             )
             .await?;
             return Ok(ToolOutput::text(format!(
-                "Added job {}",
-                schedule_line(&s, None)
+                "Added job {}{}",
+                schedule_line(&s, None),
+                super::who_fires::note(&self.0.store, &s)
             )));
         } else if let Some(every) = args.every_seconds {
             let min = self.0.min_interval.as_secs().max(60);
@@ -229,8 +230,9 @@ impl CronTool {
             .await
             .map_err(store_error)?;
         Ok(ToolOutput::text(format!(
-            "Added job {}",
-            schedule_line(&s, None)
+            "Added job {}{}",
+            schedule_line(&s, None),
+            super::who_fires::note(&self.0.store, &s)
         )))
     }
 }

@@ -289,10 +289,12 @@ impl Tool for ScheduleAdd {
             },
         )
         .await?;
-        Ok(
-            ToolOutput::text(format!("Scheduled {}", schedule_line(&s, None)))
-                .with_structured(serde_json::to_value(&s).unwrap_or(Value::Null)),
-        )
+        Ok(ToolOutput::text(format!(
+            "Scheduled {}{}",
+            schedule_line(&s, None),
+            super::who_fires::note(&self.0.store, &s)
+        ))
+        .with_structured(serde_json::to_value(&s).unwrap_or(Value::Null)))
     }
 }
 

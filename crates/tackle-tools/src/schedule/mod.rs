@@ -18,6 +18,7 @@ mod once;
 mod plan;
 mod reminder;
 mod render;
+mod who_fires;
 
 pub use cron::{CronError, CronExpr, Zone};
 pub use cron_face::CronTool;

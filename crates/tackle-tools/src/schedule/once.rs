@@ -80,10 +80,14 @@ impl Tool for ScheduleOnce {
             at,
         )
         .await?;
-        Ok(
-            ToolOutput::text(format!("Scheduled {} {}: {}", s.name, s.spec, s.message))
-                .with_structured(json!({"id": s.name, "at": s.spec})),
-        )
+        Ok(ToolOutput::text(format!(
+            "Scheduled {} {}: {}{}",
+            s.name,
+            s.spec,
+            s.message,
+            super::who_fires::note(&self.0.store, &s)
+        ))
+        .with_structured(json!({"id": s.name, "at": s.spec})))
     }
 }
 
