@@ -137,3 +137,74 @@ fn a_disabled_extensions_tools_are_not_sent_and_a_forced_call_is_refused() {
         "{records:#?}"
     );
 }
+
+/// The switch is kept with the session: `tackle chat --session ID` resumes with the extension
+/// still off (its tools not offered), until `/enable` turns it on again.
+#[test]
+fn a_resumed_chat_keeps_its_disabled_extension() {
+    let rules = concat!(
+        "rules:\n",
+        "  - name: offered\n    when: {tools_include: web_fetch}\n    respond: {content: \"WEB-OFFERED\"}\n",
+        "  - name: hidden\n    when: {}\n    respond: {content: \"WEB-HIDDEN\"}\n",
+    );
+    let Some(llm) = FakeLlm::start(rules) else {
+        return;
+    };
+    let sb = Sandbox::new();
+    let config = sb.config(&llm.backend_yaml("openai", false));
+    let chat = |args: &[&str], script: &[&str]| {
+        let mut cmd = sb.tackle(&config, args);
+        cmd.stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        let mut child = cmd.spawn().expect("spawn tackle chat");
+        if let Some(mut stdin) = child.stdin.take() {
+            let _ = stdin.write_all(format!("{}\n", script.join("\n")).as_bytes());
+        }
+        let out = child.wait_with_output().expect("chat ends");
+        let both = format!(
+            "{}\n--- stderr ---\n{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert_eq!(out.status.code(), Some(0), "{both}");
+        // The answers (stdout) first, so a recap of earlier ones (stderr) is not counted.
+        (String::from_utf8_lossy(&out.stdout).into_owned(), both)
+    };
+    let (_, first) = chat(&["chat"], &["/disable web", "which tools", "/quit"]);
+    assert!(first.contains("WEB-HIDDEN"), "{first}");
+    let id = first
+        .split("resume with tackle chat --session ")
+        .nth(1)
+        .and_then(|rest| rest.split_whitespace().next())
+        .map(|s| s.trim_end_matches(')').to_string())
+        .unwrap_or_else(|| panic!("no session id:\n{first}"));
+    let (answered, resumed) = chat(
+        &["chat", "--session", &id],
+        &[
+            "/extensions",
+            "which tools now",
+            "/enable web",
+            "and now",
+            "/quit",
+        ],
+    );
+    let answers: Vec<&str> = answered
+        .lines()
+        .filter_map(|l| {
+            ["WEB-OFFERED", "WEB-HIDDEN"]
+                .into_iter()
+                .find(|a| l.contains(a))
+        })
+        .collect();
+    assert_eq!(answers, ["WEB-HIDDEN", "WEB-OFFERED"], "{resumed}");
+    assert!(
+        resumed
+            .lines()
+            .any(|l| l.split_whitespace().next() == Some("web") && l.contains("disabled")),
+        "{resumed}"
+    );
+    // A third start resumes with it on: /enable was kept as well.
+    let (answered, third) = chat(&["chat", "--session", &id], &["last time", "/quit"]);
+    assert!(answered.contains("WEB-OFFERED"), "{third}");
+}

@@ -1680,3 +1680,48 @@ fn a_decoy_caught_leaving_is_shown_over_the_api_by_name_never_by_value() {
         );
     }
 }
+
+/// `X-Tackle-Disabled-Extensions` sets the extensions switched off in the session: their tools
+/// are not offered, the setting is kept for the session's later requests, an empty header turns
+/// them back on, and a name with no tools is refused before anything runs.
+#[test]
+fn a_session_s_disabled_extensions_are_set_over_the_api_and_kept() {
+    let rules = concat!(
+        "rules:\n",
+        "  - name: offered\n    when: {tools_include: web_fetch}\n    respond: {content: \"WEB-OFFERED\"}\n",
+        "  - name: hidden\n    when: {}\n    respond: {content: \"WEB-HIDDEN\"}\n",
+    );
+    let Some(llm) = FakeLlm::start(rules) else {
+        return;
+    };
+    let sb = Sandbox::new();
+    let port = free_port();
+    let config = config(&sb, &llm, port, "");
+    let daemon = Daemon::start(&sb, &config, port);
+    let ask = |headers: &str| {
+        daemon.post(
+            "/v1/chat/completions",
+            &format!("Authorization: Bearer {CHAT_TOKEN}\r\n{headers}"),
+            r#"{"model": "tackle:default", "messages": [{"role": "user", "content": "which tools"}]}"#,
+        )
+    };
+    let (code, body) = ask("X-Tackle-Session: ext-api-1\r\nX-Tackle-Disabled-Extensions: web\r\n");
+    assert_eq!(code, 200, "{body}");
+    assert!(body.contains("WEB-HIDDEN"), "{body}");
+    // Kept: the next request of the session, without the header, still has it off.
+    let (code, body) = ask("X-Tackle-Session: ext-api-1\r\n");
+    assert_eq!(code, 200, "{body}");
+    assert!(body.contains("WEB-HIDDEN"), "{body}");
+    // Another session is untouched.
+    let (code, body) = ask("X-Tackle-Session: ext-api-2\r\n");
+    assert_eq!(code, 200, "{body}");
+    assert!(body.contains("WEB-OFFERED"), "{body}");
+    // Empty: all back on.
+    let (code, body) = ask("X-Tackle-Session: ext-api-1\r\nX-Tackle-Disabled-Extensions: \r\n");
+    assert_eq!(code, 200, "{body}");
+    assert!(body.contains("WEB-OFFERED"), "{body}");
+    let (code, body) =
+        ask("X-Tackle-Session: ext-api-1\r\nX-Tackle-Disabled-Extensions: web, nosuch\r\n");
+    assert_eq!(code, 400, "{body}");
+    assert!(body.contains("nosuch"), "{body}");
+}

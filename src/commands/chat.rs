@@ -134,7 +134,7 @@ pub async fn run(global: &Global, args: ChatArgs) -> Result<i32> {
             .into_iter()
             .find_map(|(command, on)| command_arg(input, command).map(|arg| (arg, on)));
         if let Some((arg, on)) = switch {
-            extensions::switch(&rt, &session, arg, on);
+            extensions::switch(&rt, &session, arg, on).await;
             continue;
         }
         match input {

@@ -21,6 +21,27 @@ use tackle_protocol::ErrorKind;
 
 /// The header naming the session a completion continues.
 pub const SESSION_HEADER: &str = "x-tackle-session";
+/// The header that sets the extensions switched off in the session (comma-separated; empty
+/// turns them all back on), kept with the session for its later turns.
+pub const DISABLED_EXTENSIONS_HEADER: &str = "x-tackle-disabled-extensions";
+
+/// The extensions [`DISABLED_EXTENSIONS_HEADER`] names; `None` without the header.
+pub fn disabled_extensions(headers: &HeaderMap) -> Result<Option<Vec<String>>, ApiError> {
+    headers
+        .get(DISABLED_EXTENSIONS_HEADER)
+        .map(|v| {
+            let text = v
+                .to_str()
+                .map_err(|_| ApiError::bad_request("X-Tackle-Disabled-Extensions is not text"))?;
+            Ok(text
+                .split(',')
+                .map(str::trim)
+                .filter(|n| !n.is_empty())
+                .map(str::to_string)
+                .collect())
+        })
+        .transpose()
+}
 
 #[derive(Debug, Serialize, JsonSchema)]
 pub struct ModelList {
@@ -160,7 +181,10 @@ pub async fn chat_completions(
                 .map_err(|_| ApiError::bad_request("X-Tackle-Session is not text"))
         })
         .transpose()?;
-    let running = gw.turns.start(&agent, session, task).await?;
+    let running = gw
+        .turns
+        .start(&agent, session, task, disabled_extensions(&headers)?)
+        .await?;
     let note = TurnNote {
         agent: running.agent.clone(),
         session: running.session.clone(),

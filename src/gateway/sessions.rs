@@ -195,6 +195,7 @@ pub async fn delete(
 pub async fn post_message(
     State(gw): State<Arc<Gateway>>,
     Path(id): Path<String>,
+    headers: axum::http::HeaderMap,
     body: Result<Json<PostMessage>, JsonRejection>,
 ) -> Result<Response, ApiError> {
     let Json(req) = body?;
@@ -206,7 +207,15 @@ pub async fn post_message(
         Some(name) => gw.turns.agent_for_model(name)?,
         None => gw.turns.agent_for_model(&session.agent)?,
     };
-    let running = gw.turns.start(&agent, Some(&id), req.content).await?;
+    let running = gw
+        .turns
+        .start(
+            &agent,
+            Some(&id),
+            req.content,
+            openai::disabled_extensions(&headers)?,
+        )
+        .await?;
     let note = TurnNote {
         agent: running.agent.clone(),
         session: running.session.clone(),

@@ -87,12 +87,14 @@ impl Turns {
     }
 
     /// Starts `task` as a turn of `agent` in a new session, or in `session` (resumed, or
-    /// created with that id).
+    /// created with that id). `disabled`, when given, becomes the session's set of
+    /// extensions switched off (kept with it), before the turn starts.
     pub async fn start(
         &self,
         agent: &str,
         session: Option<&str>,
         task: String,
+        disabled: Option<Vec<String>>,
     ) -> Result<Running, ApiError> {
         if let Some(id) = session {
             tackle_protocol::ids::check(tackle_protocol::ids::IdKind::Session, id)
@@ -116,6 +118,29 @@ impl Turns {
             .session(session)
             .await
             .map_err(|e| ApiError::failed(crate::errors::render(&e)))?;
+        if let Some(off) = disabled {
+            let known: std::collections::BTreeSet<String> = pooled
+                .runtime
+                .app
+                .dispatcher
+                .registry()
+                .specs()
+                .into_iter()
+                .map(|s| s.owner)
+                .collect();
+            if let Some(unknown) = off.iter().find(|name| !known.contains(*name)) {
+                return Err(ApiError::bad_request(format!(
+                    "{}: no extension `{}` with tools for agent `{agent}`; those with tools: {}",
+                    super::openai::DISABLED_EXTENSIONS_HEADER,
+                    tackle_protocol::text::preview(unknown, 40),
+                    known.into_iter().collect::<Vec<_>>().join(", ")
+                )));
+            }
+            stored
+                .set_disabled_extensions(&off)
+                .await
+                .map_err(|e| ApiError::failed(e.to_string()))?;
+        }
         let (tx, from_loop) = tokio::sync::mpsc::unbounded_channel();
         let cancel = self.pool.turn_token();
         let id = stored.id().to_string();

@@ -128,6 +128,9 @@ impl Session {
             taint_kept = usize::try_from(kept.count).unwrap_or(usize::MAX);
             approvals.taint().restore(kept.sources, taint_kept);
         }
+        for off in store.session_disabled_extensions(id.as_str()).await? {
+            approvals.extensions().disable(&off);
+        }
         Ok(Self {
             id,
             store: Some(store),
@@ -201,6 +204,48 @@ impl Session {
         store.set_session_taint(self.id.as_str(), record).await?;
         self.taint_kept = count;
         Ok(())
+    }
+
+    /// Switches `extension` off (`on` false) or back on for this session, and keeps the
+    /// change with it so the session's next turn, here or in another process, starts so.
+    /// False when it was already so.
+    pub async fn switch_extension(&self, extension: &str, on: bool) -> Result<bool, StoreError> {
+        let extensions = self.approvals.extensions();
+        let changed = if on {
+            extensions.enable(extension)
+        } else {
+            extensions.disable(extension)
+        };
+        if changed {
+            self.keep_extensions().await?;
+        }
+        Ok(changed)
+    }
+
+    /// Replaces the extensions off in this session with `off`, and keeps them.
+    pub async fn set_disabled_extensions(&self, off: &[String]) -> Result<(), StoreError> {
+        let extensions = self.approvals.extensions();
+        for name in extensions.disabled() {
+            extensions.enable(&name);
+        }
+        for name in off {
+            extensions.disable(name);
+        }
+        self.keep_extensions().await
+    }
+
+    async fn keep_extensions(&self) -> Result<(), StoreError> {
+        match &self.store {
+            Some(store) => {
+                store
+                    .set_session_disabled_extensions(
+                        self.id.as_str(),
+                        self.approvals.extensions().disabled(),
+                    )
+                    .await
+            }
+            None => Ok(()),
+        }
     }
 
     /// Add a message already in the store (a background result written while the session

@@ -41,6 +41,7 @@ mod presence;
 pub mod private_file;
 mod reminders;
 mod schedules;
+mod session_extensions;
 mod session_taint;
 mod session_verify;
 mod sessions;

@@ -378,6 +378,12 @@ const MIGRATIONS: &[(i64, &str)] = &[
             until_ms INTEGER NOT NULL
         );",
     ),
+    (
+        // The extensions switched off for one session (a JSON list; NULL: none), so a
+        // resumed chat or the next API request of the session starts with them off.
+        21,
+        "ALTER TABLE sessions ADD COLUMN disabled_extensions TEXT;",
+    ),
 ];
 
 /// The newest schema version this build knows.

@@ -2,6 +2,7 @@
 //! for this session only (tackle_agent::session_extensions). The model is not sent its tools
 //! from the next request on, and the dispatcher refuses a call to one in this session; the
 //! agent's config and other sessions are untouched, and `/clear` starts with all of them on.
+//! The switch is kept with the session: `tackle chat --session ID` resumes with it.
 
 use crate::runtime::Runtime;
 use crate::term;
@@ -39,8 +40,9 @@ pub(super) fn list(rt: &Runtime, session: &Session) {
     );
 }
 
-/// `/disable EXT` (`on` false: `/enable EXT`).
-pub(super) fn switch(rt: &Runtime, session: &Session, arg: &str, on: bool) {
+/// `/disable EXT` (`on` false: `/enable EXT`), kept with the session (a resumed chat starts
+/// with it off).
+pub(super) async fn switch(rt: &Runtime, session: &Session, arg: &str, on: bool) {
     let verb = if on { "enable" } else { "disable" };
     let name = arg.trim();
     if name.is_empty() {
@@ -60,11 +62,12 @@ pub(super) fn switch(rt: &Runtime, session: &Session, arg: &str, on: bool) {
         ));
         return;
     };
-    let extensions = session.approvals().extensions();
-    let changed = if on {
-        extensions.enable(name)
-    } else {
-        extensions.disable(name)
+    let changed = match session.switch_extension(name, on).await {
+        Ok(changed) => changed,
+        Err(e) => {
+            term::err_line(&format!("cannot {verb} `{name}` for this session: {e}"));
+            return;
+        }
     };
     let tools = preview(&tools.join(", "), 160);
     term::err_line(&match (on, changed) {
