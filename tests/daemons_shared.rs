@@ -192,3 +192,68 @@ fn three_daemons_fire_each_schedule_once_and_take_over_from_one_killed_mid_run()
         "the killed daemon's unfinished runs are recorded as taken over: {per_schedule:?}"
     );
 }
+
+/// How late fires start with one and with three daemons over one database: 20 schedules
+/// every two seconds for 20 s, the lateness of each run (`started - due`) as p50 and p99.
+/// `cargo nextest run --test daemons_shared --run-ignored only --no-capture` (BENCHMARKS.md).
+#[test]
+#[ignore = "a measurement: prints figures, asserts nothing about speed"]
+fn measure_fire_lateness_with_one_and_three_daemons() {
+    for daemons in [1usize, 3] {
+        let Some(url) = fresh_database() else {
+            return;
+        };
+        let Some(llm) = FakeLlm::start("rules:\n  - name: any\n    respond: {content: \"done\"}\n")
+        else {
+            return;
+        };
+        let yaml = format!(
+            "{}state_url: \"{url}\"\nschedules:\n  min_interval_secs: 1\n  max_concurrent_per_agent: 64\n",
+            llm.backend_yaml("openai", true)
+        );
+        let machines: Vec<Sandbox> = (0..daemons).map(|_| Sandbox::new()).collect();
+        let configs: Vec<_> = machines.iter().map(|m| m.config(&yaml)).collect();
+        let children: Vec<Child> = machines
+            .iter()
+            .zip(&configs)
+            .map(|(m, c)| daemon(m, c))
+            .collect();
+        for i in 0..SCHEDULES {
+            let add = run(machines[0].tackle(
+                &configs[0],
+                &[
+                    "tools",
+                    "call",
+                    "schedule_add",
+                    &format!(r#"{{"id": "m{i:02}", "cron": "*/2 * * * * *", "task": "tick"}}"#),
+                    "--yes",
+                ],
+            ));
+            assert_eq!(add.code, 0, "{add}");
+        }
+        std::thread::sleep(Duration::from_secs(20));
+        for child in children {
+            stop(child);
+        }
+        let mut late: Vec<i64> = rows(
+            &url,
+            "SELECT started_ms - due_ms FROM schedule_fires WHERE started_ms IS NOT NULL",
+        )
+        .iter()
+        .filter_map(|r| r.first().cloned().flatten()?.parse().ok())
+        .collect();
+        late.sort_unstable();
+        let at = |q: f64| {
+            late.get(((late.len() as f64 - 1.0) * q).round() as usize)
+                .copied()
+                .unwrap_or(-1)
+        };
+        println!(
+            "daemons: {daemons}, fires run: {}, late p50 {} ms, p99 {} ms, max {} ms",
+            late.len(),
+            at(0.5),
+            at(0.99),
+            late.last().copied().unwrap_or(-1)
+        );
+    }
+}
