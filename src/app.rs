@@ -437,8 +437,13 @@ pub fn open_store(config: &Config) -> Result<Store> {
         .state_url
         .as_ref()
         .map(tackle_protocol::config::Secret::expose);
-    Store::open_with_url(&state_dir, url)
-        .map_err(|e| anyhow::anyhow!("cannot open the state store: {e}"))
+    Store::open_with_url(&state_dir, url).map_err(|e| match e {
+        // A URL that names no engine (or no valid PostgreSQL address) is a config error.
+        tackle_store::StoreError::StateUrl(_) => {
+            crate::exit::usage(format!("cannot open the state store: {e}"))
+        }
+        e => anyhow::anyhow!("cannot open the state store: {e}"),
+    })
 }
 
 /// The configured MCP servers alone (no registry, no dispatcher), started as every command

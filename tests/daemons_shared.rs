@@ -257,3 +257,37 @@ fn measure_fire_lateness_with_one_and_three_daemons() {
         );
     }
 }
+
+/// A `state_url` that names no engine, or no valid PostgreSQL address, is a config error (exit
+/// 2) naming the key; an unreachable database fails the command (exit 1). No message carries
+/// the password.
+#[test]
+fn a_bad_or_unreachable_state_url_is_said_without_its_password() {
+    let sb = Sandbox::new();
+    for (url, code) in [
+        (format!("mysql://tackle:{PASSWORD}@db/tackle"), 2),
+        (
+            format!("postgres://tackle:{PASSWORD}@db:notaport/tackle"),
+            2,
+        ),
+        (
+            format!("postgres://tackle:{PASSWORD}@127.0.0.1:1/tackle"),
+            1,
+        ),
+    ] {
+        let config = sb.config(&format!("state_url: \"{url}\"\n"));
+        let r = run(sb.tackle(&config, &["schedule", "list"]));
+        assert_eq!(r.code, code, "{url}: {r}");
+        assert!(r.stderr.contains("state"), "{r}");
+        assert!(
+            !r.stderr.contains(PASSWORD) && !r.stdout.contains(PASSWORD),
+            "{r}"
+        );
+        let doctor = run(sb.tackle(&config, &["doctor", "--json"]));
+        assert!(
+            !doctor.stdout.contains(PASSWORD) && !doctor.stderr.contains(PASSWORD),
+            "{doctor}"
+        );
+        assert!(doctor.stdout.contains("\"fail\""), "{doctor}");
+    }
+}

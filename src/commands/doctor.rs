@@ -137,8 +137,12 @@ pub async fn run(global: &Global, args: DoctorArgs) -> Result<i32> {
     checks.insert(0, Check::ok("config", source));
     checks.push(Check::ok("workspace", app.workspace.display().to_string()));
     checks.push(state_dir_check(&state_dir));
+    // Where schedules live is asked of a store that opened (a failed one is checked above).
+    let store_opened = store_failure.is_none();
     checks.push(store_check(&app.store, store_failure).await);
-    checks.push(schedules_engine_check(&app.store).await);
+    if store_opened {
+        checks.push(schedules_engine_check(&app.store).await);
+    }
 
     // The slow checks run together: every backend's probe (the configured ones, else the
     // one `tackle run` would find) and the MCP servers' start-up.

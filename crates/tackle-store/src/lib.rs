@@ -186,9 +186,10 @@ impl Store {
 
     #[cfg(feature = "postgres")]
     fn open_shared(state_dir: &Path, url: &str) -> Result<Self, StoreError> {
-        let shared = pg::Shared::connect(url)?;
+        // The file first: a database that cannot be reached still leaves the state directory
+        // made, so `tackle doctor` reports that one problem, not two.
         let mut store = Self::open(state_dir)?;
-        store.shared = Some(Arc::new(shared));
+        store.shared = Some(Arc::new(pg::Shared::connect(url)?));
         Ok(store)
     }
 

@@ -119,10 +119,9 @@ impl Shared {
     /// the schema is ready.
     pub(crate) fn connect(url: &str) -> Result<Self, StoreError> {
         let shown = redact(url);
-        let config: postgres::Config = url.parse().map_err(|e| StoreError::Shared {
-            url: shown.clone(),
-            why: format!("not a PostgreSQL URL: {e}"),
-        })?;
+        let config: postgres::Config = url
+            .parse()
+            .map_err(|e| StoreError::StateUrl(format!("{shown} is not a PostgreSQL URL: {e}")))?;
         let (jobs, queue) = std::sync::mpsc::channel::<Job>();
         let worker = Connection {
             config,
@@ -301,10 +300,10 @@ pub(crate) fn redact(url: &str) -> String {
         None => (rest, ""),
     };
     let authority = match authority.rsplit_once('@') {
-        Some((user, host)) => {
-            let user = user.split_once(':').map_or(user, |(name, _)| name);
-            format!("{user}:***@{host}")
-        }
+        Some((user, host)) => match user.split_once(':') {
+            Some((name, _)) => format!("{name}:***@{host}"),
+            None => format!("{user}@{host}"),
+        },
         None => authority.to_string(),
     };
     // A password given as a query parameter is hidden as well.
@@ -507,6 +506,8 @@ mod tests {
             "postgresql://db/tackle?user=t&password=***"
         );
         assert_eq!(redact("postgres://db/tackle"), "postgres://db/tackle");
+        assert_eq!(redact("postgres://u@db/tackle"), "postgres://u@db/tackle");
+        assert_eq!(redact("postgres://u:p:q@db/t"), "postgres://u:***@db/t");
         assert!(!redact("host=db password=s3cret").contains("s3cret"));
     }
 }
