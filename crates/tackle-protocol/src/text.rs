@@ -1,7 +1,7 @@
 //! String helpers that never split a UTF-8 character.
 //!
-//! Every place that shortens text from outside goes through here (STYLE.md: "cut only at char
-//! boundaries, through one helper").
+//! Every place that shortens text from outside goes through here: text is cut only at char
+//! boundaries, through one helper, so no input can make a byte-index slice panic.
 
 /// The longest prefix of `s` that is at most `max_bytes` long and ends on a char boundary.
 pub fn truncate_at_char_boundary(s: &str, max_bytes: usize) -> &str {
