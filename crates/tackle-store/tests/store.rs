@@ -769,16 +769,20 @@ mod schedules {
         use tackle_store::{ApprovalReply, ApprovalStatus, NewApproval};
         for engine in engines() {
             let daemons: Vec<Store> = (0..3).map(|_| engine.open()).collect();
+            let shell = |deadline: OffsetDateTime, preview: &str| NewApproval {
+                deadline,
+                agent: "default".into(),
+                session_id: "s1".into(),
+                tool: "shell".into(),
+                preview: preview.into(),
+                approvers: vec![],
+                waiter: None,
+            };
             let raised = daemons[0]
-                .enqueue_approval(NewApproval {
-                    deadline: OffsetDateTime::now_utc() + Duration::minutes(5),
-                    agent: "default".into(),
-                    session_id: "s1".into(),
-                    tool: "shell".into(),
-                    preview: "rm -rf build".into(),
-                    approvers: vec![],
-                    waiter: None,
-                })
+                .enqueue_approval(shell(
+                    OffsetDateTime::now_utc() + Duration::minutes(5),
+                    "rm -rf build",
+                ))
                 .await
                 .unwrap();
             let seen = daemons[2]
@@ -811,15 +815,10 @@ mod schedules {
             );
             // One past its deadline expires, whoever looks.
             let late = daemons[0]
-                .enqueue_approval(NewApproval {
-                    deadline: OffsetDateTime::now_utc() - Duration::seconds(1),
-                    agent: "default".into(),
-                    session_id: "s1".into(),
-                    tool: "shell".into(),
-                    preview: "make".into(),
-                    approvers: vec![],
-                    waiter: None,
-                })
+                .enqueue_approval(shell(
+                    OffsetDateTime::now_utc() - Duration::seconds(1),
+                    "make",
+                ))
                 .await
                 .unwrap();
             let expired = daemons[1]
