@@ -291,3 +291,33 @@ fn a_bad_or_unreachable_state_url_is_said_without_its_password() {
         assert!(doctor.stdout.contains("\"fail\""), "{doctor}");
     }
 }
+
+/// A server that accepts the connection and never answers (a stuck proxy, a wrong port) ends
+/// the command with an error within the store's bounds, never a hang.
+#[test]
+fn a_database_that_accepts_and_never_answers_is_an_error_not_a_hang() {
+    let silent = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+    let port = silent.local_addr().expect("addr").port();
+    let held = std::thread::spawn(move || {
+        let mut kept = Vec::new();
+        for stream in silent.incoming().flatten().take(4) {
+            kept.push(stream);
+        }
+        std::thread::sleep(Duration::from_secs(40));
+    });
+    let sb = Sandbox::new();
+    let config = sb.config(&format!(
+        "state_url: \"postgres://tackle:{PASSWORD}@127.0.0.1:{port}/tackle?sslmode=disable\"\n"
+    ));
+    let started = Instant::now();
+    let r = run(sb.tackle(&config, &["schedule", "list"]));
+    assert_eq!(r.code, 1, "{r}");
+    assert!(r.stderr.contains("no answer within"), "{r}");
+    assert!(!r.stderr.contains(PASSWORD), "{r}");
+    assert!(
+        started.elapsed() < Duration::from_secs(30),
+        "took {:?}",
+        started.elapsed()
+    );
+    drop(held);
+}

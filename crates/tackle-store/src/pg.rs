@@ -106,6 +106,12 @@ const MIGRATIONS: &[(i64, &str)] = &[
     ),
 ];
 
+/// How long reaching the server may take (the URL's `connect_timeout` overrides it).
+const CONNECT_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(10);
+/// How long one piece of work may wait for its answer; a server that accepted the connection
+/// and went silent is reported after this instead of stalling the caller.
+const ANSWER_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(15);
+
 /// The newest shared schema version this build knows.
 pub(crate) fn latest_version() -> i64 {
     MIGRATIONS.last().map_or(0, |(v, _)| *v)
@@ -119,9 +125,14 @@ impl Shared {
     /// the schema is ready.
     pub(crate) fn connect(url: &str) -> Result<Self, StoreError> {
         let shown = redact(url);
-        let config: postgres::Config = url
+        let mut config: postgres::Config = url
             .parse()
             .map_err(|e| StoreError::StateUrl(format!("{shown} is not a PostgreSQL URL: {e}")))?;
+        // A host that never answers a connection (a blackholed address) fails in seconds,
+        // not after the kernel's minutes of retries; the URL's own `connect_timeout` wins.
+        if config.get_connect_timeout().is_none() {
+            config.connect_timeout(CONNECT_TIMEOUT);
+        }
         let (jobs, queue) = std::sync::mpsc::channel::<Job>();
         let worker = Connection {
             config,
@@ -153,7 +164,10 @@ impl Shared {
         self.submit(f, move |r| {
             let _ = tx.send(r);
         })?;
-        rx.await.map_err(|_| self.gone())?
+        match tokio::time::timeout(ANSWER_TIMEOUT, rx).await {
+            Ok(answer) => answer.map_err(|_| self.gone())?,
+            Err(_) => Err(self.silent(ANSWER_TIMEOUT)),
+        }
     }
 
     /// [`Self::run`] for callers outside the runtime (start-up).
@@ -166,7 +180,19 @@ impl Shared {
         self.submit(f, move |r| {
             let _ = tx.send(r);
         })?;
-        rx.recv().map_err(|_| self.gone())?
+        match rx.recv_timeout(ANSWER_TIMEOUT) {
+            Ok(answer) => answer,
+            Err(std::sync::mpsc::RecvTimeoutError::Timeout) => Err(self.silent(ANSWER_TIMEOUT)),
+            Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => Err(self.gone()),
+        }
+    }
+
+    /// A server that accepted the connection and then said nothing: an error, never a hang.
+    fn silent(&self, waited: std::time::Duration) -> StoreError {
+        StoreError::Shared {
+            url: self.shown.clone(),
+            why: format!("no answer within {} s", waited.as_secs()),
+        }
     }
 
     fn submit<T, F>(
