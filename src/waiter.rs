@@ -28,6 +28,19 @@ pub(crate) fn host() -> String {
     read_trimmed("/proc/sys/kernel/hostname").unwrap_or_default()
 }
 
+/// Who holds a fire's lease: `KIND-HOST-PID-MS` (`daemon-…`, `chat-…`), unique per process and
+/// across the machines that share one database, and readable in a fire record.
+pub(crate) fn lease_owner(kind: &str) -> String {
+    let ms = time::OffsetDateTime::now_utc().unix_timestamp_nanos() / 1_000_000;
+    let host: String = host()
+        .chars()
+        .filter(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '.'))
+        .take(64)
+        .collect();
+    let host = if host.is_empty() { "host".into() } else { host };
+    format!("{kind}-{host}-{}-{ms}", std::process::id())
+}
+
 fn boot_id() -> String {
     read_trimmed("/proc/sys/kernel/random/boot_id").unwrap_or_default()
 }

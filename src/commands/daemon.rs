@@ -48,7 +48,7 @@ pub async fn run(global: &Global, args: DaemonArgs) -> Result<i32> {
         None => None,
     };
     let runner = Arc::new(TurnRunner::new(global.clone()));
-    let owner = owner_id();
+    let owner = crate::waiter::lease_owner("daemon");
     let mut engine_config = EngineConfig::new(owner.clone());
     engine_config.zone = zone;
     engine_config.catch_up = config.schedules.catch_up;
@@ -138,20 +138,6 @@ pub async fn run(global: &Global, args: DaemonArgs) -> Result<i32> {
         eprintln!("daemon: stopped");
     }
     Ok(exit::OK)
-}
-
-/// Who holds a lease: unique per process and across the machines that share one database, so
-/// leases tell two daemons (or a restarted one) apart; readable in a fire record
-/// (`daemon-HOST-PID-MS`).
-fn owner_id() -> String {
-    let ms = time::OffsetDateTime::now_utc().unix_timestamp_nanos() / 1_000_000;
-    let host: String = crate::waiter::host()
-        .chars()
-        .filter(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '.'))
-        .take(64)
-        .collect();
-    let host = if host.is_empty() { "host".into() } else { host };
-    format!("daemon-{host}-{}-{ms}", std::process::id())
 }
 
 /// Every agent a fire may run as has a backend (configured or found in the environment):

@@ -46,14 +46,7 @@ pub struct Wakeups {
 impl Wakeups {
     pub fn new(rt: &Runtime, config: &Config, session: &Session) -> Self {
         // As a daemon names itself, so a fire record says which process ran it.
-        let ms = OffsetDateTime::now_utc().unix_timestamp_nanos() / 1_000_000;
-        let host: String = crate::waiter::host()
-            .chars()
-            .filter(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '.'))
-            .take(64)
-            .collect();
-        let host = if host.is_empty() { "host".into() } else { host };
-        let owner = format!("chat-{host}-{}-{ms}", std::process::id());
+        let owner = crate::waiter::lease_owner("chat");
         Self {
             store: rt.store.clone(),
             agent: rt.agent_name.clone(),
