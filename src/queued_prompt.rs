@@ -261,10 +261,12 @@ mod tests {
         }
     }
 
-    /// A prompt that answers `answer` once `go` is notified, and says when it was dropped.
+    /// A prompt that says when it is shown, answers `answer` once `go` is notified, and says
+    /// when it was dropped.
     struct Scripted {
         go: Arc<Notify>,
         answer: Result<ApprovalAnswer, ApprovalUnavailable>,
+        shown: Arc<Notify>,
         dropped: Arc<Notify>,
     }
 
@@ -284,6 +286,7 @@ mod tests {
 
         async fn ask(&self, _req: &ApprovalRequest) -> Result<ApprovalAnswer, ApprovalUnavailable> {
             let _drop = SaysWhenDropped(Arc::clone(&self.dropped));
+            self.shown.notify_one();
             self.go.notified().await;
             self.answer.clone()
         }
@@ -298,15 +301,27 @@ mod tests {
     fn queued(
         queue: &Arc<ApprovalQueue>,
         answer: Result<ApprovalAnswer, ApprovalUnavailable>,
-    ) -> (QueuedPrompt, Arc<Notify>, Arc<Notify>) {
-        let (go, dropped) = (Arc::new(Notify::new()), Arc::new(Notify::new()));
+    ) -> (QueuedPrompt, Scripts) {
+        let scripts = Scripts {
+            go: Arc::new(Notify::new()),
+            shown: Arc::new(Notify::new()),
+            dropped: Arc::new(Notify::new()),
+        };
         let inner = Scripted {
-            go: Arc::clone(&go),
+            go: Arc::clone(&scripts.go),
             answer,
-            dropped: Arc::clone(&dropped),
+            shown: Arc::clone(&scripts.shown),
+            dropped: Arc::clone(&scripts.dropped),
         };
         let prompt = QueuedPrompt::new(Arc::new(inner), Arc::clone(queue), "default", "s1", QUIET);
-        (prompt, go, dropped)
+        (prompt, scripts)
+    }
+
+    /// The test's side of a scripted prompt.
+    struct Scripts {
+        go: Arc<Notify>,
+        shown: Arc<Notify>,
+        dropped: Arc<Notify>,
     }
 
     async fn first_pending(store: &Store) -> Approval {
@@ -326,9 +341,12 @@ mod tests {
     async fn an_answer_from_the_queue_drops_the_prompt_and_names_who() {
         let store = Store::open_in_memory().unwrap();
         let queue = ApprovalQueue::new(store.clone());
-        let (prompt, _go, dropped) = queued(&queue, Ok(ApprovalAnswer::Deny));
+        let (prompt, scripts) = queued(&queue, Ok(ApprovalAnswer::Deny));
         let asked = tokio::spawn(async move { prompt.ask_who(&request()).await });
         let entry = first_pending(&store).await;
+        // Answered while the person is looking at the prompt (an answer that lands before the
+        // prompt is first shown means it is never shown, and there is nothing to drop).
+        scripts.shown.notified().await;
         assert_eq!(entry.approvers, ["terminal", "approve"]);
         assert!(entry.preview.contains("touch proof.txt"), "{entry:?}");
         let late = entry.deadline - OffsetDateTime::now_utc();
@@ -340,7 +358,7 @@ mod tests {
         let (answer, who) = asked.await.unwrap().unwrap();
         assert_eq!(answer, ApprovalAnswer::Once);
         assert_eq!(who, "queue:cli:alice");
-        tokio::time::timeout(Duration::from_secs(5), dropped.notified())
+        tokio::time::timeout(Duration::from_secs(5), scripts.dropped.notified())
             .await
             .expect("the prompt is dropped");
     }
@@ -349,10 +367,10 @@ mod tests {
     async fn the_prompts_answer_is_recorded_unless_another_won_first() {
         let store = Store::open_in_memory().unwrap();
         let queue = ApprovalQueue::new(store.clone());
-        let (prompt, go, _) = queued(&queue, Ok(ApprovalAnswer::Deny));
+        let (prompt, scripts) = queued(&queue, Ok(ApprovalAnswer::Deny));
         let asked = tokio::spawn(async move { prompt.ask_who(&request()).await });
         let entry = first_pending(&store).await;
-        go.notify_one();
+        scripts.go.notify_one();
         let (answer, who) = asked.await.unwrap().unwrap();
         assert_eq!((answer, who.as_str()), (ApprovalAnswer::Deny, "scripted"));
         let row = store.approval(&entry.id).await.unwrap().unwrap();
@@ -360,7 +378,7 @@ mod tests {
         assert_eq!(row.answered_by.as_deref(), Some("terminal"));
 
         // Another front end's answer lands between the person's and its recording: it wins.
-        let (prompt, _, _) = queued(&queue, Ok(ApprovalAnswer::Deny));
+        let (prompt, _) = queued(&queue, Ok(ApprovalAnswer::Deny));
         let entry = store
             .enqueue_approval(NewApproval {
                 agent: "default".into(),
@@ -391,8 +409,8 @@ mod tests {
         let store = Store::open_in_memory().unwrap();
         let queue = ApprovalQueue::new(store.clone());
         let closed = ApprovalUnavailable("stdin closed before the approval was answered".into());
-        let (prompt, go, _) = queued(&queue, Err(closed.clone()));
-        go.notify_one();
+        let (prompt, scripts) = queued(&queue, Err(closed.clone()));
+        scripts.go.notify_one();
         let e = prompt.ask_who(&request()).await.unwrap_err();
         assert_eq!(e, closed);
         let all = store.list_recent_approvals(10).await.unwrap();
