@@ -235,3 +235,64 @@ fn each_config_warning_is_reported_once_not_again_on_stderr() {
     assert_eq!(lines, 1, "{r}");
     assert!(r.stdout.contains("TACKLE_DOCTOR_UNSET_A"), "{r}");
 }
+
+/// Answers each request with an empty model listing and hands back its head, lower-cased.
+fn recording_server() -> (u16, std::sync::mpsc::Receiver<String>) {
+    use std::io::{BufRead, BufReader, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind 127.0.0.1");
+    let port = listener.local_addr().expect("local address").port();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for stream in listener.incoming().flatten() {
+            let mut reader = BufReader::new(&stream);
+            let mut head = String::new();
+            let mut line = String::new();
+            while reader.read_line(&mut line).is_ok_and(|n| n > 2) {
+                head.push_str(&line.to_ascii_lowercase());
+                line.clear();
+            }
+            let body = "{\"object\":\"list\",\"data\":[]}";
+            let _ = write!(
+                &stream,
+                "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+                body.len()
+            );
+            if tx.send(head).is_err() {
+                return;
+            }
+        }
+    });
+    (port, rx)
+}
+
+#[test]
+fn the_probe_sends_the_key_and_version_the_way_each_kind_of_api_wants_them() {
+    for (kind, expected) in [
+        (
+            "anthropic",
+            &["x-api-key: probe-key-1", "anthropic-version: 2023-06-01"][..],
+        ),
+        ("openai", &["authorization: bearer probe-key-1"][..]),
+    ] {
+        let (port, heads) = recording_server();
+        let sb = Sandbox::new();
+        let config = sb.config(&format!(
+            "backends:\n  - name: probed\n    type: {kind}\n    api_base: http://127.0.0.1:{port}\n    api_key: probe-key-1\n    models:\n      - name: m\n"
+        ));
+        let (r, v) = doctor_json(&sb, &config, &[]);
+        let c = check(&v, "backend.probed.endpoint");
+        assert_eq!(c["status"], "ok", "{kind}: {c}\n{r}");
+        let head = heads
+            .recv_timeout(std::time::Duration::from_secs(5))
+            .unwrap_or_else(|_| panic!("{kind}: the probe never arrived\n{r}"));
+        assert!(head.starts_with("get /v1/models "), "{kind}: {head}");
+        for header in expected {
+            assert!(head.contains(header), "{kind}: no `{header}` in\n{head}");
+        }
+        assert_eq!(
+            head.matches("probe-key-1").count(),
+            1,
+            "{kind}: the key is sent once, in its own header\n{head}"
+        );
+    }
+}

@@ -16,9 +16,10 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tackle_host::{HostConfig, NativeHostProvider};
+use tackle_llm::ProviderKind;
 use tackle_mcp::{ServerState, ServerStatus};
 use tackle_policy::secrets::SecretRedactor;
-use tackle_protocol::config::{BackendConfig, BackendType, Config, SandboxMode};
+use tackle_protocol::config::{BackendConfig, Config, SandboxMode};
 use tackle_protocol::{CallScope, Grants, HostError, HostProvider, HttpRequest, ToolHost};
 use tackle_store::Store;
 use tokio_util::sync::CancellationToken;
@@ -29,8 +30,6 @@ const PROBE_TIMEOUT: Duration = Duration::from_secs(3);
 const MCP_WAIT_MAX: Duration = Duration::from_secs(10);
 /// MCP's own default start-up timeout, for servers that set none.
 const MCP_STARTUP_DEFAULT_SECS: u64 = 30;
-/// The `anthropic-version` header the Messages API requires.
-const ANTHROPIC_VERSION: &str = "2023-06-01";
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
 #[serde(rename_all = "lowercase")]
@@ -453,23 +452,23 @@ fn key_check(i: usize, b: &BackendConfig, warnings: &[String]) -> Check {
                     .to_string(),
             },
         ),
-        (None, None) => match (b.kind, configured_base(b)) {
-            (BackendType::Anthropic, _) => Check::fail(
-                name,
-                "no api_key, and type anthropic needs one: api_key: \"${ANTHROPIC_API_KEY}\"",
-            ),
-            (BackendType::Openai, None) => Check::fail(
-                name,
+        (None, None) => {
+            let kind = ProviderKind::of(b.kind);
+            let needs = |what: &str| {
                 format!(
-                    "no api_key, and {} needs one: api_key: \"${{OPENAI_API_KEY}}\"",
-                    tackle_llm::openai::DEFAULT_API_BASE
+                    "no api_key, and {what} needs one: api_key: \"${{{}}}\"",
+                    kind.key_var
+                )
+            };
+            match configured_base(b) {
+                _ if kind.key_required => Check::fail(name, needs(&format!("type {}", kind.name))),
+                None => Check::fail(name, needs(kind.default_api_base)),
+                Some(_) => Check::ok(
+                    name,
+                    "no api_key (none is sent; fine for a server that needs none)",
                 ),
-            ),
-            (BackendType::Openai, Some(_)) => Check::ok(
-                name,
-                "no api_key (none is sent; fine for a server that needs none)",
-            ),
-        },
+            }
+        }
     }
 }
 
@@ -512,20 +511,13 @@ async fn probe(host: Arc<dyn ToolHost>, b: &BackendConfig) -> Check {
         Ok(base) => base,
         Err(e) => return Check::fail(name, e.to_string()),
     };
-    let url = format!("{base}/models");
-    let mut headers = match b.kind {
-        BackendType::Openai => Vec::new(),
-        BackendType::Anthropic => vec![(
-            "anthropic-version".to_string(),
-            ANTHROPIC_VERSION.to_string(),
-        )],
-    };
-    if let Some(k) = &key {
-        headers.push(match b.kind {
-            BackendType::Openai => ("Authorization".to_string(), format!("Bearer {k}")),
-            BackendType::Anthropic => ("x-api-key".to_string(), k.clone()),
-        });
-    }
+    let kind = ProviderKind::of(b.kind);
+    let url = format!("{base}{}", kind.models_path);
+    let headers = kind
+        .headers(key.as_deref())
+        .into_iter()
+        .map(|(name, value)| (name.to_string(), value))
+        .collect();
     let shown = shown_url(&url);
     let started = Instant::now();
     let answer = host

@@ -3,6 +3,7 @@
 
 use crate::error::LlmError;
 use crate::http::{Transport, WireDecoder};
+use crate::kinds::ANTHROPIC;
 use crate::retry::RetryPolicy;
 use crate::timeouts::Timeouts;
 use crate::types::{ChatRequest, EventStream, StopReason, StreamEvent, Usage};
@@ -12,8 +13,6 @@ use serde_json::{json, Map, Value};
 use std::collections::HashMap;
 use tackle_protocol::message::{Message, Role};
 
-pub const DEFAULT_API_BASE: &str = "https://api.anthropic.com/v1";
-pub const API_VERSION: &str = "2023-06-01";
 /// The Messages API requires `max_tokens`; used when the request sets none.
 pub const DEFAULT_MAX_TOKENS: u32 = 8_192;
 
@@ -29,7 +28,7 @@ impl AnthropicProvider {
     /// ([`crate::config::normalize_api_base`]).
     pub fn new(name: &str, api_base: &str, api_key: String) -> Result<Self, LlmError> {
         Ok(Self {
-            transport: Transport::new(name, api_base, "ANTHROPIC_API_KEY")?,
+            transport: Transport::new(name, api_base, ANTHROPIC.key_var)?,
             api_key,
         })
     }
@@ -54,15 +53,16 @@ impl Provider for AnthropicProvider {
     }
 
     async fn stream(&self, req: ChatRequest) -> Result<EventStream, LlmError> {
-        let url = self.transport.url("/messages");
+        let url = self.transport.url(ANTHROPIC.chat_path);
         let body = request_body(&req);
         let backend = self.transport.backend.clone();
         let make = |client: &reqwest::Client| {
-            client
-                .post(&url)
-                .header("x-api-key", &self.api_key)
-                .header("anthropic-version", API_VERSION)
-                .json(&body)
+            ANTHROPIC
+                .headers(Some(&self.api_key))
+                .into_iter()
+                .fold(client.post(&url).json(&body), |rb, (name, value)| {
+                    rb.header(name, value)
+                })
         };
         self.transport
             .open(

@@ -1,8 +1,9 @@
 //! Building a provider from a `backends:` entry.
 
-use crate::anthropic::{self, AnthropicProvider};
+use crate::anthropic::AnthropicProvider;
 use crate::error::LlmError;
-use crate::openai::{self, OpenAiProvider};
+use crate::kinds::ProviderKind;
+use crate::openai::OpenAiProvider;
 use crate::retry::RetryPolicy;
 use crate::timeouts::Timeouts;
 use crate::Provider;
@@ -17,10 +18,7 @@ pub fn api_base(backend: &BackendConfig) -> Result<String, LlmError> {
         .as_deref()
         .map(str::trim)
         .filter(|b| !b.is_empty());
-    let base = written.unwrap_or(match backend.kind {
-        BackendType::Openai => openai::DEFAULT_API_BASE,
-        BackendType::Anthropic => anthropic::DEFAULT_API_BASE,
-    });
+    let base = written.unwrap_or(ProviderKind::of(backend.kind).default_api_base);
     normalize_api_base(&backend.name, base)
 }
 
@@ -77,7 +75,7 @@ pub fn provider_from_config_with(
         BackendType::Anthropic => {
             let key = key.ok_or_else(|| LlmError::Config {
                 backend: backend.name.clone(),
-                message: "type anthropic needs an API key; set api_key: \"${ANTHROPIC_API_KEY}\" and export ANTHROPIC_API_KEY".to_string(),
+                message: missing_key(ProviderKind::of(backend.kind)),
             })?;
             Ok(Arc::new(
                 AnthropicProvider::new(&backend.name, &base, key)?
@@ -86,4 +84,13 @@ pub fn provider_from_config_with(
             ))
         }
     }
+}
+
+/// What to do about a kind that needs a key and was given none.
+pub fn missing_key(kind: &ProviderKind) -> String {
+    format!(
+        "type {} needs an API key; set api_key: \"${{{var}}}\" and export {var}",
+        kind.name,
+        var = kind.key_var
+    )
 }

@@ -3,6 +3,7 @@
 
 use crate::error::LlmError;
 use crate::http::error_chain;
+use crate::kinds::HOSTED;
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -23,9 +24,9 @@ impl EnvSnapshot {
             vars: vars
                 .into_iter()
                 .filter(|(k, _)| {
-                    KEY_SOURCES
+                    HOSTED
                         .iter()
-                        .any(|s| s.var == k || s.base_var == Some(k.as_str()))
+                        .any(|s| s.key_var == k || s.base_var == Some(k.as_str()))
                 })
                 .collect(),
         }
@@ -34,9 +35,9 @@ impl EnvSnapshot {
     /// The API keys among the variables: secrets to redact like the config's own, since
     /// discovery may send one to a server whose error quotes it back.
     pub fn keys(&self) -> Vec<String> {
-        KEY_SOURCES
+        HOSTED
             .iter()
-            .filter_map(|s| self.get(s.var))
+            .filter_map(|s| self.get(s.key_var))
             .map(str::to_string)
             .collect()
     }
@@ -58,44 +59,6 @@ pub struct DiscoveredBackend {
     /// What was found, for `tackle doctor` (`OPENAI_API_KEY`, `Ollama at http://127.0.0.1:11434`).
     pub source: String,
 }
-
-struct KeySource {
-    var: &'static str,
-    name: &'static str,
-    kind: BackendType,
-    api_base: &'static str,
-    /// The variable the vendor's own SDKs read to point at another server (a proxy, a
-    /// compatible local server); it replaces `api_base` when set.
-    base_var: Option<&'static str>,
-    model: &'static str,
-}
-
-const KEY_SOURCES: [KeySource; 3] = [
-    KeySource {
-        var: "OPENAI_API_KEY",
-        name: "openai",
-        kind: BackendType::Openai,
-        api_base: "https://api.openai.com/v1",
-        base_var: Some("OPENAI_BASE_URL"),
-        model: "gpt-4o-mini",
-    },
-    KeySource {
-        var: "ANTHROPIC_API_KEY",
-        name: "anthropic",
-        kind: BackendType::Anthropic,
-        api_base: "https://api.anthropic.com",
-        base_var: Some("ANTHROPIC_BASE_URL"),
-        model: "claude-sonnet-4-5",
-    },
-    KeySource {
-        var: "OPENROUTER_API_KEY",
-        name: "openrouter",
-        kind: BackendType::Openai,
-        api_base: "https://openrouter.ai/api/v1",
-        base_var: None,
-        model: "anthropic/claude-sonnet-4",
-    },
-];
 
 /// A local server to probe: its root URL and which listing it answers.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -156,23 +119,33 @@ pub async fn discover_with(
     }
     tried.dedup();
     Err(LlmError::NoBackend(format!(
-        "set one of OPENAI_API_KEY, ANTHROPIC_API_KEY or OPENROUTER_API_KEY, start a local server ({}) with a model pulled, or add a `backends:` entry to the config",
+        "set one of {}, start a local server ({}) with a model pulled, or add a `backends:` entry to the config",
+        key_vars_in_words(),
         tried.join(", ")
     )))
 }
 
+/// `A, B or C`: the variables discovery reads keys from, in its order.
+fn key_vars_in_words() -> String {
+    let vars: Vec<&str> = HOSTED.iter().map(|s| s.key_var).collect();
+    match vars.split_last() {
+        Some((last, rest)) if !rest.is_empty() => format!("{} or {last}", rest.join(", ")),
+        _ => vars.concat(),
+    }
+}
+
 fn from_env(env: &EnvSnapshot) -> Option<DiscoveredBackend> {
-    KEY_SOURCES.iter().find_map(|s| {
-        let key = env.get(s.var)?;
+    HOSTED.iter().find_map(|s| {
+        let key = env.get(s.key_var)?;
         let base = s.base_var.and_then(|v| env.get(v));
         let source = match (base, s.base_var) {
-            (Some(_), Some(var)) => format!("{} and {var}", s.var),
-            _ => s.var.to_string(),
+            (Some(_), Some(var)) => format!("{} and {var}", s.key_var),
+            _ => s.key_var.to_string(),
         };
         Some(DiscoveredBackend {
             backend: BackendConfig {
                 name: s.name.to_string(),
-                kind: s.kind,
+                kind: s.kind.kind,
                 api_base: Some(base.unwrap_or(s.api_base).trim_end_matches('/').to_string()),
                 api_key: Some(key.into()),
                 models: vec![model_config(s.model)],

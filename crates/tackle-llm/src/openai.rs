@@ -3,6 +3,7 @@
 
 use crate::error::LlmError;
 use crate::http::{Transport, WireDecoder};
+use crate::kinds::OPENAI;
 use crate::retry::RetryPolicy;
 use crate::timeouts::Timeouts;
 use crate::types::{ChatRequest, EventStream, StopReason, StreamEvent, Usage};
@@ -11,8 +12,6 @@ use async_trait::async_trait;
 use serde_json::{json, Map, Value};
 use std::collections::BTreeSet;
 use tackle_protocol::message::{Message, Role};
-
-pub const DEFAULT_API_BASE: &str = "https://api.openai.com/v1";
 
 /// A client for one OpenAI-compatible backend.
 #[derive(Debug, Clone)]
@@ -27,7 +26,7 @@ impl OpenAiProvider {
     /// for local servers.
     pub fn new(name: &str, api_base: &str, api_key: Option<String>) -> Result<Self, LlmError> {
         Ok(Self {
-            transport: Transport::new(name, api_base, "OPENAI_API_KEY")?,
+            transport: Transport::new(name, api_base, OPENAI.key_var)?,
             api_key: api_key.filter(|k| !k.is_empty()),
         })
     }
@@ -52,15 +51,16 @@ impl Provider for OpenAiProvider {
     }
 
     async fn stream(&self, req: ChatRequest) -> Result<EventStream, LlmError> {
-        let url = self.transport.url("/chat/completions");
+        let url = self.transport.url(OPENAI.chat_path);
         let body = request_body(&req);
         let backend = self.transport.backend.clone();
         let make = |client: &reqwest::Client| {
-            let mut rb = client.post(&url).json(&body);
-            if let Some(key) = &self.api_key {
-                rb = rb.bearer_auth(key);
-            }
-            rb
+            OPENAI
+                .headers(self.api_key.as_deref())
+                .into_iter()
+                .fold(client.post(&url).json(&body), |rb, (name, value)| {
+                    rb.header(name, value)
+                })
         };
         self.transport
             .open(

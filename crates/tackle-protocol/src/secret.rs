@@ -4,7 +4,7 @@
 //! The output redactor learns the credentials of the loaded config from their type, not from a
 //! list of field names kept by hand: a field typed `Secret` (or a map of them) is redacted
 //! wherever its value lands, and a new credential field cannot be forgotten as long as it is
-//! typed so (a test of `config.rs` fails when a field named like a credential is not).
+//! typed so (a test of `config/` fails when a field named like a credential is not).
 //!
 //! A `Secret` reads and writes as a plain string (YAML and JSON see no difference). Its
 //! `Serialize` marks the value as a newtype with a private name, which serde formats ignore and

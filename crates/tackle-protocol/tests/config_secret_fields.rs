@@ -3,7 +3,27 @@
 
 use tackle_protocol::config::Config;
 
-const SOURCE: &str = include_str!("../src/config.rs");
+/// `(file name, source)` of every file of `src/config/`, so a section added in a new file is
+/// scanned too.
+fn sources() -> Vec<(String, String)> {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src/config");
+    let mut out: Vec<(String, String)> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|entry| entry.unwrap().path())
+        .filter(|path| path.extension().is_some_and(|e| e == "rs"))
+        .map(|path| {
+            let name = path.file_name().unwrap().to_string_lossy().into_owned();
+            (name, std::fs::read_to_string(&path).unwrap())
+        })
+        .collect();
+    out.sort();
+    assert!(
+        out.len() > 1,
+        "no config sources found in {}",
+        dir.display()
+    );
+    out
+}
 
 /// Field names that hold a credential: the last word is one of these.
 const CREDENTIAL_WORDS: &[&str] = &[
@@ -70,12 +90,14 @@ fn fields(source: &str) -> Vec<(usize, String, String)> {
 #[test]
 fn every_field_named_like_a_credential_is_typed_secret() {
     let mut wrong = Vec::new();
-    for (line, name, ty) in fields(SOURCE) {
-        if !looks_like_credential(&name) || NOT_SECRET.iter().any(|(n, _)| *n == name) {
-            continue;
-        }
-        if !ty.contains("Secret") {
-            wrong.push(format!("config.rs:{line}: `{name}: {ty}`"));
+    for (file, source) in sources() {
+        for (line, name, ty) in fields(&source) {
+            if !looks_like_credential(&name) || NOT_SECRET.iter().any(|(n, _)| *n == name) {
+                continue;
+            }
+            if !ty.contains("Secret") {
+                wrong.push(format!("config/{file}:{line}: `{name}: {ty}`"));
+            }
         }
     }
     assert!(
@@ -88,7 +110,11 @@ fn every_field_named_like_a_credential_is_typed_secret() {
 #[test]
 fn the_scan_sees_the_fields_it_must_see() {
     // The check above is only as good as its parser: it must find the known credential fields.
-    let names: Vec<String> = fields(SOURCE).into_iter().map(|(_, n, _)| n).collect();
+    let names: Vec<String> = sources()
+        .iter()
+        .flat_map(|(_, source)| fields(source))
+        .map(|(_, n, _)| n)
+        .collect();
     for want in [
         "api_key",
         "bearer_token",
