@@ -189,7 +189,7 @@ impl App {
         if agents.is_none() && !selection.lists_only {
             // A front end without an agent (`tools call`, `mcp serve`) offers only what it can
             // run; a listing (`tools list`, `tools describe`) shows what the model is offered,
-            // marking the agent tools (see [`is_agent_tool`]).
+            // marking the agent tools (`ToolSpec::conversation_only`).
             extensions = extensions.into_iter().map(without_agent_tools).collect();
         }
         if let Some(manager) = &mcp {
@@ -376,56 +376,48 @@ fn load_plugins(
     plugins
 }
 
-/// Tools that only work inside a running agent (they ask it through [`AgentServices`]).
-const AGENT_TOOLS: &[&str] = &[
-    "compact",
-    "spawn_agent",
-    "spawn_worker",
-    "spawn",
-    "delegate",
-    "message",
-];
-
-/// Whether `tool` works only inside an agent's conversation (`tackle run`, `tackle chat`).
-pub fn is_agent_tool(tool: &str) -> bool {
-    AGENT_TOOLS.contains(&tool)
-}
-
-/// `ext` without its agent tools; calling one by name says where it works instead.
+/// `ext` without the tools its specs mark `conversation_only` (they ask a running agent through
+/// [`AgentServices`]); calling one by name says where it works instead.
 fn without_agent_tools(ext: Arc<dyn Extension>) -> Arc<dyn Extension> {
-    let owns_agent_tools = ext
+    let agent_tools: Vec<String> = ext
         .tools()
         .iter()
-        .any(|t| AGENT_TOOLS.contains(&t.spec().name.as_str()));
-    if owns_agent_tools {
-        Arc::new(WithoutAgentTools(ext))
-    } else {
+        .map(|t| t.spec())
+        .filter(|s| s.conversation_only)
+        .map(|s| s.name)
+        .collect();
+    if agent_tools.is_empty() {
         ext
+    } else {
+        Arc::new(WithoutAgentTools { ext, agent_tools })
     }
 }
 
-struct WithoutAgentTools(Arc<dyn Extension>);
+struct WithoutAgentTools {
+    ext: Arc<dyn Extension>,
+    agent_tools: Vec<String>,
+}
 
 impl Extension for WithoutAgentTools {
     fn name(&self) -> &str {
-        self.0.name()
+        self.ext.name()
     }
 
     fn tools(&self) -> Vec<Arc<dyn tackle_protocol::Tool>> {
-        self.0
+        self.ext
             .tools()
             .into_iter()
-            .filter(|t| !AGENT_TOOLS.contains(&t.spec().name.as_str()))
+            .filter(|t| !t.spec().conversation_only)
             .collect()
     }
 
     fn unavailable(&self, tool: &str) -> Option<String> {
-        if AGENT_TOOLS.contains(&tool) {
+        if self.agent_tools.iter().any(|t| t == tool) {
             return Some(format!(
                 "`{tool}` works only inside an agent's conversation (`tackle run`, `tackle chat`)"
             ));
         }
-        self.0.unavailable(tool)
+        self.ext.unavailable(tool)
     }
 }
 

@@ -255,6 +255,10 @@ pub enum ToolsCommand {
         #[arg(long, value_parser = ["coder"])]
         template: Option<String>,
     },
+    /// The Markdown reference of every built-in tool, from the built-in defaults (no config
+    /// read): `tackle tools reference > docs/tools.md`.
+    #[command(hide = true)]
+    Reference,
 }
 
 #[derive(Debug, Args)]

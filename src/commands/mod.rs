@@ -20,3 +20,4 @@ pub mod session_verify;
 pub mod sessions;
 pub mod skills;
 pub mod tools;
+pub mod tools_reference;

@@ -1,6 +1,6 @@
 //! `tackle tools list | describe | call`.
 
-use crate::app::{is_agent_tool, load_config, App, Selection};
+use crate::app::{load_config, App, Selection};
 use crate::approval::approver_for_cli;
 use crate::cli::{Global, ToolsCommand};
 use crate::errors::plain;
@@ -77,6 +77,7 @@ pub async fn run(global: &Global, cmd: ToolsCommand) -> Result<i32> {
             app.shutdown().await;
             code
         }
+        ToolsCommand::Reference => super::tools_reference::run(global).await,
     }
 }
 
@@ -102,9 +103,9 @@ const CONVERSATION_ONLY: &str = "conversation only";
 
 fn print_list(app: &App, as_json: bool) -> Result<()> {
     let specs = app.dispatcher.registry().specs();
-    let profile = |name: &str| {
-        let mode = mode_name(app.tool_profile.mode_for(name));
-        if is_agent_tool(name) {
+    let profile = |s: &tackle_protocol::ToolSpec| {
+        let mode = mode_name(app.tool_profile.mode_for(&s.name));
+        if s.conversation_only {
             format!("{mode}, {CONVERSATION_ONLY}")
         } else {
             mode.to_string()
@@ -114,7 +115,7 @@ fn print_list(app: &App, as_json: bool) -> Result<()> {
     if as_json {
         let rows: Vec<Value> = specs
             .iter()
-            .map(|s| json!({"name": s.name, "owner": s.owner, "risk": s.risk, "approval": s.approval, "profile": mode_name(app.tool_profile.mode_for(&s.name)), "conversation_only": is_agent_tool(&s.name), "description": s.description}))
+            .map(|s| json!({"name": s.name, "owner": s.owner, "risk": s.risk, "approval": s.approval, "profile": mode_name(app.tool_profile.mode_for(&s.name)), "conversation_only": s.conversation_only, "description": s.description}))
             .collect();
         return writeln!(out, "{}", serde_json::to_string_pretty(&rows)?);
     }
@@ -132,7 +133,7 @@ fn print_list(app: &App, as_json: bool) -> Result<()> {
             s.owner,
             s.risk.to_string(),
             s.approval.to_string(),
-            profile(&s.name)
+            profile(s)
         )?;
     }
     Ok(())
@@ -164,7 +165,7 @@ fn print_spec(s: &tackle_protocol::ToolSpec) -> Result<()> {
         "{}\n  owner: {}\n  risk: {}\n  approval: {}",
         s.name, s.owner, s.risk, s.approval
     )?;
-    if is_agent_tool(&s.name) {
+    if s.conversation_only {
         writeln!(
             out,
             "  {CONVERSATION_ONLY}: the model is offered it in `tackle run` and `tackle chat`; `tackle tools call` cannot run it"

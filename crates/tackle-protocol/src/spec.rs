@@ -116,6 +116,11 @@ pub struct ToolSpec {
     pub approval: ApprovalMode,
     /// The extension that owns the tool (`system`, `fs`, an MCP server name, …).
     pub owner: String,
+    /// The tool asks the running agent for its work (a child, a summary, a message to the
+    /// parent), so only an agent's conversation can run it: `tackle tools call` and
+    /// `tackle mcp serve` cannot, and `tackle tools list` marks it.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub conversation_only: bool,
 }
 
 impl ToolSpec {
@@ -128,6 +133,7 @@ impl ToolSpec {
             risk: Risk::Low,
             approval: ApprovalMode::Never,
             owner: owner.to_string(),
+            conversation_only: false,
         }
     }
 
@@ -143,6 +149,12 @@ impl ToolSpec {
 
     pub fn approval(mut self, approval: ApprovalMode) -> Self {
         self.approval = approval;
+        self
+    }
+
+    /// Mark the tool as one only an agent's conversation can run (the field of that name).
+    pub fn conversation_only(mut self) -> Self {
+        self.conversation_only = true;
         self
     }
 }

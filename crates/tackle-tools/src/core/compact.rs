@@ -15,6 +15,7 @@ impl Tool for Compact {
             "Summarises the conversation so far and continues from the summary, freeing context space. Use it when the conversation has grown long. No arguments.",
             "core",
         )
+        .conversation_only()
     }
 
     async fn call(&self, _args: Value, cx: &ToolContext) -> Result<ToolOutput, ToolError> {

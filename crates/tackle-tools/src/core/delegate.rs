@@ -89,6 +89,7 @@ impl Tool for Delegate {
         }}))
         .risk(Risk::Medium)
         .approval(ApprovalMode::UnlessAutoApproved)
+        .conversation_only()
     }
 
     fn timeout(&self) -> Option<Duration> {

@@ -93,6 +93,7 @@ impl Tool for SendMessage {
         }, "required": ["content"]}))
         .risk(Risk::Medium)
         .approval(ApprovalMode::UnlessAutoApproved)
+        .conversation_only()
     }
 
     fn planned_capabilities(&self, args: &Value, cx: &ToolContext) -> Vec<Capability> {

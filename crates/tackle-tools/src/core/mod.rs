@@ -57,3 +57,31 @@ impl Extension for CoreExtension {
         self.tools.clone()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    /// Exactly the tools that ask the running agent for their work say so in their spec;
+    /// `shell` runs anywhere.
+    #[test]
+    fn the_agent_tools_are_marked_conversation_only() {
+        let mut marked: Vec<String> = super::extension()
+            .tools()
+            .iter()
+            .map(|t| t.spec())
+            .filter(|s| s.conversation_only)
+            .map(|s| s.name)
+            .collect();
+        marked.sort();
+        assert_eq!(
+            marked,
+            [
+                "compact",
+                "delegate",
+                "message",
+                "spawn",
+                "spawn_agent",
+                "spawn_worker"
+            ]
+        );
+    }
+}

@@ -23,6 +23,7 @@ fn spec(name: &str, description: &str, parameters: Value) -> ToolSpec {
         .parameters(parameters)
         .risk(Risk::Medium)
         .approval(ApprovalMode::UnlessAutoApproved)
+        .conversation_only()
 }
 
 /// The result as the model sees it: the child's answer, or where a background run is.
