@@ -1,5 +1,6 @@
 //! What a command pays: the check of a shell line under rules (the analyser on the line as
-//! written and on bash's own reading of it, one short-lived `bash --pretty-print`), running
+//! written and on bash's own reading of it: one short-lived `bash --pretty-print` for a line
+//! bash has not read before, bash's remembered reading for one it has), running
 //! `true` through the host (scrubbed environment, process group, bubblewrap namespaces where
 //! available) with no rules, with a deny list (denied programs masked) and with an allow list
 //! (the view of only its programs, started through the in-sandbox step that makes every other
@@ -21,8 +22,20 @@ fn bench(c: &mut Criterion) {
         deny: vec!["rm".into(), "git push".into()],
         ..Default::default()
     };
+    // The first check in a process: bash is located and started once.
+    let started = std::time::Instant::now();
+    rt.block_on(check_shell_line(
+        "git status && ls -la | grep first",
+        &grant,
+    ));
+    println!(
+        "check_shell_line, first in the process: {:?}",
+        started.elapsed()
+    );
     let mut group = c.benchmark_group("shell check");
     group.sample_size(30);
+    // A line bash has read before (checked before approval and again when it runs, or
+    // repeated by the agent): bash's reading is remembered.
     group.bench_function(
         "check_shell_line typical line (analyser + bash read-back)",
         |b| {
@@ -34,6 +47,24 @@ fn bench(c: &mut Criterion) {
             })
         },
     );
+    // A line bash has not read before: one short-lived bash each call.
+    let mut n = 0u64;
+    group.bench_function("check_shell_line, a new line each call (one bash)", |b| {
+        b.iter(|| {
+            n += 1;
+            let line = format!("git status && ls -la | grep foo{n}");
+            rt.block_on(check_shell_line(black_box(&line), &grant))
+        })
+    });
+    // A long line (10 KB of arguments) bash has not read before.
+    let filler = "a ".repeat(5000);
+    group.bench_function("check_shell_line, a new 10 KB line each call", |b| {
+        b.iter(|| {
+            n += 1;
+            let line = format!("ls {filler}{n} | grep foo");
+            rt.block_on(check_shell_line(black_box(&line), &grant))
+        })
+    });
     let state = tempfile::tempdir().expect("a state dir");
     let ws = tempfile::tempdir().expect("a workspace");
     let mut config = tackle_host::HostConfig::new(state.path());

@@ -229,7 +229,7 @@ fn bpf_bytes(program: &[seccompiler::sock_filter]) -> Vec<u8> {
 }
 
 /// A memory file holding `data`, positioned at its start.
-fn memfd_with(data: &[u8]) -> Result<OwnedFd, String> {
+pub(crate) fn memfd_with(data: &[u8]) -> Result<OwnedFd, String> {
     use std::io::{Seek, Write};
     use std::os::fd::FromRawFd;
     // SAFETY: a plain system call with a NUL-terminated name; the result is checked.
