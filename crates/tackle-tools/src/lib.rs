@@ -5,6 +5,7 @@
 //!
 //! Not here: the registry and dispatcher (`tackle-agent`), MCP tools (`tackle-mcp`).
 
+mod args;
 pub mod core;
 pub mod dev;
 pub mod devices;

@@ -1,7 +1,7 @@
 //! `shell {command, timeout_secs?, cwd?}`: one shell line through `host.exec`, which runs the
 //! shell analyser over every command in it and sandboxes the process.
 
-use crate::fs::{parse_args, resolve};
+use crate::fs::resolve;
 use async_trait::async_trait;
 use serde::Deserialize;
 use serde_json::{json, Value};
@@ -66,7 +66,7 @@ impl Tool for Shell {
     }
 
     async fn call(&self, args: Value, cx: &ToolContext) -> Result<ToolOutput, ToolError> {
-        let args: Args = parse_args(args)?;
+        let args: Args = crate::args::parse(args)?;
         crate::fs::non_empty("command", &args.command)?;
         let secs = args
             .timeout_secs

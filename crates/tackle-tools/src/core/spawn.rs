@@ -13,11 +13,6 @@ use tackle_protocol::{
 /// How long a spawned child may run before the call gives up on it (the README's "Agent trees").
 const CHILD_TIMEOUT: Duration = Duration::from_secs(300);
 
-fn parse<T: for<'de> Deserialize<'de>>(tool: &str, args: Value) -> Result<T, ToolError> {
-    serde_json::from_value(args)
-        .map_err(|e| ToolError::invalid_arguments(format!("invalid arguments for `{tool}`: {e}")))
-}
-
 fn spec(name: &str, description: &str, parameters: Value) -> ToolSpec {
     ToolSpec::new(name, description, "core")
         .parameters(parameters)
@@ -102,7 +97,7 @@ impl Tool for SpawnAgent {
     }
 
     async fn call(&self, args: Value, cx: &ToolContext) -> Result<ToolOutput, ToolError> {
-        let a: AgentArgs = parse("spawn_agent", args)?;
+        let a: AgentArgs = crate::args::parse_for("spawn_agent", args)?;
         let mut req = SpawnRequest::new(ChildKind::Agent(a.agent), a.task);
         req.context = a.context;
         req.model = a.model;
@@ -156,7 +151,7 @@ impl Tool for SpawnWorker {
     }
 
     async fn call(&self, args: Value, cx: &ToolContext) -> Result<ToolOutput, ToolError> {
-        let a: WorkerArgs = parse("spawn_worker", args)?;
+        let a: WorkerArgs = crate::args::parse_for("spawn_worker", args)?;
         let mut req = SpawnRequest::new(ChildKind::Worker(a.name), a.task);
         req.context = a.context;
         req.tools = a.tools;
@@ -195,7 +190,7 @@ impl Tool for Spawn {
     }
 
     async fn call(&self, args: Value, cx: &ToolContext) -> Result<ToolOutput, ToolError> {
-        let a: BackgroundArgs = parse("spawn", args)?;
+        let a: BackgroundArgs = crate::args::parse_for("spawn", args)?;
         let mut req = SpawnRequest::new(ChildKind::Background, a.task);
         req.label = a.label.filter(|l| !l.trim().is_empty());
         req.background = true;

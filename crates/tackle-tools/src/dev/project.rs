@@ -3,7 +3,7 @@
 //! directory of the workspace, see `scaffold.rs`). The repository comes from `repo` or the
 //! workspace's `origin` remote.
 
-use crate::fs::{parse_args, planned_path};
+use crate::fs::planned_path;
 use crate::secrets::Secrets;
 use async_trait::async_trait;
 use serde::Deserialize;
@@ -165,7 +165,7 @@ impl Tool for Project {
     }
 
     async fn call(&self, args: Value, cx: &ToolContext) -> Result<ToolOutput, ToolError> {
-        let args: Args = parse_args(args)?;
+        let args: Args = crate::args::parse(args)?;
         check_fields(&args)?;
         if args.action == Action::Scaffold {
             let text = scaffold(

@@ -3,7 +3,7 @@
 
 use super::patch::apply_unified;
 use super::read_file::binary_kind;
-use super::{parse_args, planned_path, resolve, shown};
+use super::{planned_path, resolve, shown};
 use async_trait::async_trait;
 use serde::Deserialize;
 use serde_json::{json, Value};
@@ -73,7 +73,7 @@ impl Tool for EditFile {
     }
 
     async fn call(&self, args: Value, cx: &ToolContext) -> Result<ToolOutput, ToolError> {
-        let args: Args = parse_args(args)?;
+        let args: Args = crate::args::parse(args)?;
         let mode = mode_of(args.old_text, args.new_text, args.edits, args.diff)?;
         let path = resolve(cx, &args.path);
         let (original, real_path, version) = read_text(cx, &path).await?;

@@ -2,7 +2,7 @@
 //! contents via `host.search` (ripgrep's crates, in-process). Only with `coding_tools`.
 
 use super::list_files::joined;
-use super::{non_empty, parse_args, planned_path, resolve, shown};
+use super::{non_empty, planned_path, resolve, shown};
 use async_trait::async_trait;
 use serde::Deserialize;
 use serde_json::{json, Value};
@@ -62,7 +62,7 @@ impl Tool for Grep {
     }
 
     async fn call(&self, args: Value, cx: &ToolContext) -> Result<ToolOutput, ToolError> {
-        let args: Args = parse_args(args)?;
+        let args: Args = crate::args::parse(args)?;
         non_empty("pattern", &args.pattern)?;
         let root = resolve(cx, args.path.as_deref().unwrap_or("."));
         let max = args

@@ -1,6 +1,6 @@
 //! `list_files {path?, depth?, include_hidden?}`: a sorted, capped listing via `host.list`.
 
-use super::{parse_args, planned_path, resolve, shown};
+use super::{planned_path, resolve, shown};
 use async_trait::async_trait;
 use serde::Deserialize;
 use serde_json::{json, Value};
@@ -54,7 +54,7 @@ impl Tool for ListFiles {
     }
 
     async fn call(&self, args: Value, cx: &ToolContext) -> Result<ToolOutput, ToolError> {
-        let args: Args = parse_args(args)?;
+        let args: Args = crate::args::parse(args)?;
         let root = resolve(cx, args.path.as_deref().unwrap_or("."));
         let req = ListRequest {
             path: root.clone(),

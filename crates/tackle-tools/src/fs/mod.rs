@@ -19,7 +19,6 @@ pub use list_files::ListFiles;
 pub use read_file::ReadFile;
 pub use write_file::WriteFile;
 
-use serde::de::DeserializeOwned;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -72,14 +71,6 @@ pub(crate) fn is_plain_name(name: &str) -> bool {
         && name
             .chars()
             .all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c))
-}
-
-/// Deserialize a tool's arguments, turning serde's message into an `invalid_arguments` the
-/// model can act on. The dispatcher validates against the schema first; this is the second
-/// line for callers that skip it (tests, other crates).
-pub(crate) fn parse_args<T: DeserializeOwned>(args: Value) -> Result<T, ToolError> {
-    serde_json::from_value(args)
-        .map_err(|e| ToolError::invalid_arguments(format!("invalid arguments: {e}")))
 }
 
 /// The path a tool asks the host for: relative paths are joined to the workspace root;

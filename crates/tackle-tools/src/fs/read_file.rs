@@ -1,6 +1,6 @@
 //! `read_file {path, offset?, limit?}`: text of a file, paged by lines, never whole into context.
 
-use super::{parse_args, planned_path, resolve, shown};
+use super::{planned_path, resolve, shown};
 use async_trait::async_trait;
 use serde::Deserialize;
 use serde_json::{json, Value};
@@ -58,7 +58,7 @@ impl Tool for ReadFile {
     }
 
     async fn call(&self, args: Value, cx: &ToolContext) -> Result<ToolOutput, ToolError> {
-        let args: Args = parse_args(args)?;
+        let args: Args = crate::args::parse(args)?;
         let path = resolve(cx, &args.path);
         let first = cx
             .host()

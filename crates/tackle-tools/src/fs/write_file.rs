@@ -1,6 +1,6 @@
 //! `write_file {path, content}`: create or replace a whole file, atomically (the host does it).
 
-use super::{parse_args, planned_path, resolve, shown};
+use super::{planned_path, resolve, shown};
 use async_trait::async_trait;
 use serde::Deserialize;
 use serde_json::{json, Value};
@@ -47,7 +47,7 @@ impl Tool for WriteFile {
     }
 
     async fn call(&self, args: Value, cx: &ToolContext) -> Result<ToolOutput, ToolError> {
-        let args: Args = parse_args(args)?;
+        let args: Args = crate::args::parse(args)?;
         super::non_empty("path", &args.path)?;
         let report = cx
             .host()

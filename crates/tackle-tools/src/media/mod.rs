@@ -27,8 +27,6 @@ mod pdf_text;
 mod screenshot;
 mod transcribe;
 
-use schemars::JsonSchema;
-use serde_json::Value;
 use std::sync::Arc;
 use tackle_protocol::config::{ScreenshotConfig, TranscribeConfig};
 use tackle_protocol::{Extension, Tool};
@@ -90,20 +88,6 @@ fn screenshot_tool(settings: &MediaSettings) -> Option<Arc<dyn Tool>> {
 #[cfg(not(feature = "screenshot"))]
 fn screenshot_tool(_: &MediaSettings) -> Option<Arc<dyn Tool>> {
     None
-}
-
-/// The JSON Schema of a tool's `Args`, derived from the struct so the two cannot disagree;
-/// without the `$schema` and `title` keys, which providers do not want in tool definitions.
-pub(crate) fn args_schema<T: JsonSchema>() -> Value {
-    let mut schema =
-        schemars::SchemaGenerator::new(schemars::generate::SchemaSettings::draft2020_12())
-            .into_root_schema_for::<T>()
-            .to_value();
-    if let Some(obj) = schema.as_object_mut() {
-        obj.remove("$schema");
-        obj.remove("title");
-    }
-    schema
 }
 
 #[cfg(test)]

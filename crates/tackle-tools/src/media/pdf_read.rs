@@ -115,7 +115,7 @@ impl Tool for PdfRead {
              Scanned pages without a text layer have no text.",
             "media",
         )
-        .parameters(super::args_schema::<Args>())
+        .parameters(crate::args::schema::<Args>())
         .risk(Risk::Low)
         .approval(ApprovalMode::Never)
     }
@@ -142,7 +142,7 @@ impl Tool for PdfRead {
     }
 
     async fn call(&self, args: Value, cx: &ToolContext) -> Result<ToolOutput, ToolError> {
-        let args: Args = crate::fs::parse_args(args)?;
+        let args: Args = crate::args::parse(args)?;
         let rel = check_path(&args.path)?;
         let max = max_chars(args.max_chars);
         let shown = rel.display().to_string();

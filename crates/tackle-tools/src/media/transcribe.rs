@@ -150,7 +150,7 @@ impl Tool for Transcribe {
              server.",
             "media",
         )
-        .parameters(super::args_schema::<Args>())
+        .parameters(crate::args::schema::<Args>())
         .risk(Risk::Medium)
         .approval(ApprovalMode::UnlessAutoApproved)
     }
@@ -181,7 +181,7 @@ impl Tool for Transcribe {
     }
 
     async fn call(&self, args: Value, cx: &ToolContext) -> Result<ToolOutput, ToolError> {
-        let args: Args = crate::fs::parse_args(args)?;
+        let args: Args = crate::args::parse(args)?;
         let (rel, mime) = check_path(&args.file_path)?;
         let configured = self.config.api_base.is_some();
         let key = self.api_key();

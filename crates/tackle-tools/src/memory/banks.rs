@@ -1,7 +1,7 @@
 //! `remember`, `recall`, `list_memory_banks`: the agent's own memory (`self`) and the shared
 //! banks an operator granted it.
 
-use super::{parse_args, store_error, MemorySettings};
+use super::{store_error, MemorySettings};
 use async_trait::async_trait;
 use serde::Deserialize;
 use serde_json::{json, Value};
@@ -95,7 +95,7 @@ impl Tool for Remember {
     }
 
     async fn call(&self, args: Value, cx: &ToolContext) -> Result<ToolOutput, ToolError> {
-        let args: RememberArgs = parse_args(args)?;
+        let args: RememberArgs = crate::args::parse(args)?;
         let access = access(&self.0, cx).await?;
         let hit = self
             .0
@@ -155,7 +155,7 @@ impl Tool for Recall {
     }
 
     async fn call(&self, args: Value, cx: &ToolContext) -> Result<ToolOutput, ToolError> {
-        let args: RecallArgs = parse_args(args)?;
+        let args: RecallArgs = crate::args::parse(args)?;
         let limit = match args.limit {
             None => 10,
             Some(n @ 1..=100) => usize::try_from(n).unwrap_or(MAX_LIMIT),

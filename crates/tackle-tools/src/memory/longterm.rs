@@ -1,7 +1,7 @@
 //! `longterm_memory {action: set|get|search|delete|list|categories|pin, …}`: the calling
 //! agent's key → entry store with categories, tags, importance, access counts and pins.
 
-use super::{parse_args, store_error, MemorySettings};
+use super::{store_error, MemorySettings};
 use async_trait::async_trait;
 use serde::Deserialize;
 use serde_json::{json, Value};
@@ -105,7 +105,7 @@ impl Tool for LongtermMemory {
     }
 
     async fn call(&self, args: Value, cx: &ToolContext) -> Result<ToolOutput, ToolError> {
-        let args: Args = parse_args(args)?;
+        let args: Args = crate::args::parse(args)?;
         let store = &self.0.store;
         let agent = cx.agent.as_str();
         match args.action {

@@ -16,8 +16,6 @@ pub use banks::{ListMemoryBanks, Recall, Remember};
 pub use longterm::LongtermMemory;
 pub use notes::WorkspaceNotes;
 
-use serde::de::DeserializeOwned;
-use serde_json::Value;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use tackle_protocol::config::MemoryBankConfig;
@@ -58,11 +56,6 @@ pub fn extension(settings: MemorySettings) -> Arc<dyn Extension> {
     Arc::new(MemoryExtension {
         settings: Arc::new(settings),
     })
-}
-
-pub(crate) fn parse_args<T: DeserializeOwned>(args: Value) -> Result<T, ToolError> {
-    serde_json::from_value(args)
-        .map_err(|e| ToolError::invalid_arguments(format!("invalid arguments: {e}")))
 }
 
 /// The store's answer in the kinds the model acts on.
@@ -127,7 +120,10 @@ mod tests {
                 "{}",
                 spec.name
             );
-            assert_eq!(spec.parameters["additionalProperties"], Value::Bool(false));
+            assert_eq!(
+                spec.parameters["additionalProperties"],
+                serde_json::Value::Bool(false)
+            );
         }
     }
 }

@@ -2,7 +2,6 @@
 //! `memory.md`, `memory/**/*.md`), searched in overlapping chunks and cited by path and
 //! lines. Files are listed and read through `cx.host()`; links are never followed.
 
-use super::parse_args;
 use async_trait::async_trait;
 use serde::Deserialize;
 use serde_json::{json, Value};
@@ -90,7 +89,7 @@ impl Tool for WorkspaceNotes {
     }
 
     async fn call(&self, args: Value, cx: &ToolContext) -> Result<ToolOutput, ToolError> {
-        let args: Args = parse_args(args)?;
+        let args: Args = crate::args::parse(args)?;
         match args.action {
             Action::Search => search(&args, cx).await,
             Action::Get => get(&args, cx).await,

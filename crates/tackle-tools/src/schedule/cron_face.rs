@@ -4,7 +4,7 @@
 use super::manage::{add_recurring, remove, AddRequest};
 use super::plan::parse_time;
 use super::render::schedule_line;
-use super::{caller, now, once_marker, parse_args, store_error, ScheduleSettings};
+use super::{caller, now, once_marker, store_error, ScheduleSettings};
 use async_trait::async_trait;
 use serde::Deserialize;
 use serde_json::{json, Value};
@@ -90,7 +90,7 @@ impl Tool for CronTool {
     }
 
     async fn call(&self, args: Value, cx: &ToolContext) -> Result<ToolOutput, ToolError> {
-        let args: Args = parse_args(args)?;
+        let args: Args = crate::args::parse(args)?;
         // `channel`/`chat_id` name the session in other agents; here it is always this one.
         let _ = (&args.channel, &args.chat_id);
         match args.action {

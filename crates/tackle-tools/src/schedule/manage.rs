@@ -3,7 +3,7 @@
 
 use super::plan::{check_recurring, parse_time};
 use super::render::schedule_line;
-use super::{caller, names_an_agent, now, parse_args, store_error, ScheduleSettings};
+use super::{caller, names_an_agent, now, store_error, ScheduleSettings};
 use async_trait::async_trait;
 use serde::Deserialize;
 use serde_json::{json, Value};
@@ -270,7 +270,7 @@ impl Tool for ScheduleAdd {
     }
 
     async fn call(&self, args: Value, cx: &ToolContext) -> Result<ToolOutput, ToolError> {
-        let args: AddArgs = parse_args(args)?;
+        let args: AddArgs = crate::args::parse(args)?;
         let owner = self.0.fires_as(args.agent.as_deref(), &cx.agent)?;
         // Another agent's schedule cannot report to this agent's session.
         let session = session(cx).filter(|_| owner == cx.agent);
@@ -462,7 +462,7 @@ impl Tool for ScheduleRemove {
     }
 
     async fn call(&self, args: Value, cx: &ToolContext) -> Result<ToolOutput, ToolError> {
-        let args: IdArgs = parse_args(args)?;
+        let args: IdArgs = crate::args::parse(args)?;
         let owner = ScheduleSettings::among(args.agent.as_deref(), &cx.agent);
         remove(&self.0, Some(&caller(cx)), &owner, &args.id).await?;
         Ok(ToolOutput::text(format!("Removed schedule {}", args.id)))
@@ -493,7 +493,7 @@ impl Tool for ScheduleList {
     }
 
     async fn call(&self, args: Value, cx: &ToolContext) -> Result<ToolOutput, ToolError> {
-        let args: ListArgs = parse_args(args)?;
+        let args: ListArgs = crate::args::parse(args)?;
         // Every schedule this agent planted (also those running as others), never another's.
         let among = args
             .agent

@@ -31,7 +31,6 @@ pub use plan::{check_recurring, next_fire, parse_time};
 pub use reminder::ReminderTool;
 pub use render::{fire_line, schedule_line};
 
-use serde::de::DeserializeOwned;
 use serde_json::Value;
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -162,11 +161,6 @@ pub(crate) fn names_an_agent(args: &Value) -> bool {
     args.get("agent")
         .and_then(Value::as_str)
         .is_some_and(|a| !a.trim().is_empty())
-}
-
-pub(crate) fn parse_args<T: DeserializeOwned>(args: Value) -> Result<T, ToolError> {
-    serde_json::from_value(args)
-        .map_err(|e| ToolError::invalid_arguments(format!("invalid arguments: {e}")))
 }
 
 pub(crate) fn store_error(e: StoreError) -> ToolError {

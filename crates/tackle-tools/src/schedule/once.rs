@@ -1,7 +1,7 @@
 //! `schedule_once {after_seconds, task}`: wake the calling session once, later.
 
 use super::render::stamp;
-use super::{now, parse_args, store_error, ScheduleSettings};
+use super::{now, store_error, ScheduleSettings};
 use async_trait::async_trait;
 use serde::Deserialize;
 use serde_json::{json, Value};
@@ -58,7 +58,7 @@ impl Tool for ScheduleOnce {
     }
 
     async fn call(&self, args: Value, cx: &ToolContext) -> Result<ToolOutput, ToolError> {
-        let args: Args = parse_args(args)?;
+        let args: Args = crate::args::parse(args)?;
         if !(MIN_AFTER..=MAX_AFTER).contains(&args.after_seconds) {
             return Err(ToolError::invalid_arguments(format!(
                 "`after_seconds` must be in [{MIN_AFTER}, {MAX_AFTER}]"

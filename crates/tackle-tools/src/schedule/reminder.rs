@@ -3,7 +3,7 @@
 
 use super::plan::{check_recurring, parse_time};
 use super::render::stamp;
-use super::{now, once_marker, parse_args, store_error, ScheduleSettings};
+use super::{now, once_marker, store_error, ScheduleSettings};
 use async_trait::async_trait;
 use serde::Deserialize;
 use serde_json::{json, Value};
@@ -95,7 +95,7 @@ impl Tool for ReminderTool {
     }
 
     async fn call(&self, args: Value, cx: &ToolContext) -> Result<ToolOutput, ToolError> {
-        let args: Args = parse_args(args)?;
+        let args: Args = crate::args::parse(args)?;
         match args.action {
             Action::Add => self.add(args, cx).await,
             Action::List => {

@@ -5,9 +5,7 @@
 use super::client::{api_error, form, is_success, json_of, unix_now, Api, Body};
 use super::gsheets_auth::TokenCache;
 use super::secrets::Secrets;
-use super::{
-    not_configured, parse_args, path_id, GsheetsAuth, GsheetsSettings, ServicesSettings, NAME,
-};
+use super::{not_configured, path_id, GsheetsAuth, GsheetsSettings, ServicesSettings, NAME};
 use async_trait::async_trait;
 use serde::Deserialize;
 use serde_json::{json, Value};
@@ -282,7 +280,7 @@ impl Tool for Gsheets {
     }
 
     async fn call(&self, args: Value, cx: &ToolContext) -> Result<ToolOutput, ToolError> {
-        let a: Args = parse_args("gsheets", args)?;
+        let a: Args = crate::args::parse_for("gsheets", args)?;
         let Some(t) = &self.target else {
             return Err(not_configured("gsheets"));
         };

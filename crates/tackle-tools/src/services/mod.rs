@@ -196,15 +196,6 @@ pub(crate) fn not_configured(section: &str) -> ToolError {
     ))
 }
 
-/// Deserialize a tool's arguments into its `Args`, as `invalid_arguments` naming the field.
-pub(crate) fn parse_args<T: serde::de::DeserializeOwned>(
-    tool: &str,
-    args: serde_json::Value,
-) -> Result<T, ToolError> {
-    serde_json::from_value(args)
-        .map_err(|e| ToolError::invalid_arguments(format!("invalid arguments for `{tool}`: {e}")))
-}
-
 /// A value that goes into a URL path: non-empty, only `allowed` characters besides ASCII
 /// letters and digits, and never `.` or `..` (which would climb the path).
 pub(crate) fn path_id(field: &str, value: &str, allowed: &str) -> Result<String, ToolError> {

@@ -4,7 +4,7 @@
 
 use super::client::{is_success, json_of, Api, Body};
 use super::secrets::Secrets;
-use super::{not_configured, parse_args, path_id, ServicesSettings, NAME};
+use super::{not_configured, path_id, ServicesSettings, NAME};
 use async_trait::async_trait;
 use serde::Deserialize;
 use serde_json::{json, Map, Value};
@@ -274,7 +274,7 @@ impl Tool for R8r {
     }
 
     async fn call(&self, args: Value, cx: &ToolContext) -> Result<ToolOutput, ToolError> {
-        let a: Args = parse_args("r8r", args)?;
+        let a: Args = crate::args::parse_for("r8r", args)?;
         let Some(t) = &self.target else {
             return Err(not_configured("r8r"));
         };

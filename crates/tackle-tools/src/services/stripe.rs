@@ -7,7 +7,7 @@
 use super::client::{api_error, is_success, json_of, unix_now, Api, Body};
 use super::secrets::Secrets;
 use super::stripe_webhook;
-use super::{not_configured, parse_args, path_id, ServicesSettings, NAME};
+use super::{not_configured, path_id, ServicesSettings, NAME};
 use async_trait::async_trait;
 use base64::Engine as _;
 use serde::Deserialize;
@@ -409,7 +409,7 @@ impl Tool for Stripe {
     }
 
     async fn call(&self, args: Value, cx: &ToolContext) -> Result<ToolOutput, ToolError> {
-        let a: Args = parse_args("stripe", args)?;
+        let a: Args = crate::args::parse_for("stripe", args)?;
         let Some(t) = &self.target else {
             return Err(not_configured("stripe"));
         };

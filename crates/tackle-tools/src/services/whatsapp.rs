@@ -3,7 +3,7 @@
 
 use super::client::{api_error, is_success, json_of, Api, Body};
 use super::secrets::Secrets;
-use super::{not_configured, parse_args, ServicesSettings, NAME};
+use super::{not_configured, ServicesSettings, NAME};
 use async_trait::async_trait;
 use serde::Deserialize;
 use serde_json::{json, Value};
@@ -183,7 +183,7 @@ impl Tool for Whatsapp {
     }
 
     async fn call(&self, args: Value, cx: &ToolContext) -> Result<ToolOutput, ToolError> {
-        let a: Args = parse_args("whatsapp", args)?;
+        let a: Args = crate::args::parse_for("whatsapp", args)?;
         let Some(Target {
             api,
             phone_number_id,

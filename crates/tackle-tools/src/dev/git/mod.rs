@@ -21,7 +21,7 @@ mod remote;
 mod repo;
 
 use crate::core::finish_exec;
-use crate::fs::{parse_args, resolve};
+use crate::fs::resolve;
 use args::{Access, ArgPlan};
 use async_trait::async_trait;
 use remote::Url;
@@ -183,7 +183,7 @@ impl Tool for Git {
     }
 
     async fn call(&self, args: Value, cx: &ToolContext) -> Result<ToolOutput, ToolError> {
-        let args: Args = parse_args(args)?;
+        let args: Args = crate::args::parse(args)?;
         check_action(&args.action)?;
         let plan = args::analyse(&args.action, &args.args)?;
         for (raw, access) in &plan.files {

@@ -8,7 +8,7 @@
 mod escape;
 mod screen;
 
-use crate::fs::{parse_args, resolve};
+use crate::fs::resolve;
 use async_trait::async_trait;
 use base64::Engine as _;
 use serde::{Deserialize, Serialize};
@@ -645,7 +645,7 @@ impl Tool for Android {
     }
 
     async fn call(&self, args: Value, cx: &ToolContext) -> Result<ToolOutput, ToolError> {
-        let a: Args = parse_args(args)?;
+        let a: Args = crate::args::parse(args)?;
         let plan = self.plan(&a)?;
         let serial = self.serial(&a)?;
         let run = Run { cx };

@@ -9,7 +9,6 @@
 mod boards;
 mod port;
 
-use crate::fs::parse_args;
 use async_trait::async_trait;
 use port::Link;
 use serde::Deserialize;
@@ -413,7 +412,7 @@ impl Tool for Hardware {
     }
 
     async fn call(&self, args: Value, cx: &ToolContext) -> Result<ToolOutput, ToolError> {
-        let a: Args = parse_args(args)?;
+        let a: Args = crate::args::parse(args)?;
         match a.action {
             Action::ListDevices => Ok(self.list_devices().await),
             Action::DeviceInfo => self.device_info(&a).await,

@@ -155,7 +155,7 @@ impl Tool for Screenshot {
              is subject to the network grant.",
             "media",
         )
-        .parameters(super::args_schema::<Args>())
+        .parameters(crate::args::schema::<Args>())
         .risk(Risk::Medium)
         .approval(ApprovalMode::UnlessAutoApproved)
     }
@@ -192,7 +192,7 @@ impl Tool for Screenshot {
     }
 
     async fn call(&self, args: Value, cx: &ToolContext) -> Result<ToolOutput, ToolError> {
-        let args: Args = crate::fs::parse_args(args)?;
+        let args: Args = crate::args::parse(args)?;
         let shot = Shot::parse(args, cx)?;
         // Refuse what the grants refuse before starting a browser.
         for capability in shot.capabilities() {
@@ -316,7 +316,7 @@ mod tests {
     fn parse(args: Value) -> Result<Shot, ToolError> {
         let host = Arc::new(MockHost::new());
         let cx = host.context();
-        Shot::parse(crate::fs::parse_args(args)?, &cx)
+        Shot::parse(crate::args::parse(args)?, &cx)
     }
 
     #[test]
