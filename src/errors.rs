@@ -31,29 +31,34 @@ pub fn render_error(err: &(dyn std::error::Error + 'static)) -> String {
     plain(&line)
 }
 
+/// A pattern written in this file: the tests build every one of them (each test of
+/// `plain` reaches them), so a typo fails the suite, never a user's command.
+#[allow(clippy::expect_used)]
+fn constant_regex(pattern: &str) -> Regex {
+    Regex::new(pattern).expect("a constant pattern compiles")
+}
+
 /// The start of a debug-printed struct: `ErrorData { code: …`, `reqwest::Error { kind: …`.
 static STRUCT_START: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"\b(?:[a-z_][a-z0-9_]*::)*[A-Z][A-Za-z0-9_]*(?:<[^{}]*?>)? \{ [a-z_][a-z0-9_]*: ")
-        .expect("a valid pattern")
+    constant_regex(
+        r"\b(?:[a-z_][a-z0-9_]*::)*[A-Z][A-Za-z0-9_]*(?:<[^{}]*?>)? \{ [a-z_][a-z0-9_]*: ",
+    )
 });
 /// A `message: "…"` field inside a struct dump: the part worth keeping.
-static MESSAGE_FIELD: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r#"message: (?:Some\()?"((?:[^"\\]|\\.)*)""#).expect("a valid pattern")
-});
+static MESSAGE_FIELD: LazyLock<Regex> =
+    LazyLock::new(|| constant_regex(r#"message: (?:Some\()?"((?:[^"\\]|\\.)*)""#));
 /// `Transport [rmcp::transport::child_process::TokioChildProcess] error: …`.
-static TYPE_IN_BRACKETS: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"\s?\[(?:[a-z_][a-z0-9_]*::)+[A-Za-z0-9_:<>, ]*\]").expect("a valid pattern")
-});
+static TYPE_IN_BRACKETS: LazyLock<Regex> =
+    LazyLock::new(|| constant_regex(r"\s?\[(?:[a-z_][a-z0-9_]*::)+[A-Za-z0-9_:<>, ]*\]"));
 /// A Rust type path of three or more names, generics included, as `type_name` prints one
 /// (`rmcp::transport::WorkerTransport<…>`); a two-name path (`foo::bar`) may be a person's
 /// own words and is left alone.
 static TYPE_PATH: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"\b(?:[a-z_][a-z0-9_]*::){2,}([A-Za-z_][A-Za-z0-9_]*)(?:<[^\s]*>)?")
-        .expect("a valid pattern")
+    constant_regex(r"\b(?:[a-z_][a-z0-9_]*::){2,}([A-Za-z_][A-Za-z0-9_]*)(?:<[^\s]*>)?")
 });
 /// A `Duration` printed with `{:?}`: `288.188443ms`, `1.500000001s`.
 static DEBUG_DURATION: LazyLock<Regex> =
-    LazyLock::new(|| Regex::new(r"\b(\d+\.\d{4,})(ns|µs|us|ms|s)\b").expect("a valid pattern"));
+    LazyLock::new(|| constant_regex(r"\b(\d+\.\d{4,})(ns|µs|us|ms|s)\b"));
 
 /// `text` with the debug output some libraries put in their messages turned into words:
 /// a struct dump becomes its `message` (or is left out), a bracketed or bare type path

@@ -274,7 +274,10 @@ fn check(config: &Config, origin: &str, warnings: &mut Vec<String>) -> Result<()
     for (i, pattern) in config.security.untrusted_paths.iter().enumerate() {
         // A pattern that marks nothing would leave those files trusted: refused, not skipped.
         if let Err(e) = tackle_agent::taint::check_marked_path(pattern) {
-            return Err(invalid(format!("security.untrusted_paths[{i}]"), e));
+            return Err(invalid(
+                format!("security.untrusted_paths[{i}]"),
+                e.to_string(),
+            ));
         }
     }
     for (name, server) in &config.mcp_servers {

@@ -898,7 +898,9 @@ fn caller(channel: &str) -> &str {
 /// JSON-Schema validation with errors that name the field and the reason, so the model can fix
 /// its call.
 fn validate(entry: &Entry, args: &Value) -> Result<(), ToolError> {
-    let validator = entry.validator().map_err(ToolError::failed)?;
+    let validator = entry
+        .validator()
+        .map_err(|e| ToolError::failed(e.to_string()))?;
     // Most calls are valid: checking without collecting errors is the cheap path.
     if validator.is_valid(args) {
         return Ok(());

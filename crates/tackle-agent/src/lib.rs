@@ -22,10 +22,17 @@
 //! # }
 //! ```
 
+// Outside tests, data from outside never panics the process: no unwrap, expect or panic.
+#![cfg_attr(
+    not(test),
+    deny(clippy::unwrap_used, clippy::expect_used, clippy::panic)
+)]
+
 pub mod agent_loop;
 pub mod approvers;
 pub mod audit;
 pub mod compaction;
+mod constant;
 pub mod context;
 pub mod dispatcher;
 pub mod events;
@@ -49,7 +56,7 @@ pub use dispatcher::{CallRequest, Dispatcher, DispatcherConfig, Explanation};
 pub use events::{AgentEvent, DoneReason, EventSink};
 pub use plan::Plan;
 pub use profiles::{ProfileError, ToolProfile};
-pub use registry::{Registry, RegistryError};
+pub use registry::{InvalidSchema, Registry, RegistryError};
 pub use routine::{EngineConfig, FireEvent, FireRunner, RoutineEngine};
 pub use sanitizer::Sanitizer;
 pub use session::Session;

@@ -30,7 +30,16 @@ pub struct Entry {
     pub spec: ToolSpec,
     pub default_policy: ToolPolicy,
     /// Shared with the entry this one replaced when the spec is the same (see `collect`).
-    validator: Arc<OnceLock<Result<jsonschema::Validator, String>>>,
+    validator: Arc<OnceLock<Result<jsonschema::Validator, InvalidSchema>>>,
+}
+
+/// A tool whose argument schema is not a JSON Schema: none of its calls can be validated, so
+/// none runs.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("tool `{tool}` has an invalid schema: {why}")]
+pub struct InvalidSchema {
+    pub tool: String,
+    pub why: String,
 }
 
 impl Entry {
@@ -44,11 +53,13 @@ impl Entry {
     }
 
     /// The compiled argument schema (compiled on first use, then cached).
-    pub fn validator(&self) -> Result<&jsonschema::Validator, String> {
+    pub fn validator(&self) -> Result<&jsonschema::Validator, InvalidSchema> {
         self.validator
             .get_or_init(|| {
-                jsonschema::validator_for(&self.spec.parameters)
-                    .map_err(|e| format!("tool `{}` has an invalid schema: {e}", self.spec.name))
+                jsonschema::validator_for(&self.spec.parameters).map_err(|e| InvalidSchema {
+                    tool: self.spec.name.clone(),
+                    why: e.to_string(),
+                })
             })
             .as_ref()
             .map_err(Clone::clone)

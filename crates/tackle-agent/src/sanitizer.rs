@@ -10,13 +10,13 @@ use tackle_protocol::text::truncate_at_char_boundary;
 /// `data:[mime][;params];base64,PAYLOAD`, any payload length. Parameters may carry values
 /// (`;charset=utf-8`); the payload alphabet includes the URL-safe variant and padding.
 static DATA_URI: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"(?i)data:[a-z0-9!#$&^_.+\-]*(?:/[a-z0-9!#$&^_.+\-]*)?(?:;[a-z0-9!#$&^_.+\-]+(?:=[^;,\s]*)?)*;base64,[A-Za-z0-9+/_\-]*=*")
-        .expect("static regex")
+    crate::constant::regex(
+        r"(?i)data:[a-z0-9!#$&^_.+\-]*(?:/[a-z0-9!#$&^_.+\-]*)?(?:;[a-z0-9!#$&^_.+\-]+(?:=[^;,\s]*)?)*;base64,[A-Za-z0-9+/_\-]*=*",
+    )
 });
 
 /// More than 100 hex digits in a row.
-static HEX_RUN: LazyLock<Regex> =
-    LazyLock::new(|| Regex::new(r"[0-9A-Fa-f]{101,}").expect("static regex"));
+static HEX_RUN: LazyLock<Regex> = LazyLock::new(|| crate::constant::regex(r"[0-9A-Fa-f]{101,}"));
 
 pub const BASE64_NOTE: &str = "[base64 data removed]";
 pub const HEX_NOTE: &str = "[hex data removed]";

@@ -130,11 +130,16 @@ pub fn provenance(plan: &Plan, args: &Value, untrusted_paths: &[String]) -> Prov
         .map_or(said, Provenance::Untrusted)
 }
 
-/// Whether `pattern` can be a `security.untrusted_paths` entry; why not, in words.
-pub fn check_marked_path(pattern: &str) -> Result<(), String> {
+/// Why a `security.untrusted_paths` entry cannot be used.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("not a glob: {0}")]
+pub struct NotAGlob(String);
+
+/// Whether `pattern` can be a `security.untrusted_paths` entry.
+pub fn check_marked_path(pattern: &str) -> Result<(), NotAGlob> {
     globset::Glob::new(pattern)
         .map(drop)
-        .map_err(|e| format!("not a glob: {}", e.kind()))
+        .map_err(|e| NotAGlob(e.kind().to_string()))
 }
 
 /// The marked paths as one set (each pattern was checked to be a glob when the config loaded).

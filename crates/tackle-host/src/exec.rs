@@ -111,7 +111,10 @@ pub(crate) async fn run(scope: &ExecScope<'_>, req: ExecRequest) -> Result<ExecO
             .chain(args.iter().cloned())
             .collect();
         if let Err(why) = tackle_policy::shell::values_stay_data(&argv, &req.data_values) {
-            return Err(HostError::Denied(Decision::deny("plugins.argv", why)));
+            return Err(HostError::Denied(Decision::deny(
+                "plugins.argv",
+                why.to_string(),
+            )));
         }
     }
     let decision = decide(&req.command, scope.shell).await;

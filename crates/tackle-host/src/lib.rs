@@ -40,6 +40,12 @@
 //! # Ok(()) }
 //! ```
 
+// Outside tests, data from outside never panics the process: no unwrap, expect or panic.
+#![cfg_attr(
+    not(test),
+    deny(clippy::unwrap_used, clippy::expect_used, clippy::panic)
+)]
+
 mod bash;
 mod bwrap;
 mod config;

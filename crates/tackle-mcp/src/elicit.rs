@@ -344,7 +344,7 @@ impl Field {
     }
 
     /// Read what the person typed (not empty) into this field's value, or say what is wrong.
-    pub fn parse(&self, input: &str) -> Result<Value, String> {
+    pub fn parse(&self, input: &str) -> Result<Value, NotAnAnswer> {
         let input = input.trim();
         let value = match &self.kind {
             Kind::Text { .. } => Value::String(input.to_string()),
@@ -380,7 +380,7 @@ impl Field {
     }
 
     /// Is `value` a valid answer for this field?
-    pub fn check(&self, value: &Value) -> Result<(), String> {
+    pub fn check(&self, value: &Value) -> Result<(), NotAnAnswer> {
         match (&self.kind, value) {
             (
                 Kind::Text {
@@ -392,15 +392,15 @@ impl Field {
             ) => {
                 let n = s.chars().count() as u64;
                 if min_length.is_some_and(|m| n < m) || max_length.is_some_and(|m| n > m) {
-                    return Err(match (min_length, max_length) {
+                    return Err(NotAnAnswer(match (min_length, max_length) {
                         (Some(lo), Some(hi)) => format!("enter {lo} to {hi} characters"),
                         (Some(lo), None) => format!("enter at least {lo} characters"),
                         (_, Some(hi)) => format!("enter at most {hi} characters"),
                         (None, None) => String::new(),
-                    });
+                    }));
                 }
                 match format.as_deref() {
-                    Some(f) if !format_ok(f, s) => Err(format!("not a valid {f}")),
+                    Some(f) if !format_ok(f, s) => Err(format!("not a valid {f}").into()),
                     _ => Ok(()),
                 }
             }
@@ -418,10 +418,11 @@ impl Field {
                 }
                 let x = n.as_f64().unwrap_or(f64::NAN);
                 if minimum.is_some_and(|m| x < m) || maximum.is_some_and(|m| x > m) || x.is_nan() {
-                    return Err(self
-                        .hint()
-                        .unwrap_or_default()
-                        .replacen("a ", "enter a ", 1));
+                    return Err(NotAnAnswer(
+                        self.hint()
+                            .unwrap_or_default()
+                            .replacen("a ", "enter a ", 1),
+                    ));
                 }
                 Ok(())
             }
@@ -449,10 +450,10 @@ impl Field {
                 }
                 let n = items.len() as u64;
                 if min_items.is_some_and(|m| n < m) {
-                    return Err(format!("pick at least {}", min_items.unwrap_or(0)));
+                    return Err(format!("pick at least {}", min_items.unwrap_or(0)).into());
                 }
                 if max_items.is_some_and(|m| n > m) {
-                    return Err(format!("pick at most {}", max_items.unwrap_or(0)));
+                    return Err(format!("pick at most {}", max_items.unwrap_or(0)).into());
                 }
                 Ok(())
             }
@@ -470,7 +471,7 @@ fn label_of(choices: &[Choice], value: &str) -> String {
 }
 
 /// A choice by its number (1-based), its value, or its title (any case).
-fn pick(choices: &[Choice], input: &str) -> Result<String, String> {
+fn pick(choices: &[Choice], input: &str) -> Result<String, NotAnAnswer> {
     if let Ok(n) = input.parse::<usize>() {
         if let Some(c) = n.checked_sub(1).and_then(|i| choices.get(i)) {
             return Ok(c.value.clone());
@@ -489,10 +490,10 @@ fn pick(choices: &[Choice], input: &str) -> Result<String, String> {
         })
         .map(|c| c.value.clone())
         .ok_or_else(|| {
-            format!(
+            NotAnAnswer(format!(
                 "`{input}` is not one of the choices (1 to {})",
                 choices.len()
-            )
+            ))
         })
 }
 
@@ -522,6 +523,24 @@ fn format_ok(format: &str, s: &str) -> bool {
             date(d) && time.len() >= 8 && time.as_bytes().get(2) == Some(&b':')
         }),
         _ => true,
+    }
+}
+
+/// What is wrong with what the person typed or the client sent for a field, in words they
+/// can act on ("enter a whole number").
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct NotAnAnswer(pub String);
+
+impl From<String> for NotAnAnswer {
+    fn from(why: String) -> Self {
+        Self(why)
+    }
+}
+
+impl From<&str> for NotAnAnswer {
+    fn from(why: &str) -> Self {
+        Self(why.to_string())
     }
 }
 

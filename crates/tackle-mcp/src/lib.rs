@@ -50,6 +50,12 @@
 //! # }
 //! ```
 
+// Outside tests, data from outside never panics the process: no unwrap, expect or panic.
+#![cfg_attr(
+    not(test),
+    deny(clippy::unwrap_used, clippy::expect_used, clippy::panic)
+)]
+
 pub mod auth;
 mod client;
 pub mod content;

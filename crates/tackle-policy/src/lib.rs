@@ -27,6 +27,12 @@
 //! assert_eq!(d.rule, "grants.shell.deny \"rm\"");
 //! ```
 
+// Outside tests, data from outside never panics the process: no unwrap, expect or panic.
+#![cfg_attr(
+    not(test),
+    deny(clippy::unwrap_used, clippy::expect_used, clippy::panic)
+)]
+
 pub mod grants;
 pub mod net;
 pub mod path;

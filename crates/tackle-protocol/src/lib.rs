@@ -17,6 +17,12 @@
 //! assert!(tackle_protocol::ToolName::parse(&spec.name).is_ok());
 //! ```
 
+// Outside tests, data from outside never panics the process: no unwrap, expect or panic.
+#![cfg_attr(
+    not(test),
+    deny(clippy::unwrap_used, clippy::expect_used, clippy::panic)
+)]
+
 pub mod agents;
 pub mod approval;
 pub mod call;

@@ -21,6 +21,12 @@
 //! # Ok::<(), tackle_store::StoreError>(()) }).unwrap();
 //! ```
 
+// Outside tests, data from outside never panics the process: no unwrap, expect or panic.
+#![cfg_attr(
+    not(test),
+    deny(clippy::unwrap_used, clippy::expect_used, clippy::panic)
+)]
+
 mod approvals;
 mod audit;
 mod checkpoint;

@@ -11,16 +11,15 @@ use std::sync::LazyLock;
 
 /// Runs that may be base64 (standard or URL-safe alphabet); shorter than any decoy's encoding.
 static BASE64_RUN: LazyLock<Regex> =
-    LazyLock::new(|| Regex::new(r"[A-Za-z0-9+/_\-]{20,}").expect("static regex"));
-static HEX_RUN: LazyLock<Regex> =
-    LazyLock::new(|| Regex::new(r"[0-9A-Fa-f]{32,}").expect("static regex"));
+    LazyLock::new(|| crate::constant::regex(r"[A-Za-z0-9+/_\-]{20,}"));
+static HEX_RUN: LazyLock<Regex> = LazyLock::new(|| crate::constant::regex(r"[0-9A-Fa-f]{32,}"));
 
 /// Standard base64 without padding that also takes a slice cut mid-character (its last
 /// bits not zero), as a run found inside longer text is.
 static BASE64_LOOSE: LazyLock<Encoding> = LazyLock::new(|| {
     let mut spec = data_encoding::BASE64_NOPAD.specification();
     spec.check_trailing_bits = false;
-    spec.encoding().expect("static base64 specification")
+    crate::constant::encoding(&spec)
 });
 
 /// How many encodings deep a value is unwrapped.

@@ -74,7 +74,7 @@ use walk::{Analysis, Cmd, Walker};
 use words::Word;
 
 pub use program_rules::{program_rules, rule_layers, ProgramRules, RuleEnforcement, RuleLayer};
-pub use values::values_stay_data;
+pub use values::{values_stay_data, ValueNotData};
 
 /// Why a shell line could not be analysed.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

@@ -19,6 +19,7 @@
 
 use super::walk::{Cmd, Walker};
 use super::words::Word;
+use super::ShellError;
 
 /// The word that stands for value number N in the second walk (`tackle0value0`, …).
 fn inert(n: usize) -> String {
@@ -30,7 +31,7 @@ const EXPANDS: &[char] = &['$', '`', '\\', '*', '?', '[', '~'];
 
 /// The commands `argv` runs (each as its words) and how many parts the analyser could not
 /// see through.
-fn walk(argv: &[String]) -> Result<(Vec<Vec<String>>, usize), String> {
+fn walk(argv: &[String]) -> Result<(Vec<Vec<String>>, usize), ShellError> {
     walk_marked(argv, |_| false).map(|(cmds, opaque)| (cmds, opaque.len()))
 }
 
@@ -39,7 +40,7 @@ fn walk(argv: &[String]) -> Result<(Vec<Vec<String>>, usize), String> {
 fn walk_marked(
     argv: &[String],
     computed: impl Fn(&str) -> bool,
-) -> Result<(Vec<Vec<String>>, Vec<String>), String> {
+) -> Result<(Vec<Vec<String>>, Vec<String>), ShellError> {
     let mut walker = Walker::new();
     walker.fed = true;
     if !argv.is_empty() {
@@ -59,7 +60,7 @@ fn walk_marked(
         });
     }
     if let Some(e) = walker.out.error {
-        return Err(e.to_string());
+        return Err(e);
     }
     let opaque = walker.out.opaque.clone();
     let cmds = walker
@@ -71,8 +72,16 @@ fn walk_marked(
     Ok((cmds, opaque))
 }
 
+/// A value that would not reach the program as data: the program, and why not.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("an argument value would not reach `{program}` as plain data: {why}")]
+pub struct ValueNotData {
+    pub program: String,
+    pub why: String,
+}
+
 /// `Ok` when every one of `values` reaches what `argv` runs as data; otherwise why not.
-pub fn values_stay_data(argv: &[String], values: &[String]) -> Result<(), String> {
+pub fn values_stay_data(argv: &[String], values: &[String]) -> Result<(), ValueNotData> {
     let mut values: Vec<&str> = values
         .iter()
         .map(String::as_str)
@@ -86,9 +95,10 @@ pub fn values_stay_data(argv: &[String], values: &[String]) -> Result<(), String
     values.dedup();
     let program = argv.first().map(String::as_str).unwrap_or("");
     let refuse = |why: &str| {
-        Err(format!(
-            "an argument value would not reach `{program}` as plain data: {why}"
-        ))
+        Err(ValueNotData {
+            program: program.to_string(),
+            why: why.to_string(),
+        })
     };
     let (filled, filled_opaque) = match walk(argv) {
         Ok(found) => found,
