@@ -1,7 +1,9 @@
 //! `tackle daemon` holding 10,000 schedules: resident memory, CPU while idle, and how late
 //! fires are claimed (from the fire records: claim time − due time). The real binary against
 //! fakellm on 127.0.0.1. Run: `cargo bench --profile dev --bench schedules` (the figures in
-//! BENCHMARKS.md are from that debug build); `TACKLE_BENCH_IDLE_SECS` shortens the idle window.
+//! BENCHMARKS.md say which build); `TACKLE_BENCH_IDLE_SECS` shortens the idle window,
+//! `TACKLE_BENCH_HELD` sets how many schedules are held (10,000 unless set), and
+//! `TACKLE_BENCH_BIN` measures another build of `tackle` (a release one) than the bench's own.
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -12,6 +14,13 @@ use time::OffsetDateTime;
 const HELD: usize = 10_000;
 const FIRED: usize = 200;
 
+fn env_or<T: std::str::FromStr>(name: &str, default: T) -> T {
+    std::env::var(name)
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(default)
+}
+
 fn main() {
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
     let fakellm = root.join(".ci/venv/bin/fakellm");
@@ -19,10 +28,8 @@ fn main() {
         eprintln!("SKIP: fakellm is not installed; run .ci/llm-peers.sh");
         return;
     }
-    let idle_secs: u64 = std::env::var("TACKLE_BENCH_IDLE_SECS")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(60);
+    let idle_secs: u64 = env_or("TACKLE_BENCH_IDLE_SECS", 60);
+    let held: usize = env_or("TACKLE_BENCH_HELD", HELD);
     let dir = tempfile::tempdir().expect("tempdir");
     for sub in ["home", "ws", "state"] {
         std::fs::create_dir_all(dir.path().join(sub)).expect("mkdir");
@@ -45,7 +52,7 @@ fn main() {
     rt.block_on(add(
         &store,
         "held",
-        HELD,
+        held,
         now + time::Duration::days(1),
         1000,
     ));
@@ -84,7 +91,7 @@ fn main() {
         let i = ((sorted.len() as f64 - 1.0) * p).round() as usize;
         sorted.get(i).copied().unwrap_or(-1)
     };
-    println!("schedules held: {HELD}");
+    println!("schedules held: {held}");
     println!(
         "daemon RSS after start-up: {:.1} MiB",
         rss_kib as f64 / 1024.0
@@ -140,7 +147,10 @@ async fn lateness_ms(store: &Store) -> Vec<i64> {
 }
 
 fn start_daemon(dir: &Path, config: &Path) -> Child {
-    Command::new(env!("CARGO_BIN_EXE_tackle"))
+    let bin = std::env::var_os("TACKLE_BENCH_BIN")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_BIN_EXE_tackle")));
+    Command::new(bin)
         .env_clear()
         .env("PATH", std::env::var("PATH").unwrap_or_default())
         .env("HOME", dir.join("home"))
