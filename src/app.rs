@@ -314,7 +314,10 @@ fn extensions(
     store: &Store,
     services: &tackle_tools::services::ServicesSettings,
 ) -> Vec<Arc<dyn Extension>> {
-    use tackle_tools::{core, dev, devices, fs, media, memory, system, web};
+    use tackle_tools::{core, dev, devices, fs, memory, system, web};
+    // Read only by the services extension.
+    #[cfg(not(feature = "services"))]
+    let _ = services;
     let all: Vec<Arc<dyn Extension>> = vec![
         system::extension(),
         core::extension_with_channels(config.channels.clone()),
@@ -337,8 +340,12 @@ fn extensions(
             store: store.clone(),
             banks: config.memory_banks.clone(),
         }),
+        // Left out of a build without the feature (the edge build): the linker then drops
+        // their tools (docs/decisions/0039-edge-build.md).
+        #[cfg(feature = "services")]
         tackle_tools::services::extension(services.clone()),
-        media::extension(media::MediaSettings {
+        #[cfg(feature = "media")]
+        tackle_tools::media::extension(tackle_tools::media::MediaSettings {
             transcribe: config.transcribe.clone(),
             screenshot: config.screenshot.clone(),
         }),
@@ -352,6 +359,9 @@ fn extensions(
         .collect();
     // Owns no tools: it only answers for the feature-gated tools this build lacks.
     enabled.push(tackle_tools::gated::extension());
+    // Owns no tools: it answers for the extensions this build leaves out (the edge build).
+    #[cfg(not(all(feature = "services", feature = "media")))]
+    enabled.push(crate::not_built::extension());
     enabled
 }
 

@@ -1,6 +1,15 @@
 //! `tackle`: the command-line front end. Parses flags, loads config once, and hands typed
 //! structs to the library crates.
 
+// Outside tests, data from outside never panics the process: no unwrap, expect or panic.
+#![cfg_attr(
+    not(test),
+    deny(clippy::unwrap_used, clippy::expect_used, clippy::panic)
+)]
+// A build without the daemon's servers (the edge build, docs/decisions/0039-edge-build.md)
+// leaves unused the helpers only they call; the default build still checks for dead code.
+#![cfg_attr(not(all(feature = "gateway", feature = "channels")), allow(dead_code))]
+
 /// `println!` that returns an error instead of panicking: a closed stdout is
 /// [`exit::StdoutClosed`], which ends the command quietly.
 macro_rules! outln {
@@ -9,11 +18,17 @@ macro_rules! outln {
     };
 }
 
+#[cfg(any(feature = "gateway", feature = "channels"))]
 mod agent_pool;
 mod app;
 mod approval;
 mod approval_queue;
 mod background;
+#[cfg(feature = "channels")]
+mod channels;
+// A build without chat channels (the edge build) answers for them with an error.
+#[cfg(not(feature = "channels"))]
+#[path = "channels_off.rs"]
 mod channels;
 mod cli;
 mod cli_words;
@@ -23,6 +38,11 @@ mod elicit;
 mod errors;
 mod exit;
 mod fs_watch;
+#[cfg(feature = "gateway")]
+mod gateway;
+// A build without the HTTP API (the edge build) answers for it with an error.
+#[cfg(not(feature = "gateway"))]
+#[path = "gateway_off.rs"]
 mod gateway;
 mod grant_words;
 mod log_format;
@@ -30,6 +50,7 @@ mod log_redact;
 mod mcp_pins;
 mod mcp_service;
 mod net_bridge;
+mod not_built;
 mod plugin_watch;
 mod plugins;
 mod profiles;

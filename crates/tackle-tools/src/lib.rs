@@ -5,6 +5,12 @@
 //!
 //! Not here: the registry and dispatcher (`tackle-agent`), MCP tools (`tackle-mcp`).
 
+// Outside tests, data from outside never panics the process: no unwrap, expect or panic.
+#![cfg_attr(
+    not(test),
+    deny(clippy::unwrap_used, clippy::expect_used, clippy::panic)
+)]
+
 mod args;
 pub mod core;
 pub mod dev;

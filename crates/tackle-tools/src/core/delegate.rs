@@ -6,8 +6,9 @@
 use super::spawn::render;
 use async_trait::async_trait;
 use futures::future::join_all;
+use schemars::JsonSchema;
 use serde::Deserialize;
-use serde_json::{json, Value};
+use serde_json::Value;
 use std::time::Duration;
 use tackle_protocol::{
     ApprovalMode, ChildKind, Risk, SpawnRequest, Tool, ToolContext, ToolError, ToolOutput, ToolSpec,
@@ -16,26 +17,31 @@ use tackle_protocol::{
 /// The most of one earlier output passed to the next role in sequential mode.
 const PASSED_CHARS: usize = 2_000;
 
-#[derive(Deserialize)]
+// Arguments of `delegate`; which fields each action reads is in their descriptions.
+#[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 struct Args {
+    /// Default `run`.
     #[serde(default)]
     action: Action,
-    #[serde(default)]
+    /// run: the role.
     role: Option<String>,
-    #[serde(default)]
+    /// run: the task.
     task: Option<String>,
-    #[serde(default)]
+    /// run: narrow the role's tools.
     tools: Option<Vec<String>>,
+    /// aggregate: the tasks.
     #[serde(default)]
     tasks: Vec<RoleTask>,
+    /// aggregate: run at once, sharing nothing (default false).
     #[serde(default)]
     parallel: bool,
     #[serde(default)]
     merge_strategy: Merge,
 }
 
-#[derive(Deserialize, Default, PartialEq)]
+#[derive(Deserialize, JsonSchema, Default, PartialEq)]
+#[schemars(inline)]
 #[serde(rename_all = "snake_case")]
 enum Action {
     #[default]
@@ -43,7 +49,8 @@ enum Action {
     Aggregate,
 }
 
-#[derive(Deserialize, Default, PartialEq)]
+#[derive(Deserialize, JsonSchema, Default, PartialEq)]
+#[schemars(inline)]
 #[serde(rename_all = "snake_case")]
 enum Merge {
     #[default]
@@ -51,13 +58,13 @@ enum Merge {
     Summarize,
 }
 
-#[derive(Deserialize, Clone)]
+#[derive(Deserialize, JsonSchema, Clone)]
+#[schemars(inline)]
 #[serde(deny_unknown_fields)]
 struct RoleTask {
     #[serde(default = "assistant")]
     role: String,
     task: String,
-    #[serde(default)]
     tools: Option<Vec<String>>,
 }
 
@@ -75,18 +82,7 @@ impl Tool for Delegate {
             "Delegate work to sub-agents by role (a worker template of that name, else a generic one). `run`: one role and task. `aggregate`: several tasks, in order (each sees the earlier results) or in parallel, merged.",
             "core",
         )
-        .parameters(json!({"type": "object", "properties": {
-            "action": {"type": "string", "enum": ["run", "aggregate"], "description": "Default `run`."},
-            "role": {"type": "string", "description": "run: the role."},
-            "task": {"type": "string", "description": "run: the task."},
-            "tools": {"type": "array", "items": {"type": "string"}, "description": "run: narrow the role's tools."},
-            "tasks": {"type": "array", "description": "aggregate: the tasks.", "items": {"type": "object", "properties": {
-                "role": {"type": "string"}, "task": {"type": "string"},
-                "tools": {"type": "array", "items": {"type": "string"}}
-            }, "required": ["task"]}},
-            "parallel": {"type": "boolean", "description": "aggregate: run at once, sharing nothing (default false)."},
-            "merge_strategy": {"type": "string", "enum": ["concatenate", "summarize"]}
-        }}))
+        .parameters(crate::args::schema::<Args>())
         .risk(Risk::Medium)
         .approval(ApprovalMode::UnlessAutoApproved)
         .conversation_only()
@@ -101,9 +97,7 @@ impl Tool for Delegate {
     }
 
     async fn call(&self, args: Value, cx: &ToolContext) -> Result<ToolOutput, ToolError> {
-        let a: Args = serde_json::from_value(args).map_err(|e| {
-            ToolError::invalid_arguments(format!("invalid arguments for `delegate`: {e}"))
-        })?;
+        let a: Args = crate::args::parse_for("delegate", args)?;
         let agents = cx.agents()?;
         agents.can_spawn(cx)?;
         if a.action == Action::Run {

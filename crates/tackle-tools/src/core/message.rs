@@ -9,6 +9,7 @@
 use super::channels::{self, Action, Outgoing, DEFAULT_TIMEOUT};
 use crate::secrets::Secrets;
 use async_trait::async_trait;
+use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{json, Map, Value};
 use std::collections::BTreeMap;
@@ -23,22 +24,37 @@ pub struct SendMessage {
     pub(super) channels: Arc<BTreeMap<String, ChannelConfig>>,
 }
 
-#[derive(Deserialize)]
+// Arguments of `message`.
+#[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 struct Args {
+    /// The message.
     content: String,
-    #[serde(default)]
+    /// `session` (default) or a configured channel.
     channel: Option<String>,
-    #[serde(default)]
     chat_id: Option<String>,
-    #[serde(default)]
     reply_to: Option<String>,
-    #[serde(default)]
+    // Read by `Action::parse`, whose refusal names the four.
+    #[schemars(with = "Option<ActionName>")]
     action: Option<String>,
-    #[serde(default)]
+    #[schemars(with = "Option<Map<String, Value>>")]
     payload: Option<Value>,
-    #[serde(default)]
+    #[schemars(
+        description = "A file to attach (path relative to the workspace, or absolute): telegram, matrix and slack channels only, at most 20 MiB; `content` is its caption. Action `send` only."
+    )]
     file: Option<String>,
+}
+
+// The names `action` takes, as [`Action::parse`] reads them.
+#[derive(JsonSchema)]
+#[schemars(inline)]
+#[serde(rename_all = "snake_case")]
+#[allow(dead_code)] // only its schema is used
+enum ActionName {
+    Send,
+    React,
+    RichMessage,
+    InlineKeyboard,
 }
 
 impl SendMessage {
@@ -82,15 +98,7 @@ impl Tool for SendMessage {
             "Send a proactive message: to this session's front end (`channel: session`, the default) or to a channel the operator configured. With `file`, a file is sent as an attachment (telegram, matrix and slack channels; at most 20 MiB), `content` as its caption. Returns where it went.",
             "core",
         )
-        .parameters(json!({"type": "object", "properties": {
-            "content": {"type": "string", "description": "The message."},
-            "channel": {"type": "string", "description": "`session` (default) or a configured channel."},
-            "chat_id": {"type": "string"},
-            "reply_to": {"type": "string"},
-            "action": {"type": "string", "enum": ["send", "react", "rich_message", "inline_keyboard"]},
-            "payload": {"type": "object"},
-            "file": {"type": "string", "description": "A file to attach (path relative to the workspace, or absolute): telegram, matrix and slack channels only, at most 20 MiB; `content` is its caption. Action `send` only."}
-        }, "required": ["content"]}))
+        .parameters(crate::args::schema::<Args>())
         .risk(Risk::Medium)
         .approval(ApprovalMode::UnlessAutoApproved)
         .conversation_only()
@@ -117,9 +125,7 @@ impl Tool for SendMessage {
     }
 
     async fn call(&self, args: Value, cx: &ToolContext) -> Result<ToolOutput, ToolError> {
-        let a: Args = serde_json::from_value(args).map_err(|e| {
-            ToolError::invalid_arguments(format!("invalid arguments for `message`: {e}"))
-        })?;
+        let a: Args = crate::args::parse_for("message", args)?;
         let action = Action::parse(a.action.as_deref().unwrap_or("send"))?;
         let payload = match a.payload {
             None | Some(Value::Null) => Map::new(),

@@ -3,6 +3,8 @@
 
 mod channels;
 mod compact;
+#[cfg(test)]
+mod contract_tests;
 mod delegate;
 mod message;
 mod shell;

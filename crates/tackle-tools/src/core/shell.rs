@@ -3,6 +3,7 @@
 
 use crate::fs::resolve;
 use async_trait::async_trait;
+use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{json, Value};
 use std::time::Duration;
@@ -18,11 +19,16 @@ const MAX_STREAM_BYTES: usize = 24_000;
 
 pub struct Shell;
 
-#[derive(Deserialize)]
+// Arguments of `shell` (a plain comment, so not sent as the schema's description).
+#[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 struct Args {
+    /// The command line, e.g. `cargo test 2>&1 | tail -20`.
     command: String,
+    /// Kill the command after this many seconds. Default 120.
+    #[schemars(range(min = 1, max = MAX_TIMEOUT_SECS))]
     timeout_secs: Option<u64>,
+    /// Working directory, relative to the workspace or absolute. Default: the workspace.
     cwd: Option<String>,
 }
 
@@ -38,16 +44,7 @@ impl Tool for Shell {
         )
         .risk(Risk::High)
         .approval(ApprovalMode::Always)
-        .parameters(json!({
-            "type": "object",
-            "properties": {
-                "command": {"type": "string", "description": "The command line, e.g. `cargo test 2>&1 | tail -20`."},
-                "timeout_secs": {"type": "integer", "minimum": 1, "maximum": MAX_TIMEOUT_SECS, "description": "Kill the command after this many seconds. Default 120."},
-                "cwd": {"type": "string", "description": "Working directory, relative to the workspace or absolute. Default: the workspace."}
-            },
-            "required": ["command"],
-            "additionalProperties": false
-        }))
+        .parameters(crate::args::schema::<Args>())
     }
 
     fn planned_capabilities(&self, args: &Value, _cx: &ToolContext) -> Vec<Capability> {
@@ -144,6 +141,27 @@ mod tests {
     use crate::mock_host::{exec_ok, MockHost};
     use std::sync::Arc;
     use tackle_protocol::{ErrorKind, HostError};
+
+    #[tokio::test]
+    async fn shell_schema_keeps_its_names_and_refuses_unknown_or_missing_arguments() {
+        let schema = Shell.spec().parameters;
+        crate::args::contract::assert_names(
+            &schema,
+            &["command", "timeout_secs", "cwd"],
+            &["command"],
+        );
+        let valid = json!({"command": "ls", "timeout_secs": 5, "cwd": "src"});
+        crate::args::contract::assert_refusals(&Shell, valid, &["command"]).await;
+        let accepts = crate::args::contract::accepts;
+        assert!(!accepts(
+            &schema,
+            &json!({"command": "ls", "timeout_secs": 0})
+        ));
+        assert!(!accepts(
+            &schema,
+            &json!({"command": "ls", "timeout_secs": 601})
+        ));
+    }
 
     #[tokio::test]
     async fn output_is_labelled_and_the_request_is_a_shell_line_in_the_workspace() {

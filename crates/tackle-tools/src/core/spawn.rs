@@ -2,8 +2,9 @@
 //! (`cx.agents()`) does the work under the tree's rules; these tools parse and ask.
 
 use async_trait::async_trait;
+use schemars::JsonSchema;
 use serde::Deserialize;
-use serde_json::{json, Value};
+use serde_json::Value;
 use std::time::Duration;
 use tackle_protocol::{
     ApprovalMode, ChildKind, Risk, SpawnRequest, SpawnResult, Tool, ToolContext, ToolError,
@@ -31,40 +32,45 @@ pub(super) fn render(result: SpawnResult) -> ToolOutput {
     }
 }
 
-fn common_properties() -> serde_json::Map<String, Value> {
-    let mut p = serde_json::Map::new();
-    p.insert(
-        "task".into(),
-        json!({"type": "string", "description": "What the child should do."}),
-    );
-    p.insert("context".into(), json!({"type": "string", "description": "What the child needs to know, appended to the task."}));
-    p.insert("model".into(), json!({"type": "string", "description": "A model of the same backend, instead of the default."}));
-    p.insert(
-        "preset".into(),
-        json!({"type": "string", "description": "A preset under `presets:` (model, backend, tool profile, prompt addition) for the child; `model` and `tools` given here still win. An unknown name is refused with the list."}),
-    );
-    p.insert("max_iterations".into(), json!({"type": "integer", "description": "Accepted for compatibility; the tree shares one iteration pool."}));
-    p.insert("async".into(), json!({"type": "boolean", "description": "Return at once; the answer is posted into this session later."}));
-    p
-}
-
-#[derive(Deserialize)]
+// Arguments of `spawn_agent`. `agent_ref` is a second name for `agent`; the schema lists both
+// (neither is required there) and `call` asks for exactly one.
+#[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 struct AgentArgs {
-    #[serde(alias = "agent_ref")]
-    agent: String,
+    /// A configured agent (under `agents:`).
+    agent: Option<String>,
+    /// Alias of `agent`.
+    agent_ref: Option<String>,
+    /// What the child should do.
     task: String,
-    #[serde(default)]
+    /// What the child needs to know, appended to the task.
     context: Option<String>,
-    #[serde(default)]
+    /// A model of the same backend, instead of the default.
     model: Option<String>,
-    #[serde(default)]
+    #[schemars(
+        description = "A preset under `presets:` (model, backend, tool profile, prompt addition) for the child; `model` and `tools` given here still win. An unknown name is refused with the list."
+    )]
     preset: Option<String>,
-    #[serde(default)]
+    /// Accepted for compatibility; the tree shares one iteration pool.
     #[allow(dead_code)]
     max_iterations: Option<u32>,
+    /// Return at once; the answer is posted into this session later.
     #[serde(default, rename = "async")]
     background: bool,
+}
+
+impl AgentArgs {
+    /// The agent named by `agent` or its alias `agent_ref`, given once.
+    fn agent(&mut self) -> Result<String, ToolError> {
+        let bad = |m: &str| {
+            ToolError::invalid_arguments(format!("invalid arguments for `spawn_agent`: {m}"))
+        };
+        match (self.agent.take(), self.agent_ref.take()) {
+            (Some(a), None) | (None, Some(a)) => Ok(a),
+            (None, None) => Err(bad("missing field `agent`")),
+            (Some(_), Some(_)) => Err(bad("duplicate field `agent`")),
+        }
+    }
 }
 
 pub struct SpawnAgent;
@@ -72,19 +78,10 @@ pub struct SpawnAgent;
 #[async_trait]
 impl Tool for SpawnAgent {
     fn spec(&self) -> ToolSpec {
-        let mut p = common_properties();
-        p.insert(
-            "agent".into(),
-            json!({"type": "string", "description": "A configured agent (under `agents:`)."}),
-        );
-        p.insert(
-            "agent_ref".into(),
-            json!({"type": "string", "description": "Alias of `agent`."}),
-        );
         spec(
             "spawn_agent",
             "Delegate a task to another configured agent (its own prompt, grants and memory, never wider than yours) in a child session; returns its final answer.",
-            json!({"type": "object", "properties": p, "required": ["task"]}),
+            crate::args::schema::<AgentArgs>(),
         )
     }
 
@@ -97,8 +94,8 @@ impl Tool for SpawnAgent {
     }
 
     async fn call(&self, args: Value, cx: &ToolContext) -> Result<ToolOutput, ToolError> {
-        let a: AgentArgs = crate::args::parse_for("spawn_agent", args)?;
-        let mut req = SpawnRequest::new(ChildKind::Agent(a.agent), a.task);
+        let mut a: AgentArgs = crate::args::parse_for("spawn_agent", args)?;
+        let mut req = SpawnRequest::new(ChildKind::Agent(a.agent()?), a.task);
         req.context = a.context;
         req.model = a.model;
         req.preset = a.preset;
@@ -107,22 +104,28 @@ impl Tool for SpawnAgent {
     }
 }
 
-#[derive(Deserialize)]
+// Arguments of `spawn_worker`.
+#[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 struct WorkerArgs {
+    /// A worker template of yours (under `workers:`).
     name: String,
+    /// What the child should do.
     task: String,
-    #[serde(default)]
+    /// What the child needs to know, appended to the task.
     context: Option<String>,
-    #[serde(default)]
+    /// Narrow the worker's tools; each must be one the template and you have.
     tools: Option<Vec<String>>,
-    #[serde(default)]
+    /// A model of the same backend, instead of the default.
     model: Option<String>,
-    #[serde(default)]
+    #[schemars(
+        description = "A preset under `presets:` (model, backend, tool profile, prompt addition) for the child; `model` and `tools` given here still win. An unknown name is refused with the list."
+    )]
     preset: Option<String>,
-    #[serde(default)]
+    /// Accepted for compatibility; the tree shares one iteration pool.
     #[allow(dead_code)]
     max_iterations: Option<u32>,
+    /// Return at once; the answer is posted into this session later.
     #[serde(default, rename = "async")]
     background: bool,
 }
@@ -132,13 +135,10 @@ pub struct SpawnWorker;
 #[async_trait]
 impl Tool for SpawnWorker {
     fn spec(&self) -> ToolSpec {
-        let mut p = common_properties();
-        p.insert("name".into(), json!({"type": "string", "description": "A worker template of yours (under `workers:`)."}));
-        p.insert("tools".into(), json!({"type": "array", "items": {"type": "string"}, "description": "Narrow the worker's tools; each must be one the template and you have."}));
         spec(
             "spawn_worker",
             "Run one of your worker templates on a task in a child session (no identity of its own, your grants or narrower, sharing your iteration budget); returns its final answer.",
-            json!({"type": "object", "properties": p, "required": ["name", "task"]}),
+            crate::args::schema::<WorkerArgs>(),
         )
     }
 
@@ -162,11 +162,13 @@ impl Tool for SpawnWorker {
     }
 }
 
-#[derive(Deserialize)]
+// Arguments of `spawn`.
+#[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 struct BackgroundArgs {
+    /// What the background task should do.
     task: String,
-    #[serde(default)]
+    /// A short name for it (default: the task's first 30 characters).
     label: Option<String>,
 }
 
@@ -178,10 +180,7 @@ impl Tool for Spawn {
         spec(
             "spawn",
             "Start a background task with your tools (minus the spawning ones); returns its label and id at once. Its result is posted into this session when it finishes.",
-            json!({"type": "object", "properties": {
-                "task": {"type": "string", "description": "What the background task should do."},
-                "label": {"type": "string", "description": "A short name for it (default: the task's first 30 characters)."}
-            }, "required": ["task"]}),
+            crate::args::schema::<BackgroundArgs>(),
         )
     }
 

@@ -6,6 +6,7 @@
 use crate::fs::planned_path;
 use crate::secrets::Secrets;
 use async_trait::async_trait;
+use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{json, Value};
 use std::time::Duration;
@@ -33,24 +34,127 @@ pub struct Project {
     api_base: String,
 }
 
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct Args {
-    action: Action,
-    repo: Option<String>,
-    title: Option<String>,
-    body: Option<String>,
-    number: Option<u64>,
-    state: Option<String>,
-    labels: Option<Vec<String>>,
-    assignees: Option<Vec<String>>,
-    limit: Option<u32>,
-    query: Option<String>,
-    template: Option<String>,
-    target: Option<String>,
-    name: Option<String>,
+// One call of `project`: each action with exactly its own fields. Variants and the enum
+// carry plain comments, as a doc comment would be sent to the model as a description.
+#[derive(Deserialize, JsonSchema)]
+#[serde(tag = "action", rename_all = "snake_case", deny_unknown_fields)]
+// Providers want an object at the top of a tool's schema, whatever its alternatives.
+#[schemars(extend("type" = "object"))]
+enum Args {
+    ListIssues {
+        /// `owner/name`. Default: from `git remote get-url origin`.
+        repo: Option<String>,
+        /// Which issues (default open).
+        #[schemars(extend("enum" = ["open", "closed", "all"]))]
+        state: Option<String>,
+        /// Only issues with all these labels.
+        labels: Option<Vec<String>>,
+        /// Most issues to return. Default 20.
+        #[schemars(range(min = 1, max = 100))]
+        limit: Option<u32>,
+    },
+    GetIssue {
+        /// `owner/name`. Default: from `git remote get-url origin`.
+        repo: Option<String>,
+        /// The issue number.
+        #[schemars(range(min = 1))]
+        number: u64,
+    },
+    SearchIssues {
+        /// `owner/name`. Default: from `git remote get-url origin`.
+        repo: Option<String>,
+        /// GitHub search syntax (e.g. `crash is:open label:bug`); `repo:`, `org:` and `user:` are not allowed, the repository is added.
+        #[schemars(length(max = MAX_QUERY_CHARS))]
+        query: String,
+        /// Most issues to return. Default 20.
+        #[schemars(range(min = 1, max = 100))]
+        limit: Option<u32>,
+    },
+    CreateIssue {
+        /// `owner/name`. Default: from `git remote get-url origin`.
+        repo: Option<String>,
+        /// The issue title.
+        title: String,
+        /// Issue text.
+        body: Option<String>,
+        /// Labels to set.
+        labels: Option<Vec<String>>,
+    },
+    UpdateIssue {
+        /// `owner/name`. Default: from `git remote get-url origin`.
+        repo: Option<String>,
+        /// The issue number.
+        #[schemars(range(min = 1))]
+        number: u64,
+        /// The issue title.
+        title: Option<String>,
+        /// Issue text.
+        body: Option<String>,
+        /// Open or closed.
+        #[schemars(extend("enum" = ["open", "closed"]))]
+        state: Option<String>,
+        /// Replaces the labels ([] removes all).
+        labels: Option<Vec<String>>,
+        /// Replaces the assignees (GitHub logins; [] removes all).
+        assignees: Option<Vec<String>>,
+    },
+    Comment {
+        /// `owner/name`. Default: from `git remote get-url origin`.
+        repo: Option<String>,
+        /// The issue number.
+        #[schemars(range(min = 1))]
+        number: u64,
+        /// The comment.
+        body: String,
+    },
+    CloseIssue {
+        /// `owner/name`. Default: from `git remote get-url origin`.
+        repo: Option<String>,
+        /// The issue number.
+        #[schemars(range(min = 1))]
+        number: u64,
+        /// An optional closing comment.
+        body: Option<String>,
+    },
+    Scaffold {
+        /// The template directory, relative to the workspace.
+        template: String,
+        /// The new directory, relative to the workspace; must not exist or be empty.
+        target: String,
+        /// Replaces `{{name}}` in file contents and names (letters, digits, `-`, `_`, `.`).
+        name: Option<String>,
+    },
 }
 
+impl Args {
+    fn action(&self) -> Action {
+        match self {
+            Args::ListIssues { .. } => Action::ListIssues,
+            Args::GetIssue { .. } => Action::GetIssue,
+            Args::SearchIssues { .. } => Action::SearchIssues,
+            Args::CreateIssue { .. } => Action::CreateIssue,
+            Args::UpdateIssue { .. } => Action::UpdateIssue,
+            Args::Comment { .. } => Action::Comment,
+            Args::CloseIssue { .. } => Action::CloseIssue,
+            Args::Scaffold { .. } => Action::Scaffold,
+        }
+    }
+
+    fn repo(&self) -> Option<&str> {
+        match self {
+            Args::ListIssues { repo, .. }
+            | Args::GetIssue { repo, .. }
+            | Args::SearchIssues { repo, .. }
+            | Args::CreateIssue { repo, .. }
+            | Args::UpdateIssue { repo, .. }
+            | Args::Comment { repo, .. }
+            | Args::CloseIssue { repo, .. } => repo.as_deref(),
+            Args::Scaffold { .. } => None,
+        }
+    }
+}
+
+/// What `planned_capabilities` reads of a call before it is checked: the action alone.
 #[derive(Deserialize, Clone, Copy, PartialEq, Eq, Debug)]
 #[serde(rename_all = "snake_case")]
 enum Action {
@@ -105,26 +209,7 @@ impl Tool for Project {
         )
         .risk(Risk::Medium)
         .approval(ApprovalMode::UnlessAutoApproved)
-        .parameters(json!({
-            "type": "object",
-            "properties": {
-                "action": {"type": "string", "enum": ["list_issues", "get_issue", "search_issues", "create_issue", "update_issue", "comment", "close_issue", "scaffold"]},
-                "repo": {"type": "string", "description": "`owner/name`. Default: from `git remote get-url origin`."},
-                "title": {"type": "string", "description": "create_issue, update_issue: the issue title."},
-                "body": {"type": "string", "description": "create_issue, update_issue: issue text; comment: the comment; close_issue: an optional closing comment."},
-                "number": {"type": "integer", "minimum": 1, "description": "get_issue, update_issue, comment, close_issue: the issue number."},
-                "state": {"type": "string", "enum": ["open", "closed", "all"], "description": "list_issues: which issues (default open); update_issue: open or closed."},
-                "labels": {"type": "array", "items": {"type": "string"}, "description": "list_issues: only with all these labels; create_issue: labels to set; update_issue: replaces the labels ([] removes all)."},
-                "assignees": {"type": "array", "items": {"type": "string"}, "description": "update_issue: replaces the assignees (GitHub logins; [] removes all)."},
-                "limit": {"type": "integer", "minimum": 1, "maximum": 100, "description": "list_issues, search_issues: most issues to return. Default 20."},
-                "query": {"type": "string", "maxLength": MAX_QUERY_CHARS, "description": "search_issues: GitHub search syntax (e.g. `crash is:open label:bug`); `repo:`, `org:` and `user:` are not allowed, the repository is added."},
-                "template": {"type": "string", "description": "scaffold: the template directory, relative to the workspace."},
-                "target": {"type": "string", "description": "scaffold: the new directory, relative to the workspace; must not exist or be empty."},
-                "name": {"type": "string", "description": "scaffold: replaces `{{name}}` in file contents and names (letters, digits, `-`, `_`, `.`)."}
-            },
-            "required": ["action"],
-            "additionalProperties": false
-        }))
+        .parameters(crate::args::schema::<Args>())
     }
 
     fn planned_capabilities(&self, args: &Value, cx: &ToolContext) -> Vec<Capability> {
@@ -167,17 +252,16 @@ impl Tool for Project {
     async fn call(&self, args: Value, cx: &ToolContext) -> Result<ToolOutput, ToolError> {
         let args: Args = crate::args::parse(args)?;
         check_fields(&args)?;
-        if args.action == Action::Scaffold {
-            let text = scaffold(
-                cx,
-                args.template.as_deref().unwrap_or_default(),
-                args.target.as_deref().unwrap_or_default(),
-                args.name.as_deref(),
-            )
-            .await?;
+        if let Args::Scaffold {
+            template,
+            target,
+            name,
+        } = &args
+        {
+            let text = scaffold(cx, template, target, name.as_deref()).await?;
             return Ok(ToolOutput::text(text));
         }
-        if args.action.method() != Some("GET") && self.token.is_none() {
+        if args.action().method() != Some("GET") && self.token.is_none() {
             return Err(ToolError::failed(
                 "no GitHub token is configured for the project tool, so it can only read issues of public repositories",
             ));
@@ -194,33 +278,83 @@ impl Tool for Project {
 
 impl Project {
     async fn github(&self, cx: &ToolContext, args: &Args) -> Result<String, ToolError> {
-        let repo = match &args.repo {
+        let repo = match args.repo() {
             Some(r) => valid_repo(r)?,
             None => origin_repo(cx).await?,
         };
-        match args.action {
-            Action::ListIssues => self.list(cx, &repo, args).await,
-            Action::GetIssue => self.get(cx, &repo, args).await,
-            Action::SearchIssues => self.search(cx, &repo, args).await,
-            Action::CreateIssue => self.create(cx, &repo, args).await,
-            Action::UpdateIssue => self.update(cx, &repo, args).await,
-            Action::Comment => self.comment(cx, &repo, args).await,
-            Action::CloseIssue => self.close(cx, &repo, args).await,
-            Action::Scaffold => Err(ToolError::invalid_arguments(
+        match args {
+            Args::ListIssues {
+                state,
+                labels,
+                limit,
+                ..
+            } => {
+                let state = state.as_deref().unwrap_or("open");
+                self.list(cx, &repo, state, labels.as_deref(), *limit).await
+            }
+            Args::GetIssue { number, .. } => self.get(cx, &repo, *number).await,
+            Args::SearchIssues { query, limit, .. } => self.search(cx, &repo, query, *limit).await,
+            Args::CreateIssue {
+                title,
+                body,
+                labels,
+                ..
+            } => {
+                let mut issue = json!({"title": title, "body": body.clone().unwrap_or_default()});
+                if let Some(labels) = labels.as_ref().filter(|l| !l.is_empty()) {
+                    issue["labels"] = json!(labels);
+                }
+                self.create(cx, &repo, issue).await
+            }
+            Args::UpdateIssue {
+                number,
+                title,
+                body,
+                state,
+                labels,
+                assignees,
+                ..
+            } => {
+                let mut patch = serde_json::Map::new();
+                let fields = [
+                    ("title", title.as_ref().map(|t| json!(t))),
+                    ("body", body.as_ref().map(|b| json!(b))),
+                    ("state", state.as_ref().map(|s| json!(s))),
+                    ("labels", labels.as_ref().map(|l| json!(l))),
+                    ("assignees", assignees.as_ref().map(|a| json!(a))),
+                ];
+                for (key, value) in fields {
+                    if let Some(value) = value {
+                        patch.insert(key.into(), value);
+                    }
+                }
+                self.update(cx, &repo, *number, patch).await
+            }
+            Args::Comment { number, body, .. } => self.comment(cx, &repo, *number, body).await,
+            Args::CloseIssue { number, body, .. } => {
+                self.close(cx, &repo, *number, body.as_deref()).await
+            }
+            Args::Scaffold { .. } => Err(ToolError::invalid_arguments(
                 "scaffold does not talk to GitHub",
             )),
         }
     }
 
-    async fn list(&self, cx: &ToolContext, repo: &str, args: &Args) -> Result<String, ToolError> {
-        let state = args.state.as_deref().unwrap_or("open");
+    async fn list(
+        &self,
+        cx: &ToolContext,
+        repo: &str,
+        state: &str,
+        labels: Option<&[String]>,
+        limit: Option<u32>,
+    ) -> Result<String, ToolError> {
         let mut url = format!(
             "{}/repos/{repo}/issues?state={}&per_page={}",
             self.api_base,
             enc(state),
-            args.limit.unwrap_or(20).clamp(1, 100)
+            limit.unwrap_or(20).clamp(1, 100)
         );
-        if let Some(labels) = args.labels.as_ref().filter(|l| !l.is_empty()) {
+        if let Some(labels) = labels.filter(|l| !l.is_empty()) {
             url.push_str(&format!("&labels={}", enc(&labels.join(","))));
         }
         let issues = self.send(cx, "GET", url, None).await?;
@@ -231,18 +365,18 @@ impl Project {
         Ok(list.iter().map(issue_line).collect::<Vec<_>>().join("\n"))
     }
 
-    async fn create(&self, cx: &ToolContext, repo: &str, args: &Args) -> Result<String, ToolError> {
-        let mut body = json!({"title": args.title, "body": args.body.clone().unwrap_or_default()});
-        if let Some(labels) = args.labels.as_ref().filter(|l| !l.is_empty()) {
-            body["labels"] = json!(labels);
-        }
+    async fn create(
+        &self,
+        cx: &ToolContext,
+        repo: &str,
+        issue: Value,
+    ) -> Result<String, ToolError> {
         let url = format!("{}/repos/{repo}/issues", self.api_base);
-        let issue = self.send(cx, "POST", url, Some(body)).await?;
+        let issue = self.send(cx, "POST", url, Some(issue)).await?;
         Ok(format!("Created {}", issue_line(&issue)))
     }
 
-    async fn get(&self, cx: &ToolContext, repo: &str, args: &Args) -> Result<String, ToolError> {
-        let n = args.number.unwrap_or_default();
+    async fn get(&self, cx: &ToolContext, repo: &str, n: u64) -> Result<String, ToolError> {
         let url = format!("{}/repos/{repo}/issues/{n}", self.api_base);
         let issue = self.send(cx, "GET", url, None).await?;
         let assignees: Vec<&str> = issue["assignees"]
@@ -275,14 +409,20 @@ impl Project {
 
     /// The repository qualifier is always added and the query may not name another scope,
     /// so the operator's token searches this repository only.
-    async fn search(&self, cx: &ToolContext, repo: &str, args: &Args) -> Result<String, ToolError> {
-        let query = args.query.as_deref().unwrap_or_default().trim();
+    async fn search(
+        &self,
+        cx: &ToolContext,
+        repo: &str,
+        query: &str,
+        limit: Option<u32>,
+    ) -> Result<String, ToolError> {
+        let query = query.trim();
         let q = format!("{query} repo:{repo}");
         let url = format!(
             "{}/search/issues?q={}&per_page={}",
             self.api_base,
             enc(&q),
-            args.limit.unwrap_or(20).clamp(1, 100)
+            limit.unwrap_or(20).clamp(1, 100)
         );
         let found = self.send(cx, "GET", url, None).await?;
         let items = found["items"].as_array().cloned().unwrap_or_default();
@@ -301,27 +441,16 @@ impl Project {
         Ok(out)
     }
 
-    async fn update(&self, cx: &ToolContext, repo: &str, args: &Args) -> Result<String, ToolError> {
-        let n = args.number.unwrap_or_default();
-        let mut body = serde_json::Map::new();
-        if let Some(t) = &args.title {
-            body.insert("title".into(), json!(t));
-        }
-        if let Some(b) = &args.body {
-            body.insert("body".into(), json!(b));
-        }
-        if let Some(s) = &args.state {
-            body.insert("state".into(), json!(s));
-        }
-        if let Some(l) = &args.labels {
-            body.insert("labels".into(), json!(l));
-        }
-        if let Some(a) = &args.assignees {
-            body.insert("assignees".into(), json!(a));
-        }
+    async fn update(
+        &self,
+        cx: &ToolContext,
+        repo: &str,
+        n: u64,
+        patch: serde_json::Map<String, Value>,
+    ) -> Result<String, ToolError> {
         let url = format!("{}/repos/{repo}/issues/{n}", self.api_base);
         let issue = self
-            .send(cx, "PATCH", url, Some(Value::Object(body)))
+            .send(cx, "PATCH", url, Some(Value::Object(patch)))
             .await?;
         Ok(format!("Updated {}", issue_line(&issue)))
     }
@@ -330,12 +459,12 @@ impl Project {
         &self,
         cx: &ToolContext,
         repo: &str,
-        args: &Args,
+        n: u64,
+        body: &str,
     ) -> Result<String, ToolError> {
-        let n = args.number.unwrap_or_default();
         let url = format!("{}/repos/{repo}/issues/{n}/comments", self.api_base);
         let c = self
-            .send(cx, "POST", url, Some(json!({"body": args.body})))
+            .send(cx, "POST", url, Some(json!({"body": body})))
             .await?;
         Ok(format!(
             "Commented on {repo}#{n}: {}",
@@ -343,10 +472,15 @@ impl Project {
         ))
     }
 
-    async fn close(&self, cx: &ToolContext, repo: &str, args: &Args) -> Result<String, ToolError> {
-        let n = args.number.unwrap_or_default();
-        if args.body.as_deref().is_some_and(|b| !b.trim().is_empty()) {
-            self.comment(cx, repo, args).await?;
+    async fn close(
+        &self,
+        cx: &ToolContext,
+        repo: &str,
+        n: u64,
+        body: Option<&str>,
+    ) -> Result<String, ToolError> {
+        if let Some(body) = body.filter(|b| !b.trim().is_empty()) {
+            self.comment(cx, repo, n, body).await?;
         }
         let url = format!("{}/repos/{repo}/issues/{n}", self.api_base);
         let issue = self
@@ -437,63 +571,67 @@ fn issue_line(i: &Value) -> String {
     )
 }
 
+/// What the schema cannot say: numbers from 1, text that is not blank, and the update rules.
 fn check_fields(a: &Args) -> Result<(), ToolError> {
+    let blank = |s: &str| s.trim().is_empty();
     let missing = |what: &str| {
         Err(ToolError::invalid_arguments(format!(
             "{:?} needs `{what}`",
-            a.action
+            a.action()
         )))
     };
-    let blank = |s: &Option<String>| s.as_deref().is_none_or(|t| t.trim().is_empty());
-    if a.number == Some(0) {
-        return Err(ToolError::invalid_arguments(
+    match a {
+        Args::GetIssue { number: 0, .. }
+        | Args::UpdateIssue { number: 0, .. }
+        | Args::Comment { number: 0, .. }
+        | Args::CloseIssue { number: 0, .. } => Err(ToolError::invalid_arguments(
             "`number` must be an issue number (1 or more)",
-        ));
-    }
-    match a.action {
-        Action::CreateIssue if blank(&a.title) => missing("title"),
-        Action::Comment if blank(&a.body) => missing("body"),
-        Action::SearchIssues if blank(&a.query) => missing("query"),
-        Action::Scaffold if blank(&a.template) => missing("template"),
-        Action::Scaffold if blank(&a.target) => missing("target"),
-        Action::GetIssue | Action::UpdateIssue | Action::Comment | Action::CloseIssue
-            if a.number.is_none() =>
-        {
-            missing("number")
-        }
-        Action::UpdateIssue => check_update(a),
-        Action::SearchIssues => check_query(a.query.as_deref().unwrap_or_default()),
+        )),
+        Args::CreateIssue { title, .. } if blank(title) => missing("title"),
+        Args::Comment { body, .. } if blank(body) => missing("body"),
+        Args::SearchIssues { query, .. } if blank(query) => missing("query"),
+        Args::Scaffold { template, .. } if blank(template) => missing("template"),
+        Args::Scaffold { target, .. } if blank(target) => missing("target"),
+        Args::UpdateIssue {
+            title,
+            body,
+            state,
+            labels,
+            assignees,
+            ..
+        } => check_update(
+            title.as_deref(),
+            body.is_some() || labels.is_some(),
+            state.as_deref(),
+            assignees.as_deref(),
+        ),
+        Args::SearchIssues { query, .. } => check_query(query),
         _ => Ok(()),
     }
 }
 
-fn check_update(a: &Args) -> Result<(), ToolError> {
-    let fields = [
-        a.title.is_some(),
-        a.body.is_some(),
-        a.state.is_some(),
-        a.labels.is_some(),
-        a.assignees.is_some(),
-    ];
-    if !fields.contains(&true) {
+/// `others`: whether `body` or `labels` is given, which need no check of their own.
+fn check_update(
+    title: Option<&str>,
+    others: bool,
+    state: Option<&str>,
+    assignees: Option<&[String]>,
+) -> Result<(), ToolError> {
+    if title.is_none() && !others && state.is_none() && assignees.is_none() {
         return Err(ToolError::invalid_arguments(
             "update_issue needs at least one of `title`, `body`, `state`, `labels`, `assignees`",
         ));
     }
-    if a.title.as_deref().is_some_and(|t| t.trim().is_empty()) {
+    if title.is_some_and(|t| t.trim().is_empty()) {
         return Err(ToolError::invalid_arguments("`title` must not be empty"));
     }
-    if let Some(s) = a
-        .state
-        .as_deref()
-        .filter(|s| !["open", "closed"].contains(s))
-    {
+    if let Some(s) = state.filter(|s| !["open", "closed"].contains(s)) {
         return Err(ToolError::invalid_arguments(format!(
             "update_issue: `state` must be open or closed, got `{}`",
             preview(s, 40)
         )));
     }
-    for login in a.assignees.iter().flatten() {
+    for login in assignees.into_iter().flatten() {
         let ok = !login.is_empty()
             && login.chars().count() <= 39
             && !login.starts_with('-')
@@ -613,6 +751,138 @@ mod tests {
             github_token: token.map(str::to_string),
             github_api_base: Some("http://127.0.0.1:9/api/".into()),
         })
+    }
+
+    /// Each action's fields and required ones. Their union is the hand-written schema's
+    /// property list, where only `action` was required and the rest was said in prose.
+    const ACTIONS: &[(&str, &[&str], &[&str], &str)] = &[
+        (
+            "list_issues",
+            &["repo", "state", "labels", "limit"],
+            &[],
+            r#"{"state": "all", "labels": ["bug"], "limit": 5}"#,
+        ),
+        (
+            "get_issue",
+            &["repo", "number"],
+            &["number"],
+            r#"{"number": 1}"#,
+        ),
+        (
+            "search_issues",
+            &["repo", "query", "limit"],
+            &["query"],
+            r#"{"query": "crash", "limit": 5}"#,
+        ),
+        (
+            "create_issue",
+            &["repo", "title", "body", "labels"],
+            &["title"],
+            r#"{"repo": "a/b", "title": "t", "body": "b", "labels": []}"#,
+        ),
+        (
+            "update_issue",
+            &[
+                "repo",
+                "number",
+                "title",
+                "body",
+                "state",
+                "labels",
+                "assignees",
+            ],
+            &["number"],
+            r#"{"number": 2, "state": "closed", "assignees": ["octo"]}"#,
+        ),
+        (
+            "comment",
+            &["repo", "number", "body"],
+            &["number", "body"],
+            r#"{"number": 3, "body": "x"}"#,
+        ),
+        (
+            "close_issue",
+            &["repo", "number", "body"],
+            &["number"],
+            r#"{"number": 4}"#,
+        ),
+        (
+            "scaffold",
+            &["template", "target", "name"],
+            &["template", "target"],
+            r#"{"template": "t", "target": "n", "name": "x"}"#,
+        ),
+    ];
+
+    #[tokio::test]
+    async fn one_flat_object_for_providers_and_each_action_reads_exactly_its_fields() {
+        let schema = tool(Some("tok")).spec().parameters;
+        // Anthropic refuses `oneOf`/`anyOf`/`allOf` at the top of a tool's schema.
+        for key in ["oneOf", "anyOf", "allOf"] {
+            assert!(schema.get(key).is_none(), "{key} at the top: {schema:#}");
+        }
+        let old = [
+            "action",
+            "repo",
+            "title",
+            "body",
+            "number",
+            "state",
+            "labels",
+            "assignees",
+            "limit",
+            "query",
+            "template",
+            "target",
+            "name",
+        ];
+        crate::args::contract::assert_names(&schema, &old, &["action"]);
+        assert_eq!(schema["additionalProperties"], false);
+        let accepts = crate::args::contract::accepts;
+        for (action, properties, required, valid) in ACTIONS {
+            let mut valid: Value = serde_json::from_str(valid).unwrap_or_default();
+            valid["action"] = json!(action);
+            assert!(accepts(&schema, &valid), "{valid}");
+            // What the schema leaves to the call: each action's own required fields, and no
+            // field of another action.
+            let mut refused: Vec<Value> = required
+                .iter()
+                .map(|field| {
+                    let mut missing = valid.clone();
+                    if let Some(obj) = missing.as_object_mut() {
+                        obj.remove(*field);
+                    }
+                    missing
+                })
+                .collect();
+            if let Some(foreign) = old
+                .iter()
+                .find(|f| **f != "action" && !properties.contains(f))
+            {
+                let mut extra = valid.clone();
+                extra[*foreign] = json!(1);
+                refused.push(extra);
+            }
+            for args in refused {
+                let host = Arc::new(MockHost::new());
+                let out = tool(Some("tok")).call(args.clone(), &host.context()).await;
+                assert_eq!(
+                    out.err().map(|e| e.kind),
+                    Some(ErrorKind::InvalidArguments),
+                    "{args}"
+                );
+                assert!(host.http_requests().is_empty(), "{args}");
+            }
+        }
+        for bad in [
+            json!({"action": "list_issues", "limit": 101}),
+            json!({"action": "get_issue", "number": 0}),
+            json!({"action": "search_issues", "query": "x".repeat(MAX_QUERY_CHARS + 1)}),
+            json!({"action": "delete_issue", "number": 1}),
+            json!({"action": "get_issue", "number": 1, "no_such_field": true}),
+        ] {
+            assert!(!accepts(&schema, &bad), "{bad}");
+        }
     }
 
     #[test]

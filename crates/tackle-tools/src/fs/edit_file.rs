@@ -5,8 +5,9 @@ use super::patch::apply_unified;
 use super::read_file::binary_kind;
 use super::{planned_path, resolve, shown};
 use async_trait::async_trait;
+use schemars::JsonSchema;
 use serde::Deserialize;
-use serde_json::{json, Value};
+use serde_json::Value;
 use similar::{Algorithm, DiffTag, TextDiff};
 use std::time::Duration;
 use tackle_protocol::text::{preview, truncate_at_char_boundary};
@@ -24,20 +25,32 @@ const SIMILAR_SCAN_LINES: usize = 100_000;
 
 pub struct EditFile;
 
-#[derive(Deserialize)]
+// Arguments of `edit_file`. Which of the optional fields go together (exactly one mode) is
+// checked by [`mode_of`], which says what is wrong in words the model can act on.
+#[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 struct Args {
+    /// File to edit, relative to the workspace or absolute.
     path: String,
+    /// Single-edit mode: exact text to replace; must occur exactly once.
     old_text: Option<String>,
+    /// Single-edit mode: the replacement text.
     new_text: Option<String>,
+    /// Multi-edit mode: replacements applied in order, all or nothing.
+    #[schemars(length(min = 1))]
     edits: Option<Vec<Edit>>,
+    /// Diff mode: a unified diff (`@@ -a,b +c,d @@` hunks) for this file.
     diff: Option<String>,
 }
 
-#[derive(Deserialize, Clone)]
+// Inlined, so each item's schema sits under `edits` where the model reads it.
+#[derive(Deserialize, JsonSchema, Clone)]
 #[serde(deny_unknown_fields)]
+#[schemars(inline)]
 struct Edit {
+    /// Exact text to replace; must occur exactly once.
     old_text: String,
+    /// Replacement text (may be empty to delete).
     new_text: String,
 }
 
@@ -61,7 +74,7 @@ impl Tool for EditFile {
         )
         .risk(Risk::Medium)
         .approval(ApprovalMode::UnlessAutoApproved)
-        .parameters(schema())
+        .parameters(crate::args::schema::<Args>())
     }
 
     fn planned_capabilities(&self, args: &Value, cx: &ToolContext) -> Vec<Capability> {
@@ -119,30 +132,6 @@ impl Tool for EditFile {
             &name, &mode, count, &notes, &work, &edited,
         )))
     }
-}
-
-fn schema() -> Value {
-    let edit = json!({
-        "type": "object",
-        "properties": {
-            "old_text": {"type": "string", "description": "Exact text to replace; must occur exactly once."},
-            "new_text": {"type": "string", "description": "Replacement text (may be empty to delete)."}
-        },
-        "required": ["old_text", "new_text"],
-        "additionalProperties": false
-    });
-    json!({
-        "type": "object",
-        "properties": {
-            "path": {"type": "string", "description": "File to edit, relative to the workspace or absolute."},
-            "old_text": {"type": "string", "description": "Single-edit mode: exact text to replace; must occur exactly once."},
-            "new_text": {"type": "string", "description": "Single-edit mode: the replacement text."},
-            "edits": {"type": "array", "minItems": 1, "items": edit, "description": "Multi-edit mode: replacements applied in order, all or nothing."},
-            "diff": {"type": "string", "description": "Diff mode: a unified diff (`@@ -a,b +c,d @@` hunks) for this file."}
-        },
-        "required": ["path"],
-        "additionalProperties": false
-    })
 }
 
 fn mode_of(
@@ -384,6 +373,7 @@ fn summary(
 mod tests {
     use super::*;
     use crate::mock_host::MockHost;
+    use serde_json::json;
     use std::sync::Arc;
     use tackle_protocol::ErrorKind;
 

@@ -3,8 +3,9 @@
 use super::list_files::joined;
 use super::{non_empty, planned_path, resolve, shown};
 use async_trait::async_trait;
+use schemars::JsonSchema;
 use serde::Deserialize;
-use serde_json::{json, Value};
+use serde_json::Value;
 use tackle_protocol::{
     ApprovalMode, Capability, ListRequest, Risk, Tool, ToolContext, ToolError, ToolOutput, ToolSpec,
 };
@@ -14,11 +15,16 @@ const MAX_RESULTS: usize = 2_000;
 
 pub struct Find;
 
-#[derive(Deserialize)]
+// Arguments of `find` (a plain comment, so not sent as the schema's description).
+#[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 struct Args {
+    /// Glob, e.g. `*.rs`, `**/test_*.py`, `docs/*.md`.
     pattern: String,
+    /// Directory to search under. Default: the workspace.
     path: Option<String>,
+    /// Most paths to return. Default 200.
+    #[schemars(range(min = 1, max = MAX_RESULTS))]
     max_results: Option<usize>,
 }
 
@@ -34,16 +40,7 @@ impl Tool for Find {
         )
         .risk(Risk::Low)
         .approval(ApprovalMode::Never)
-        .parameters(json!({
-            "type": "object",
-            "properties": {
-                "pattern": {"type": "string", "description": "Glob, e.g. `*.rs`, `**/test_*.py`, `docs/*.md`."},
-                "path": {"type": "string", "description": "Directory to search under. Default: the workspace."},
-                "max_results": {"type": "integer", "minimum": 1, "maximum": MAX_RESULTS, "description": "Most paths to return. Default 200."}
-            },
-            "required": ["pattern"],
-            "additionalProperties": false
-        }))
+        .parameters(crate::args::schema::<Args>())
     }
 
     fn planned_capabilities(&self, args: &Value, cx: &ToolContext) -> Vec<Capability> {
@@ -95,6 +92,7 @@ impl Tool for Find {
 mod tests {
     use super::*;
     use crate::mock_host::MockHost;
+    use serde_json::json;
     use std::sync::Arc;
 
     #[tokio::test]

@@ -4,8 +4,9 @@
 use super::list_files::joined;
 use super::{non_empty, planned_path, resolve, shown};
 use async_trait::async_trait;
+use schemars::JsonSchema;
 use serde::Deserialize;
-use serde_json::{json, Value};
+use serde_json::Value;
 use tackle_protocol::text::truncate_at_char_boundary;
 use tackle_protocol::{
     ApprovalMode, Capability, Risk, SearchRequest, Tool, ToolContext, ToolError, ToolOutput,
@@ -19,14 +20,21 @@ const LINE_SHOWN: usize = 300;
 
 pub struct Grep;
 
-#[derive(Deserialize)]
+// Arguments of `grep` (a plain comment, so not sent as the schema's description).
+#[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 struct Args {
+    /// Regular expression, e.g. `fn\s+main` or `TODO`.
     pattern: String,
+    /// Directory or file to search. Default: the workspace.
     path: Option<String>,
+    /// Only files matching this glob, e.g. `*.rs` (by file name) or `src/**/*.ts`.
     glob: Option<String>,
+    /// Ignore case. Default false.
     #[serde(default)]
     case_insensitive: bool,
+    /// Stop after this many matching lines. Default 100.
+    #[schemars(range(min = 1, max = MAX_RESULTS))]
     max_results: Option<usize>,
 }
 
@@ -41,18 +49,7 @@ impl Tool for Grep {
         )
         .risk(Risk::Low)
         .approval(ApprovalMode::Never)
-        .parameters(json!({
-            "type": "object",
-            "properties": {
-                "pattern": {"type": "string", "description": "Regular expression, e.g. `fn\\s+main` or `TODO`."},
-                "path": {"type": "string", "description": "Directory or file to search. Default: the workspace."},
-                "glob": {"type": "string", "description": "Only files matching this glob, e.g. `*.rs` (by file name) or `src/**/*.ts`."},
-                "case_insensitive": {"type": "boolean", "description": "Ignore case. Default false."},
-                "max_results": {"type": "integer", "minimum": 1, "maximum": MAX_RESULTS, "description": "Stop after this many matching lines. Default 100."}
-            },
-            "required": ["pattern"],
-            "additionalProperties": false
-        }))
+        .parameters(crate::args::schema::<Args>())
     }
 
     fn planned_capabilities(&self, args: &Value, cx: &ToolContext) -> Vec<Capability> {
@@ -109,6 +106,7 @@ impl Tool for Grep {
 mod tests {
     use super::*;
     use crate::mock_host::MockHost;
+    use serde_json::json;
     use std::sync::Arc;
 
     #[tokio::test]

@@ -2,8 +2,9 @@
 
 use super::{planned_path, resolve, shown};
 use async_trait::async_trait;
+use schemars::JsonSchema;
 use serde::Deserialize;
-use serde_json::{json, Value};
+use serde_json::Value;
 use std::path::Path;
 use tackle_protocol::{
     ApprovalMode, Capability, DirEntry, ListRequest, Risk, Tool, ToolContext, ToolError,
@@ -16,11 +17,16 @@ pub(crate) const MAX_ENTRIES: usize = 1_000;
 
 pub struct ListFiles;
 
-#[derive(Deserialize)]
+// Arguments of `list_files` (a plain comment, so not sent as the schema's description).
+#[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 struct Args {
+    /// Directory to list, relative to the workspace or absolute. Default: the workspace.
     path: Option<String>,
+    /// How many levels deep to go (1 = direct children only). Default 2.
+    #[schemars(range(min = 1, max = MAX_DEPTH))]
     depth: Option<usize>,
+    /// Include dot-files and dot-directories. Default false.
     #[serde(default)]
     include_hidden: bool,
 }
@@ -36,15 +42,7 @@ impl Tool for ListFiles {
         )
         .risk(Risk::Low)
         .approval(ApprovalMode::Never)
-        .parameters(json!({
-            "type": "object",
-            "properties": {
-                "path": {"type": "string", "description": "Directory to list, relative to the workspace or absolute. Default: the workspace."},
-                "depth": {"type": "integer", "minimum": 1, "maximum": MAX_DEPTH, "description": "How many levels deep to go (1 = direct children only). Default 2."},
-                "include_hidden": {"type": "boolean", "description": "Include dot-files and dot-directories. Default false."}
-            },
-            "additionalProperties": false
-        }))
+        .parameters(crate::args::schema::<Args>())
     }
 
     fn planned_capabilities(&self, args: &Value, cx: &ToolContext) -> Vec<Capability> {
@@ -108,6 +106,7 @@ fn render(prefix: &str, e: &DirEntry) -> String {
 mod tests {
     use super::*;
     use crate::mock_host::MockHost;
+    use serde_json::json;
     use std::sync::Arc;
 
     #[tokio::test]

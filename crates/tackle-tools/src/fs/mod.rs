@@ -143,6 +143,102 @@ mod tests {
         assert!(extension(true).unavailable("grep").is_none());
     }
 
+    /// Each tool's parameter names and required ones as the hand-written schemas had them:
+    /// the contract with models and MCP clients. Then a valid call.
+    const CONTRACT: &[(&str, &[&str], &[&str], &str)] = &[
+        (
+            "read_file",
+            &["path", "offset", "limit"],
+            &["path"],
+            r#"{"path": "a.txt", "offset": 1, "limit": 5}"#,
+        ),
+        (
+            "write_file",
+            &["path", "content"],
+            &["path", "content"],
+            r#"{"path": "a.txt", "content": "x"}"#,
+        ),
+        (
+            "edit_file",
+            &["path", "old_text", "new_text", "edits", "diff"],
+            &["path"],
+            r#"{"path": "a.txt", "edits": [{"old_text": "a", "new_text": "b"}]}"#,
+        ),
+        (
+            "list_files",
+            &["path", "depth", "include_hidden"],
+            &[],
+            r#"{"path": "src", "depth": 1, "include_hidden": true}"#,
+        ),
+        (
+            "find",
+            &["pattern", "path", "max_results"],
+            &["pattern"],
+            r#"{"pattern": "*.rs", "max_results": 3}"#,
+        ),
+        (
+            "grep",
+            &["pattern", "path", "glob", "case_insensitive", "max_results"],
+            &["pattern"],
+            r#"{"pattern": "x", "glob": "*.rs", "case_insensitive": true}"#,
+        ),
+    ];
+
+    #[tokio::test]
+    async fn fs_schemas_keep_their_names_and_refuse_unknown_or_missing_arguments() {
+        let tools = extension(true).tools();
+        assert_eq!(tools.len(), CONTRACT.len());
+        for (name, properties, required, valid) in CONTRACT {
+            let tool = tools.iter().find(|t| t.spec().name == *name);
+            let Some(tool) = tool else {
+                panic!("no tool {name}")
+            };
+            crate::args::contract::assert_names(&tool.spec().parameters, properties, required);
+            let valid: Value = serde_json::from_str(valid).unwrap_or_default();
+            crate::args::contract::assert_refusals(tool.as_ref(), valid, required).await;
+        }
+    }
+
+    #[test]
+    fn fs_schemas_keep_bounds_and_refuse_an_empty_edit_list() {
+        let schema = |name: &str| {
+            extension(true)
+                .tools()
+                .iter()
+                .map(|t| t.spec())
+                .find(|s| s.name == name)
+                .map(|s| s.parameters)
+                .unwrap_or_default()
+        };
+        let accepts = crate::args::contract::accepts;
+        let edit = schema("edit_file");
+        assert!(!accepts(
+            &edit,
+            &serde_json::json!({"path": "a", "edits": []})
+        ));
+        assert!(!accepts(
+            &edit,
+            &serde_json::json!({"path": "a", "edits": [{"old_text": "a"}]})
+        ));
+        let read = schema("read_file");
+        assert!(!accepts(
+            &read,
+            &serde_json::json!({"path": "a", "offset": 0})
+        ));
+        let list = schema("list_files");
+        assert!(!accepts(&list, &serde_json::json!({"depth": 21})));
+        let grep = schema("grep");
+        assert!(!accepts(
+            &grep,
+            &serde_json::json!({"pattern": "x", "max_results": 1001})
+        ));
+        let find = schema("find");
+        assert!(!accepts(
+            &find,
+            &serde_json::json!({"pattern": "x", "max_results": 2001})
+        ));
+    }
+
     #[test]
     fn every_fs_schema_forbids_unknown_arguments() {
         for tool in extension(true).tools() {

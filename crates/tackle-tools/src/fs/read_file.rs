@@ -2,8 +2,9 @@
 
 use super::{planned_path, resolve, shown};
 use async_trait::async_trait;
+use schemars::JsonSchema;
 use serde::Deserialize;
-use serde_json::{json, Value};
+use serde_json::Value;
 use tackle_protocol::{
     ApprovalMode, Capability, ReadRequest, Risk, Tool, ToolContext, ToolError, ToolOutput, ToolSpec,
 };
@@ -19,11 +20,17 @@ const SNIFF: usize = 8 * 1024;
 
 pub struct ReadFile;
 
-#[derive(Deserialize)]
+// Arguments of `read_file` (a plain comment, so not sent as the schema's description).
+#[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 struct Args {
+    /// File path, relative to the workspace or absolute.
     path: String,
+    /// First line to return (1-based). Use the value a previous page suggested.
+    #[schemars(range(min = 1))]
     offset: Option<u64>,
+    /// Most lines to return. A page also stops at about 40 KB of text.
+    #[schemars(range(min = 1))]
     limit: Option<u64>,
 }
 
@@ -39,16 +46,7 @@ impl Tool for ReadFile {
         )
         .risk(Risk::Low)
         .approval(ApprovalMode::Never)
-        .parameters(json!({
-            "type": "object",
-            "properties": {
-                "path": {"type": "string", "description": "File path, relative to the workspace or absolute."},
-                "offset": {"type": "integer", "minimum": 1, "description": "First line to return (1-based). Use the value a previous page suggested."},
-                "limit": {"type": "integer", "minimum": 1, "description": "Most lines to return. A page also stops at about 40 KB of text."}
-            },
-            "required": ["path"],
-            "additionalProperties": false
-        }))
+        .parameters(crate::args::schema::<Args>())
     }
 
     fn planned_capabilities(&self, args: &Value, cx: &ToolContext) -> Vec<Capability> {
@@ -302,6 +300,7 @@ fn magic_type(b: &[u8]) -> Option<&'static str> {
 mod tests {
     use super::*;
     use crate::mock_host::MockHost;
+    use serde_json::json;
     use std::sync::Arc;
     use tackle_protocol::ErrorKind;
 

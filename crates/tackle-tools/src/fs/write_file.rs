@@ -2,6 +2,7 @@
 
 use super::{planned_path, resolve, shown};
 use async_trait::async_trait;
+use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{json, Value};
 use tackle_protocol::{
@@ -11,10 +12,13 @@ use tackle_protocol::{
 
 pub struct WriteFile;
 
-#[derive(Deserialize)]
+// Arguments of `write_file` (a plain comment, so not sent as the schema's description).
+#[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 struct Args {
+    /// File path, relative to the workspace or absolute.
     path: String,
+    /// The complete new content of the file.
     content: String,
 }
 
@@ -29,15 +33,7 @@ impl Tool for WriteFile {
         )
         .risk(Risk::Medium)
         .approval(ApprovalMode::UnlessAutoApproved)
-        .parameters(json!({
-            "type": "object",
-            "properties": {
-                "path": {"type": "string", "description": "File path, relative to the workspace or absolute."},
-                "content": {"type": "string", "description": "The complete new content of the file."}
-            },
-            "required": ["path", "content"],
-            "additionalProperties": false
-        }))
+        .parameters(crate::args::schema::<Args>())
     }
 
     fn planned_capabilities(&self, args: &Value, cx: &ToolContext) -> Vec<Capability> {

@@ -3,6 +3,7 @@
 
 use super::{store_error, MemorySettings};
 use async_trait::async_trait;
+use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
@@ -40,25 +41,21 @@ pub(crate) async fn access_for(
     Ok(access)
 }
 
-fn bank_property() -> Value {
-    json!({"type": "string", "description": "A bank from list_memory_banks; omit for your own memory (`self`)."})
-}
-
-fn tags_property(what: &str) -> Value {
-    json!({"type": "array", "items": {"type": "string"}, "description": what})
-}
-
 /// `remember {key, value, tags?, bank?}`.
 pub struct Remember(pub(super) Arc<MemorySettings>);
 
-#[derive(Deserialize)]
+// Arguments of `remember`.
+#[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 struct RememberArgs {
+    /// A short name for the fact.
     key: String,
+    /// The fact.
     value: String,
+    /// Labels to filter by in recall.
     #[serde(default)]
     tags: Vec<String>,
-    #[serde(default)]
+    /// A bank from list_memory_banks; omit for your own memory (`self`).
     bank: Option<String>,
 }
 
@@ -71,17 +68,7 @@ impl Tool for Remember {
              A later value for the same key replaces it. Example: {\"key\": \"user_timezone\", \"value\": \"America/New_York\"}.",
             super::NAME,
         )
-        .parameters(json!({
-            "type": "object",
-            "properties": {
-                "key": {"type": "string", "description": "A short name for the fact."},
-                "value": {"type": "string", "description": "The fact."},
-                "tags": tags_property("Labels to filter by in recall."),
-                "bank": bank_property()
-            },
-            "required": ["key", "value"],
-            "additionalProperties": false
-        }))
+        .parameters(crate::args::schema::<RememberArgs>())
     }
 
     fn sink(&self, args: &Value) -> Option<String> {
@@ -120,15 +107,19 @@ impl Tool for Remember {
 /// `recall {query, tags?, limit?, bank?}`.
 pub struct Recall(pub(super) Arc<MemorySettings>);
 
-#[derive(Deserialize)]
+// Arguments of `recall`.
+#[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 struct RecallArgs {
+    /// Keywords; "" lists the newest first.
     query: String,
+    /// Only memories that carry every one of these tags (case-insensitive).
     #[serde(default)]
     tags: Vec<String>,
-    #[serde(default)]
+    /// At most this many (default 10).
+    #[schemars(range(min = 1, max = MAX_LIMIT))]
     limit: Option<u64>,
-    #[serde(default)]
+    /// A bank from list_memory_banks; omit for your own memory (`self`).
     bank: Option<String>,
 }
 
@@ -141,17 +132,7 @@ impl Tool for Recall {
              An empty query lists the newest memories. Example: {\"query\": \"timezone\"}.",
             super::NAME,
         )
-        .parameters(json!({
-            "type": "object",
-            "properties": {
-                "query": {"type": "string", "description": "Keywords; \"\" lists the newest first."},
-                "tags": tags_property("Only memories that carry every one of these tags (case-insensitive)."),
-                "limit": {"type": "integer", "minimum": 1, "maximum": MAX_LIMIT, "description": "At most this many (default 10)."},
-                "bank": bank_property()
-            },
-            "required": ["query"],
-            "additionalProperties": false
-        }))
+        .parameters(crate::args::schema::<RecallArgs>())
     }
 
     async fn call(&self, args: Value, cx: &ToolContext) -> Result<ToolOutput, ToolError> {

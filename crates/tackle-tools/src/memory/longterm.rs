@@ -3,6 +3,7 @@
 
 use super::{store_error, MemorySettings};
 use async_trait::async_trait;
+use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{json, Value};
 use std::sync::Arc;
@@ -14,7 +15,8 @@ const MAX_RESULTS: usize = 50;
 
 pub struct LongtermMemory(pub(super) Arc<MemorySettings>);
 
-#[derive(Deserialize, Clone, Copy, PartialEq, Eq)]
+#[derive(Deserialize, JsonSchema, Clone, Copy, PartialEq, Eq)]
+#[schemars(inline)]
 #[serde(rename_all = "snake_case")]
 enum Action {
     Set,
@@ -26,21 +28,22 @@ enum Action {
     Pin,
 }
 
-#[derive(Deserialize)]
+// Arguments of `longterm_memory`; which fields each action reads is in the tool's
+// description.
+#[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 struct Args {
     action: Action,
-    #[serde(default)]
     key: Option<String>,
-    #[serde(default)]
     value: Option<String>,
-    #[serde(default)]
+    /// For set (required) and list (a filter).
     category: Option<String>,
     #[serde(default)]
     tags: Vec<String>,
-    #[serde(default)]
+    /// Default 1; decays by half per 30 days unread, except pinned.
+    #[schemars(range(min = 0))]
     importance: Option<f64>,
-    #[serde(default)]
+    /// For search.
     query: Option<String>,
 }
 
@@ -88,20 +91,7 @@ impl Tool for LongtermMemory {
              Example: {\"action\": \"set\", \"key\": \"editor\", \"value\": \"helix\", \"category\": \"prefs\"}.",
             super::NAME,
         )
-        .parameters(json!({
-            "type": "object",
-            "properties": {
-                "action": {"type": "string", "enum": ["set", "get", "search", "delete", "list", "categories", "pin"]},
-                "key": {"type": "string"},
-                "value": {"type": "string"},
-                "category": {"type": "string", "description": "For set (required) and list (a filter)."},
-                "tags": {"type": "array", "items": {"type": "string"}},
-                "importance": {"type": "number", "minimum": 0, "description": "Default 1; decays by half per 30 days unread, except pinned."},
-                "query": {"type": "string", "description": "For search."}
-            },
-            "required": ["action"],
-            "additionalProperties": false
-        }))
+        .parameters(crate::args::schema::<Args>())
     }
 
     async fn call(&self, args: Value, cx: &ToolContext) -> Result<ToolOutput, ToolError> {

@@ -9,6 +9,8 @@
 //! are read through `cx.host()` like any other file.
 
 pub(crate) mod banks;
+#[cfg(test)]
+mod contract_tests;
 mod longterm;
 mod notes;
 

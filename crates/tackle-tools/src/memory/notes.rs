@@ -3,6 +3,7 @@
 //! lines. Files are listed and read through `cx.host()`; links are never followed.
 
 use async_trait::async_trait;
+use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{json, Value};
 use std::path::{Component, Path, PathBuf};
@@ -23,7 +24,8 @@ const MAX_NOTES: usize = 2_000;
 
 pub struct WorkspaceNotes;
 
-#[derive(Deserialize, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Deserialize, JsonSchema, Clone, Copy, PartialEq, Eq, Default)]
+#[schemars(inline)]
 #[serde(rename_all = "snake_case")]
 enum Action {
     #[default]
@@ -31,24 +33,27 @@ enum Action {
     Get,
 }
 
-#[derive(Deserialize)]
+// Arguments of `memory`.
+#[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 struct Args {
+    /// Default search.
     #[serde(default)]
     action: Action,
-    #[serde(default)]
+    /// For search: words to look for.
     query: Option<String>,
-    #[serde(default)]
+    /// For search: 1 to 50 (default 6).
     max_results: Option<i64>,
-    #[serde(default)]
+    /// For search: 0 to 1 (default 0.2).
     min_score: Option<f64>,
-    #[serde(default)]
+    /// For search: add a `Source: path#La-Lb` line (default true).
     include_citations: Option<bool>,
-    #[serde(default)]
+    /// For get: the note, relative to the workspace.
     path: Option<String>,
-    #[serde(default)]
+    /// For get: first line (default 1).
+    #[schemars(range(min = 1))]
     from: Option<i64>,
-    #[serde(default)]
+    /// For get: how many lines, 1 to 400 (default 80).
     lines: Option<i64>,
 }
 
@@ -62,20 +67,7 @@ impl Tool for WorkspaceNotes {
              Example: {\"action\": \"search\", \"query\": \"release checklist\"}.",
             super::NAME,
         )
-        .parameters(json!({
-            "type": "object",
-            "properties": {
-                "action": {"type": "string", "enum": ["search", "get"], "description": "Default search."},
-                "query": {"type": "string", "description": "For search: words to look for."},
-                "max_results": {"type": "integer", "description": "For search: 1 to 50 (default 6)."},
-                "min_score": {"type": "number", "description": "For search: 0 to 1 (default 0.2)."},
-                "include_citations": {"type": "boolean", "description": "For search: add a `Source: path#La-Lb` line (default true)."},
-                "path": {"type": "string", "description": "For get: the note, relative to the workspace."},
-                "from": {"type": "integer", "minimum": 1, "description": "For get: first line (default 1)."},
-                "lines": {"type": "integer", "description": "For get: how many lines, 1 to 400 (default 80)."}
-            },
-            "additionalProperties": false
-        }))
+        .parameters(crate::args::schema::<Args>())
     }
 
     fn planned_capabilities(&self, args: &Value, cx: &ToolContext) -> Vec<Capability> {

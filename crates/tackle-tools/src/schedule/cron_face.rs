@@ -6,8 +6,9 @@ use super::plan::parse_time;
 use super::render::schedule_line;
 use super::{caller, now, once_marker, store_error, ScheduleSettings};
 use async_trait::async_trait;
+use schemars::JsonSchema;
 use serde::Deserialize;
-use serde_json::{json, Value};
+use serde_json::Value;
 use std::sync::Arc;
 use tackle_protocol::{ApprovalMode, Tool, ToolContext, ToolError, ToolOutput, ToolSpec};
 use tackle_store::{NewSchedule, ScheduleKind, Target};
@@ -19,7 +20,8 @@ const NAME_CHARS: usize = 30;
 
 pub struct CronTool(pub(super) Arc<ScheduleSettings>);
 
-#[derive(Deserialize, Clone, Copy, PartialEq, Eq)]
+#[derive(Deserialize, JsonSchema, Clone, Copy, PartialEq, Eq)]
+#[schemars(inline)]
 #[serde(rename_all = "snake_case")]
 enum Action {
     Add,
@@ -27,27 +29,21 @@ enum Action {
     Remove,
 }
 
-#[derive(Deserialize)]
+// Arguments of `cron`; which fields each action reads is in the tool's description.
+#[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 struct Args {
     action: Action,
-    #[serde(default)]
     message: Option<String>,
-    #[serde(default)]
     name: Option<String>,
-    #[serde(default)]
+    #[schemars(range(min = 60))]
     every_seconds: Option<u64>,
-    #[serde(default)]
     cron_expr: Option<String>,
-    #[serde(default)]
     at: Option<String>,
     #[serde(default)]
     include_disabled: bool,
-    #[serde(default)]
     job_id: Option<String>,
-    #[serde(default)]
     channel: Option<String>,
-    #[serde(default)]
     chat_id: Option<String>,
 }
 
@@ -60,23 +56,7 @@ impl Tool for CronTool {
              (≥ 60), cron_expr, at (RFC 3339, a one-shot). list: include_disabled?. remove: job_id.",
             super::NAME,
         )
-        .parameters(json!({
-            "type": "object",
-            "properties": {
-                "action": {"type": "string", "enum": ["add", "list", "remove"]},
-                "message": {"type": "string"},
-                "name": {"type": "string"},
-                "every_seconds": {"type": "integer", "minimum": 60},
-                "cron_expr": {"type": "string"},
-                "at": {"type": "string"},
-                "include_disabled": {"type": "boolean"},
-                "job_id": {"type": "string"},
-                "channel": {"type": "string"},
-                "chat_id": {"type": "string"}
-            },
-            "required": ["action"],
-            "additionalProperties": false
-        }))
+        .parameters(crate::args::schema::<Args>())
     }
 
     fn approval_for(&self, args: &Value) -> Option<ApprovalMode> {
@@ -256,6 +236,7 @@ fn parse_at(text: &str) -> Result<time::OffsetDateTime, ToolError> {
 mod tests {
     use super::*;
     use crate::mock_host::MockHost;
+    use serde_json::json;
     use tackle_protocol::ErrorKind;
 
     fn tool() -> CronTool {

@@ -5,8 +5,9 @@ use super::plan::{check_recurring, parse_time};
 use super::render::schedule_line;
 use super::{caller, names_an_agent, now, store_error, ScheduleSettings};
 use async_trait::async_trait;
-use serde::Deserialize;
-use serde_json::{json, Value};
+use schemars::JsonSchema;
+use serde::{Deserialize, Deserializer};
+use serde_json::Value;
 use std::sync::Arc;
 use tackle_protocol::{ApprovalMode, Tool, ToolContext, ToolError, ToolOutput, ToolSpec};
 use tackle_store::{NewSchedule, Schedule, ScheduleKind, ScheduleUpdate, Target};
@@ -211,19 +212,34 @@ pub struct ScheduleModify(pub(super) Arc<ScheduleSettings>);
 pub struct ScheduleRemove(pub(super) Arc<ScheduleSettings>);
 pub struct ScheduleList(pub(super) Arc<ScheduleSettings>);
 
-#[derive(Deserialize)]
+// The names `target` takes (the store's [`Target`], which has no schema of its own).
+#[derive(JsonSchema)]
+#[schemars(inline)]
+#[serde(rename_all = "snake_case")]
+#[allow(dead_code)] // only its schema is used
+enum TargetName {
+    Pinned,
+    Fresh,
+}
+
+// Arguments of `schedule_add`.
+#[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 struct AddArgs {
+    #[schemars(length(min = 1, max = tackle_protocol::ids::MAX_LEN))]
     id: String,
     cron: String,
+    #[schemars(length(min = 1))]
     task: String,
-    #[serde(default)]
+    #[schemars(
+        description = "The agent it runs as; default: you. Another agent only where the operator allows it (schedule_for), and a person is always asked."
+    )]
     agent: Option<String>,
-    #[serde(default)]
+    #[schemars(with = "Option<TargetName>")]
     target: Option<Target>,
-    #[serde(default)]
+    #[schemars(range(min = 1))]
     max_fires: Option<u32>,
-    #[serde(default)]
+    /// RFC 3339
     expires_at: Option<String>,
 }
 
@@ -244,20 +260,7 @@ impl Tool for ScheduleAdd {
             super::NAME,
         )
         .approval(ApprovalMode::UnlessAutoApproved)
-        .parameters(json!({
-            "type": "object",
-            "properties": {
-                "id": {"type": "string", "minLength": 1, "maxLength": tackle_protocol::ids::MAX_LEN},
-                "cron": {"type": "string"},
-                "task": {"type": "string", "minLength": 1},
-                "agent": {"type": "string", "description": "The agent it runs as; default: you. Another agent only where the operator allows it (schedule_for), and a person is always asked."},
-                "target": {"type": "string", "enum": ["pinned", "fresh"]},
-                "max_fires": {"type": "integer", "minimum": 1},
-                "expires_at": {"type": "string", "description": "RFC 3339"}
-            },
-            "required": ["id", "cron", "task"],
-            "additionalProperties": false
-        }))
+        .parameters(crate::args::schema::<AddArgs>())
     }
 
     /// Planting work that runs as another agent always asks a person.
@@ -308,21 +311,7 @@ impl Tool for ScheduleModify {
              past its bound retires it again at its next fire.",
             super::NAME,
         )
-        .parameters(json!({
-            "type": "object",
-            "properties": {
-                "id": {"type": "string"},
-                "agent": {"type": "string"},
-                "cron": {"type": "string"},
-                "task": {"type": "string", "minLength": 1},
-                "target": {"type": "string", "enum": ["pinned", "fresh"]},
-                "enabled": {"type": "boolean"},
-                "max_fires": {"type": ["integer", "null"], "minimum": 1},
-                "expires_at": {"type": ["string", "null"]}
-            },
-            "required": ["id"],
-            "additionalProperties": false
-        }))
+        .parameters(crate::args::schema_with_nulls::<ModifyArgs>())
     }
 
     /// Disabling narrows and asks nothing; anything that enables, re-plans, re-targets,
@@ -346,16 +335,10 @@ impl Tool for ScheduleModify {
     }
 
     async fn call(&self, args: Value, cx: &ToolContext) -> Result<ToolOutput, ToolError> {
-        let Value::Object(map) = &args else {
-            return Err(ToolError::invalid_arguments("arguments must be an object"));
-        };
-        let id = map
-            .get("id")
-            .and_then(Value::as_str)
-            .ok_or_else(|| ToolError::invalid_arguments("`id` is required"))?
-            .to_string();
-        let owner = ScheduleSettings::among(map.get("agent").and_then(Value::as_str), &cx.agent);
-        let req = modify_request(map)?;
+        let args: ModifyArgs = crate::args::parse(args)?;
+        let owner = ScheduleSettings::among(args.agent.as_deref(), &cx.agent);
+        let id = args.id.clone();
+        let req = args.into_request()?;
         let s = modify(&self.0, Some(&caller(cx)), &owner, &id, req).await?;
         Ok(ToolOutput::text(format!(
             "Updated {}",
@@ -364,84 +347,77 @@ impl Tool for ScheduleModify {
     }
 }
 
-/// Reads the partial change: absent = unchanged, `null` = cleared (bounds only).
-fn modify_request(map: &serde_json::Map<String, Value>) -> Result<ModifyRequest, ToolError> {
-    let known = [
-        "id",
-        "agent",
-        "cron",
-        "task",
-        "target",
-        "enabled",
-        "max_fires",
-        "expires_at",
-    ];
-    if let Some(k) = map.keys().find(|k| !known.contains(&k.as_str())) {
-        return Err(ToolError::invalid_arguments(format!("unknown field `{k}`")));
-    }
-    let text = |k: &str| -> Result<Option<String>, ToolError> {
-        match map.get(k) {
-            None => Ok(None),
-            Some(Value::String(s)) => Ok(Some(s.clone())),
-            Some(_) => Err(ToolError::invalid_arguments(format!(
-                "`{k}` must be a string"
-            ))),
-        }
-    };
-    let req = ModifyRequest {
-        cron: text("cron")?,
-        task: text("task")?,
-        target: text("target")?
-            .map(|t| {
-                Target::parse(&t)
-                    .ok_or_else(|| ToolError::invalid_arguments("`target` must be pinned or fresh"))
-            })
-            .transpose()?,
-        enabled: match map.get("enabled") {
-            None => None,
-            Some(Value::Bool(b)) => Some(*b),
-            Some(_) => return Err(ToolError::invalid_arguments("`enabled` must be a boolean")),
-        },
-        max_fires: match map.get("max_fires") {
-            None => None,
-            Some(Value::Null) => Some(None),
-            Some(v) => Some(Some(
-                v.as_u64()
-                    .and_then(|n| u32::try_from(n).ok())
-                    .filter(|n| *n >= 1)
-                    .ok_or_else(|| ToolError::invalid_arguments("`max_fires` must be ≥ 1"))?,
-            )),
-        },
-        expires_at: match map.get("expires_at") {
-            None => None,
-            Some(Value::Null) => Some(None),
-            Some(Value::String(s)) => Some(Some(s.clone())),
-            Some(_) => {
-                return Err(ToolError::invalid_arguments(
-                    "`expires_at` must be an RFC 3339 string or null",
-                ))
-            }
-        },
-    };
-    let any = req.cron.is_some()
-        || req.task.is_some()
-        || req.target.is_some()
-        || req.enabled.is_some()
-        || req.max_fires.is_some()
-        || req.expires_at.is_some();
-    if !any {
-        return Err(ToolError::invalid_arguments(
-            "give at least one of cron, task, target, enabled, max_fires, expires_at",
-        ));
-    }
-    Ok(req)
+// Arguments of `schedule_modify`: absent = unchanged, `null` = cleared (bounds only). The
+// schema gives the others no `null`, so the dispatcher refuses one there; a call that skips
+// the dispatcher reads it as absent.
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct ModifyArgs {
+    id: String,
+    #[serde(default)]
+    #[schemars(with = "String")]
+    agent: Option<String>,
+    #[serde(default)]
+    #[schemars(with = "String")]
+    cron: Option<String>,
+    #[serde(default)]
+    #[schemars(with = "String", length(min = 1))]
+    task: Option<String>,
+    #[serde(default)]
+    #[schemars(with = "TargetName")]
+    target: Option<Target>,
+    #[serde(default)]
+    #[schemars(with = "bool")]
+    enabled: Option<bool>,
+    #[serde(default, deserialize_with = "present")]
+    #[schemars(with = "Option<u32>", range(min = 1))]
+    max_fires: Option<Option<u32>>,
+    #[serde(default, deserialize_with = "present")]
+    #[schemars(with = "Option<String>")]
+    expires_at: Option<Option<String>>,
 }
 
-#[derive(Deserialize)]
+/// A field that is there, `null` included: `Some(None)` for `null`, and absent stays `None`
+/// through `#[serde(default)]`.
+fn present<'de, D, T>(d: D) -> Result<Option<Option<T>>, D::Error>
+where
+    D: Deserializer<'de>,
+    T: Deserialize<'de>,
+{
+    Option::<T>::deserialize(d).map(Some)
+}
+
+impl ModifyArgs {
+    /// The partial change, refused when it changes nothing.
+    fn into_request(self) -> Result<ModifyRequest, ToolError> {
+        let req = ModifyRequest {
+            cron: self.cron,
+            task: self.task,
+            target: self.target,
+            enabled: self.enabled,
+            max_fires: self.max_fires,
+            expires_at: self.expires_at,
+        };
+        let any = req.cron.is_some()
+            || req.task.is_some()
+            || req.target.is_some()
+            || req.enabled.is_some()
+            || req.max_fires.is_some()
+            || req.expires_at.is_some();
+        if !any {
+            return Err(ToolError::invalid_arguments(
+                "give at least one of cron, task, target, enabled, max_fires, expires_at",
+            ));
+        }
+        Ok(req)
+    }
+}
+
+// Arguments of `schedule_remove`.
+#[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 struct IdArgs {
     id: String,
-    #[serde(default)]
     agent: Option<String>,
 }
 
@@ -453,12 +429,7 @@ impl Tool for ScheduleRemove {
             "Remove one of your schedules by id (its fire log stays).",
             super::NAME,
         )
-        .parameters(json!({
-            "type": "object",
-            "properties": {"id": {"type": "string"}, "agent": {"type": "string"}},
-            "required": ["id"],
-            "additionalProperties": false
-        }))
+        .parameters(crate::args::schema::<IdArgs>())
     }
 
     async fn call(&self, args: Value, cx: &ToolContext) -> Result<ToolOutput, ToolError> {
@@ -469,10 +440,10 @@ impl Tool for ScheduleRemove {
     }
 }
 
-#[derive(Deserialize)]
+// Arguments of `schedule_list`.
+#[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 struct ListArgs {
-    #[serde(default)]
     agent: Option<String>,
 }
 
@@ -485,11 +456,7 @@ impl Tool for ScheduleList {
              [fired N×], target, next fire, last outcome, task.",
             super::NAME,
         )
-        .parameters(json!({
-            "type": "object",
-            "properties": {"agent": {"type": "string"}},
-            "additionalProperties": false
-        }))
+        .parameters(crate::args::schema::<ListArgs>())
     }
 
     async fn call(&self, args: Value, cx: &ToolContext) -> Result<ToolOutput, ToolError> {
@@ -511,6 +478,7 @@ impl Tool for ScheduleList {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
     use tackle_store::Store;
 
     fn settings() -> ScheduleSettings {

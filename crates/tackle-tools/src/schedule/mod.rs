@@ -11,6 +11,8 @@
 //! needs that agent in the planter's `schedule_for` and always asks; the fire then runs with
 //! both agents' grants intersected (docs/decisions/0028-schedules-belong-to-their-planter.md).
 
+#[cfg(test)]
+mod contract_tests;
 pub mod cron;
 mod cron_face;
 mod manage;

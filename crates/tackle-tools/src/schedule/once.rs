@@ -3,6 +3,7 @@
 use super::render::stamp;
 use super::{now, store_error, ScheduleSettings};
 use async_trait::async_trait;
+use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{json, Value};
 use std::sync::Arc;
@@ -20,10 +21,13 @@ const MAX_SUFFIX: u32 = 1000;
 
 pub struct ScheduleOnce(pub(super) Arc<ScheduleSettings>);
 
-#[derive(Deserialize)]
+// Arguments of `schedule_once`.
+#[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 struct Args {
+    #[schemars(range(min = MIN_AFTER, max = MAX_AFTER))]
     after_seconds: u64,
+    #[schemars(length(min = 1))]
     task: String,
 }
 
@@ -42,15 +46,7 @@ impl Tool for ScheduleOnce {
             super::NAME,
         )
         .approval(ApprovalMode::UnlessAutoApproved)
-        .parameters(json!({
-            "type": "object",
-            "properties": {
-                "after_seconds": {"type": "integer", "minimum": MIN_AFTER, "maximum": MAX_AFTER},
-                "task": {"type": "string", "minLength": 1}
-            },
-            "required": ["after_seconds", "task"],
-            "additionalProperties": false
-        }))
+        .parameters(crate::args::schema::<Args>())
     }
 
     fn sink(&self, _args: &Value) -> Option<String> {

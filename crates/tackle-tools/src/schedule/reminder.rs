@@ -5,8 +5,9 @@ use super::plan::{check_recurring, parse_time};
 use super::render::stamp;
 use super::{now, once_marker, store_error, ScheduleSettings};
 use async_trait::async_trait;
+use schemars::JsonSchema;
 use serde::Deserialize;
-use serde_json::{json, Value};
+use serde_json::Value;
 use std::sync::Arc;
 use tackle_protocol::{ApprovalMode, Tool, ToolContext, ToolError, ToolOutput, ToolSpec};
 use tackle_store::{NewReminder, NewSchedule, Reminder, ReminderStatus, ScheduleKind, Target};
@@ -14,7 +15,8 @@ use time::OffsetDateTime;
 
 pub struct ReminderTool(pub(super) Arc<ScheduleSettings>);
 
-#[derive(Deserialize, Clone, Copy, PartialEq, Eq)]
+#[derive(Deserialize, JsonSchema, Clone, Copy, PartialEq, Eq)]
+#[schemars(inline)]
 #[serde(rename_all = "snake_case")]
 enum Action {
     Add,
@@ -25,23 +27,31 @@ enum Action {
     Overdue,
 }
 
-#[derive(Deserialize)]
+// The names `status` takes (the store's [`ReminderStatus`], which has no schema of its own).
+#[derive(JsonSchema)]
+#[schemars(inline)]
+#[serde(rename_all = "snake_case")]
+#[allow(dead_code)] // only its schema is used
+enum StatusName {
+    Pending,
+    Done,
+    Snoozed,
+}
+
+// Arguments of `reminder`; which fields each action reads is in the tool's description.
+#[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 struct Args {
     action: Action,
-    #[serde(default)]
     title: Option<String>,
-    #[serde(default)]
     description: Option<String>,
-    #[serde(default)]
     category: Option<String>,
-    #[serde(default)]
     due_at: Option<String>,
-    #[serde(default)]
+    /// A cron expression.
     recurrence: Option<String>,
-    #[serde(default)]
+    /// r<N>
     id: Option<String>,
-    #[serde(default)]
+    #[schemars(with = "Option<StatusName>")]
     status: Option<ReminderStatus>,
 }
 
@@ -60,21 +70,7 @@ impl Tool for ReminderTool {
              list: status?, category?. complete / remove: id. snooze: id, due_at. overdue.",
             super::NAME,
         )
-        .parameters(json!({
-            "type": "object",
-            "properties": {
-                "action": {"type": "string", "enum": ["add", "list", "complete", "snooze", "remove", "overdue"]},
-                "title": {"type": "string"},
-                "description": {"type": "string"},
-                "category": {"type": "string"},
-                "due_at": {"type": "string"},
-                "recurrence": {"type": "string", "description": "A cron expression."},
-                "id": {"type": "string", "description": "r<N>"},
-                "status": {"type": "string", "enum": ["pending", "done", "snoozed"]}
-            },
-            "required": ["action"],
-            "additionalProperties": false
-        }))
+        .parameters(crate::args::schema::<Args>())
     }
 
     /// Adding one with a due time (or snoozing one to a new time) plants a fire.
@@ -304,6 +300,7 @@ fn lines(all: &[Reminder], empty: &str) -> ToolOutput {
 mod tests {
     use super::*;
     use crate::mock_host::MockHost;
+    use serde_json::json;
 
     fn cx() -> ToolContext {
         Arc::new(MockHost::new()).context()

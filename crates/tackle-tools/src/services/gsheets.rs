@@ -7,6 +7,7 @@ use super::gsheets_auth::TokenCache;
 use super::secrets::Secrets;
 use super::{not_configured, path_id, GsheetsAuth, GsheetsSettings, ServicesSettings, NAME};
 use async_trait::async_trait;
+use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{json, Value};
 use std::sync::Arc;
@@ -32,7 +33,8 @@ struct Target {
     cache: Arc<TokenCache>,
 }
 
-#[derive(Deserialize, Clone, Copy, PartialEq, Eq, Debug)]
+#[derive(Deserialize, JsonSchema, Clone, Copy, PartialEq, Eq, Debug)]
+#[schemars(inline)]
 #[serde(rename_all = "snake_case")]
 enum Action {
     Read,
@@ -40,12 +42,16 @@ enum Action {
     Update,
 }
 
-#[derive(Deserialize)]
+// Arguments of `gsheets`.
+#[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 struct Args {
+    /// The id in the sheet's URL (letters, digits, - and _).
     spreadsheet_id: String,
     action: Action,
+    /// A1 notation, e.g. Sheet1!A1:C10.
     range: String,
+    /// append/update: rows of cells.
     values: Option<Vec<Vec<String>>>,
 }
 
@@ -248,17 +254,7 @@ impl Tool for Gsheets {
              range with `values`. Cells are entered as if typed (formulas work).",
             NAME,
         )
-        .parameters(json!({
-            "type": "object",
-            "properties": {
-                "spreadsheet_id": {"type": "string", "description": "The id in the sheet's URL (letters, digits, - and _)."},
-                "action": {"type": "string", "enum": ["read", "append", "update"]},
-                "range": {"type": "string", "description": "A1 notation, e.g. Sheet1!A1:C10."},
-                "values": {"type": "array", "items": {"type": "array", "items": {"type": "string"}}, "description": "append/update: rows of cells."}
-            },
-            "required": ["spreadsheet_id", "action", "range"],
-            "additionalProperties": false
-        }))
+        .parameters(crate::args::schema::<Args>())
         .risk(Risk::Medium)
         .approval(ApprovalMode::UnlessAutoApproved)
     }

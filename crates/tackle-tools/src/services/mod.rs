@@ -20,6 +20,8 @@
 //! ```
 
 pub(crate) mod client;
+#[cfg(test)]
+mod contract_tests;
 mod gsheets;
 mod gsheets_auth;
 mod r8r;

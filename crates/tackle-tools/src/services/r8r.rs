@@ -6,6 +6,7 @@ use super::client::{is_success, json_of, Api, Body};
 use super::secrets::Secrets;
 use super::{not_configured, path_id, ServicesSettings, NAME};
 use async_trait::async_trait;
+use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{json, Map, Value};
 use std::time::Duration;
@@ -27,7 +28,8 @@ struct Target {
     token: Option<String>,
 }
 
-#[derive(Deserialize, Clone, Copy, PartialEq, Eq, Debug, Default)]
+#[derive(Deserialize, JsonSchema, Clone, Copy, PartialEq, Eq, Debug, Default)]
+#[schemars(inline)]
 #[serde(rename_all = "snake_case")]
 enum Action {
     #[default]
@@ -39,20 +41,29 @@ enum Action {
     Create,
 }
 
-#[derive(Deserialize)]
+// Arguments of `r8r`; which fields each action reads is in their descriptions.
+#[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 struct Args {
+    /// Default run.
     #[serde(default)]
     action: Action,
+    /// Workflow name (run, show, create).
     workflow: Option<String>,
+    /// run: the workflow's input.
     #[serde(default)]
     inputs: Map<String, Value>,
+    /// run: wait for the result (default true).
     #[serde(default = "yes")]
     wait: bool,
+    /// status: the execution to look up.
     execution_id: Option<String>,
+    /// emit: the event name.
     event: Option<String>,
+    /// emit: the event's data.
     #[serde(default)]
     data: Map<String, Value>,
+    /// create: the workflow definition (YAML).
     definition: Option<String>,
 }
 
@@ -245,20 +256,7 @@ impl Tool for R8r {
              run still going returns its execution id; poll it with status.",
             NAME,
         )
-        .parameters(json!({
-            "type": "object",
-            "properties": {
-                "action": {"type": "string", "enum": ["run", "list", "show", "status", "emit", "create"], "description": "Default run."},
-                "workflow": {"type": "string", "description": "Workflow name (run, show, create)."},
-                "inputs": {"type": "object", "description": "run: the workflow's input."},
-                "wait": {"type": "boolean", "description": "run: wait for the result (default true)."},
-                "execution_id": {"type": "string", "description": "status: the execution to look up."},
-                "event": {"type": "string", "description": "emit: the event name."},
-                "data": {"type": "object", "description": "emit: the event's data."},
-                "definition": {"type": "string", "description": "create: the workflow definition (YAML)."}
-            },
-            "additionalProperties": false
-        }))
+        .parameters(crate::args::schema::<Args>())
         .risk(Risk::Medium)
         .approval(ApprovalMode::UnlessAutoApproved)
     }

@@ -10,6 +10,7 @@ use super::stripe_webhook;
 use super::{not_configured, path_id, ServicesSettings, NAME};
 use async_trait::async_trait;
 use base64::Engine as _;
+use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{json, Value};
 use std::time::Duration;
@@ -47,7 +48,8 @@ struct Target {
     currency: String,
 }
 
-#[derive(Deserialize, Clone, Copy, PartialEq, Eq, Debug)]
+#[derive(Deserialize, JsonSchema, Clone, Copy, PartialEq, Eq, Debug)]
+#[schemars(inline)]
 #[serde(rename_all = "snake_case")]
 enum Action {
     CreatePayment,
@@ -61,20 +63,34 @@ enum Action {
     VerifyWebhook,
 }
 
-#[derive(Deserialize)]
+// Arguments of `stripe`; which fields each action reads is in their descriptions.
+#[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 struct Args {
     action: Action,
+    #[schemars(
+        range(min = 1),
+        description = "In the currency's smallest unit (cents). create_payment: required; create_refund: optional (default: all)."
+    )]
     amount: Option<i64>,
+    /// Three-letter ISO code, e.g. usd. Default from config.
     currency: Option<String>,
     description: Option<String>,
+    /// get_payment: the payment intent id (pi_…).
     payment_id: Option<String>,
+    /// create_refund: the payment intent to refund.
     payment_intent_id: Option<String>,
+    /// get_customer: the customer id (cus_…).
     customer_id: Option<String>,
+    /// create_customer: required.
     email: Option<String>,
+    /// create_customer: the customer's name.
     name: Option<String>,
+    /// list_*: how many (1-100, default 10).
     limit: Option<i64>,
+    /// verify_webhook: the raw request body.
     payload: Option<String>,
+    /// verify_webhook: the Stripe-Signature header.
     signature: Option<String>,
 }
 
@@ -367,25 +383,7 @@ impl Tool for Stripe {
              signature: the Stripe-Signature header). Answers are Stripe's JSON.",
             NAME,
         )
-        .parameters(json!({
-            "type": "object",
-            "properties": {
-                "action": {"type": "string", "enum": ACTIONS},
-                "amount": {"type": "integer", "minimum": 1, "description": "In the currency's smallest unit (cents). create_payment: required; create_refund: optional (default: all)."},
-                "currency": {"type": "string", "description": "Three-letter ISO code, e.g. usd. Default from config."},
-                "description": {"type": "string"},
-                "payment_id": {"type": "string", "description": "get_payment: the payment intent id (pi_…)."},
-                "payment_intent_id": {"type": "string", "description": "create_refund: the payment intent to refund."},
-                "customer_id": {"type": "string", "description": "get_customer: the customer id (cus_…)."},
-                "email": {"type": "string", "description": "create_customer: required."},
-                "name": {"type": "string", "description": "create_customer: the customer's name."},
-                "limit": {"type": "integer", "description": "list_*: how many (1-100, default 10)."},
-                "payload": {"type": "string", "description": "verify_webhook: the raw request body."},
-                "signature": {"type": "string", "description": "verify_webhook: the Stripe-Signature header."}
-            },
-            "required": ["action"],
-            "additionalProperties": false
-        }))
+        .parameters(crate::args::schema::<Args>())
         .risk(Risk::Medium)
         .approval(ApprovalMode::Always)
     }

@@ -5,6 +5,7 @@ use super::client::{api_error, is_success, json_of, Api, Body};
 use super::secrets::Secrets;
 use super::{not_configured, ServicesSettings, NAME};
 use async_trait::async_trait;
+use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{json, Value};
 use std::time::Duration;
@@ -27,14 +28,20 @@ struct Target {
     token: String,
 }
 
-#[derive(Deserialize)]
+// Arguments of `whatsapp`.
+#[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 struct Args {
+    /// Recipient phone number in digits with country code, e.g. 14155550123.
     to: String,
+    /// The text to send (required without template).
     message: Option<String>,
+    /// An approved template's name.
     template: Option<String>,
+    /// Values for the template body's placeholders, in order.
     #[serde(default)]
     template_params: Vec<String>,
+    /// The template's language code. Default en_US.
     language: Option<String>,
 }
 
@@ -153,18 +160,7 @@ impl Tool for Whatsapp {
              Returns the message id.",
             NAME,
         )
-        .parameters(json!({
-            "type": "object",
-            "properties": {
-                "to": {"type": "string", "description": "Recipient phone number in digits with country code, e.g. 14155550123."},
-                "message": {"type": "string", "description": "The text to send (required without template)."},
-                "template": {"type": "string", "description": "An approved template's name."},
-                "template_params": {"type": "array", "items": {"type": "string"}, "description": "Values for the template body's placeholders, in order."},
-                "language": {"type": "string", "description": "The template's language code. Default en_US."}
-            },
-            "required": ["to"],
-            "additionalProperties": false
-        }))
+        .parameters(crate::args::schema::<Args>())
         .risk(Risk::Medium)
         .approval(ApprovalMode::UnlessAutoApproved)
     }

@@ -5,6 +5,8 @@ use super::archive::{unpack, ArchiveFile, ArchiveLimits};
 use super::registry::{valid_sha256, valid_slug, Hit};
 use super::{file, tool_available, Shared, MARKER};
 use async_trait::async_trait;
+use schemars::JsonSchema;
+use serde::Deserialize;
 use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
 use std::path::Path;
@@ -58,6 +60,16 @@ fn render_hit(i: usize, h: &Hit) -> String {
     )
 }
 
+// Arguments of `find_skills`.
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct FindArgs {
+    /// What the skill should do, e.g. "pdf forms".
+    query: String,
+    /// Most hits to return (1-50, default 10).
+    limit: Option<i64>,
+}
+
 #[async_trait]
 impl tackle_protocol::Tool for FindSkills {
     fn spec(&self) -> ToolSpec {
@@ -68,15 +80,7 @@ impl tackle_protocol::Tool for FindSkills {
         )
         .risk(Risk::Medium)
         .approval(ApprovalMode::UnlessAutoApproved)
-        .parameters(json!({
-            "type": "object",
-            "properties": {
-                "query": {"type": "string", "description": "What the skill should do, e.g. \"pdf forms\"."},
-                "limit": {"type": "integer", "description": "Most hits to return (1-50, default 10)."}
-            },
-            "required": ["query"],
-            "additionalProperties": false
-        }))
+        .parameters(crate::args::schema::<FindArgs>())
     }
 
     fn planned_capabilities(&self, args: &Value, _cx: &ToolContext) -> Vec<Capability> {
@@ -85,17 +89,11 @@ impl tackle_protocol::Tool for FindSkills {
     }
 
     async fn call(&self, args: Value, cx: &ToolContext) -> Result<ToolOutput, ToolError> {
-        let query = args
-            .get("query")
-            .and_then(Value::as_str)
-            .map(str::trim)
+        let args: FindArgs = crate::args::parse(args)?;
+        let query = Some(args.query.trim())
             .filter(|q| !q.is_empty())
             .ok_or_else(|| ToolError::invalid_arguments("`query` must be a non-empty string"))?;
-        let limit = args
-            .get("limit")
-            .and_then(Value::as_i64)
-            .unwrap_or(10)
-            .clamp(1, 50) as u64;
+        let limit = args.limit.unwrap_or(10).clamp(1, 50) as u64;
         let hits = self.shared.registry.search(cx, query, limit).await?;
         if hits.is_empty() {
             return Ok(ToolOutput::text(format!(
@@ -226,6 +224,18 @@ async fn refuse_taken_name(
     }
 }
 
+// Arguments of `install_skill`.
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct InstallArgs {
+    /// The skill's slug, as find_skills shows it.
+    #[schemars(pattern(r"^[A-Za-z0-9_-]+$"))]
+    slug: String,
+    /// The archive's expected SHA-256 (64 hex digits).
+    #[schemars(pattern(r"^[0-9A-Fa-f]{64}$"))]
+    sha256: Option<String>,
+}
+
 #[async_trait]
 impl tackle_protocol::Tool for InstallSkill {
     fn spec(&self) -> ToolSpec {
@@ -236,15 +246,7 @@ impl tackle_protocol::Tool for InstallSkill {
         )
         .risk(Risk::Medium)
         .approval(ApprovalMode::Always)
-        .parameters(json!({
-            "type": "object",
-            "properties": {
-                "slug": {"type": "string", "pattern": "^[A-Za-z0-9_-]+$", "description": "The skill's slug, as find_skills shows it."},
-                "sha256": {"type": "string", "pattern": "^[0-9A-Fa-f]{64}$", "description": "The archive's expected SHA-256 (64 hex digits)."}
-            },
-            "required": ["slug"],
-            "additionalProperties": false
-        }))
+        .parameters(crate::args::schema::<InstallArgs>())
     }
 
     fn planned_capabilities(&self, args: &Value, _cx: &ToolContext) -> Vec<Capability> {
@@ -257,14 +259,13 @@ impl tackle_protocol::Tool for InstallSkill {
     }
 
     async fn call(&self, args: Value, cx: &ToolContext) -> Result<ToolOutput, ToolError> {
-        let slug = args
-            .get("slug")
-            .and_then(Value::as_str)
+        let args: InstallArgs = crate::args::parse(args)?;
+        let slug = Some(args.slug.as_str())
             .filter(|s| valid_slug(s))
             .ok_or_else(|| ToolError::invalid_arguments("`slug` must match ^[A-Za-z0-9_-]+$"))?
             .to_string();
         let wanted =
-            match args.get("sha256").and_then(Value::as_str) {
+            match args.sha256.as_deref() {
                 None => None,
                 Some(s) => Some(valid_sha256(s).ok_or_else(|| {
                     ToolError::invalid_arguments("`sha256` must be 64 hex digits")

@@ -4,6 +4,8 @@ use super::catalogue::{matches, nearest, Catalogue, Entry};
 use super::names::name_key;
 use super::{tool_available, Shared};
 use async_trait::async_trait;
+use schemars::JsonSchema;
+use serde::Deserialize;
 use serde_json::{json, Value};
 use std::sync::Arc;
 use tackle_protocol::{ToolContext, ToolError, ToolOutput, ToolSpec};
@@ -59,6 +61,12 @@ impl SkillList {
     }
 }
 
+// `skill_list` takes nothing; its schema is the spec's default empty object, which a derived
+// one would write without `properties`.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct NoArgs {}
+
 #[async_trait]
 impl tackle_protocol::Tool for SkillList {
     fn spec(&self) -> ToolSpec {
@@ -67,10 +75,10 @@ impl tackle_protocol::Tool for SkillList {
             "Lists the skills available to you, one line each: name — description (triggers). Bodies are not included; fetch one with skill_show.",
             super::NAME,
         )
-        .parameters(json!({"type": "object", "properties": {}, "additionalProperties": false}))
     }
 
-    async fn call(&self, _args: Value, cx: &ToolContext) -> Result<ToolOutput, ToolError> {
+    async fn call(&self, args: Value, cx: &ToolContext) -> Result<ToolOutput, ToolError> {
+        let NoArgs {} = crate::args::parse(args)?;
         let view = self.shared.view(cx).await?;
         let cat = &view.catalogue;
         let available = tool_available(cx);
@@ -93,6 +101,14 @@ impl SkillSearch {
     }
 }
 
+// Arguments of `skill_search`.
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct SearchArgs {
+    /// Text to look for, e.g. "git".
+    query: String,
+}
+
 #[async_trait]
 impl tackle_protocol::Tool for SkillSearch {
     fn spec(&self) -> ToolSpec {
@@ -101,21 +117,12 @@ impl tackle_protocol::Tool for SkillSearch {
             "Searches the skill catalogue: skills whose name, description or triggers contain the query (case-insensitive). Bodies are not included; fetch one with skill_show.",
             super::NAME,
         )
-        .parameters(json!({
-            "type": "object",
-            "properties": {
-                "query": {"type": "string", "description": "Text to look for, e.g. \"git\"."}
-            },
-            "required": ["query"],
-            "additionalProperties": false
-        }))
+        .parameters(crate::args::schema::<SearchArgs>())
     }
 
     async fn call(&self, args: Value, cx: &ToolContext) -> Result<ToolOutput, ToolError> {
-        let query = args
-            .get("query")
-            .and_then(Value::as_str)
-            .ok_or_else(|| ToolError::invalid_arguments("`query` must be a string"))?;
+        let SearchArgs { query } = crate::args::parse(args)?;
+        let query = query.as_str();
         let view = self.shared.view(cx).await?;
         let cat = &view.catalogue;
         let available = tool_available(cx);
@@ -146,6 +153,16 @@ impl SkillShow {
     }
 }
 
+// Arguments of `skill_show`: one of the two names is needed (checked in `call`).
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct ShowArgs {
+    /// The skill's name, e.g. "release-checklist".
+    name: Option<String>,
+    /// Same as `name`.
+    skill: Option<String>,
+}
+
 #[async_trait]
 impl tackle_protocol::Tool for SkillShow {
     fn spec(&self) -> ToolSpec {
@@ -154,21 +171,15 @@ impl tackle_protocol::Tool for SkillShow {
             "Returns a skill's full instructions (its body) by name, as skill_list or skill_search showed it. Call it when a skill fits the task, then follow it.",
             super::NAME,
         )
-        .parameters(json!({
-            "type": "object",
-            "properties": {
-                "name": {"type": "string", "description": "The skill's name, e.g. \"release-checklist\"."},
-                "skill": {"type": "string", "description": "Same as `name`."}
-            },
-            "additionalProperties": false
-        }))
+        .parameters(crate::args::schema::<ShowArgs>())
     }
 
     async fn call(&self, args: Value, cx: &ToolContext) -> Result<ToolOutput, ToolError> {
+        let args: ShowArgs = crate::args::parse(args)?;
         let name = args
-            .get("name")
-            .or_else(|| args.get("skill"))
-            .and_then(Value::as_str)
+            .name
+            .as_deref()
+            .or(args.skill.as_deref())
             .map(str::trim)
             .filter(|n| !n.is_empty())
             .ok_or_else(|| {

@@ -7,6 +7,7 @@ use super::names::name_key;
 use super::stored::{label, Meta};
 use super::{file, tool_available, Shared};
 use async_trait::async_trait;
+use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{json, Value};
 use std::sync::Arc;
@@ -24,22 +25,25 @@ impl SkillSave {
     }
 }
 
-#[derive(Deserialize)]
+// Arguments of `skill_save`.
+#[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 struct Args {
-    #[serde(default)]
-    content: Option<String>,
-    #[serde(default)]
+    /// The skill's name, e.g. "release-steps".
     name: Option<String>,
-    #[serde(default)]
+    /// One line: what it is for.
     description: Option<String>,
-    #[serde(default)]
+    /// The instructions (Markdown).
     body: Option<String>,
-    #[serde(default)]
+    /// Words that should bring it to mind.
     triggers: Option<Vec<String>>,
-    #[serde(default)]
+    /// Tools it needs; it is hidden where they are not available.
     requires_tools: Option<Vec<String>>,
-    #[serde(default)]
+    #[schemars(
+        description = "Instead of the fields above: a whole skill file (YAML front matter between `---` lines, then the body)."
+    )]
+    content: Option<String>,
+    /// A bank you may write; omit for your own store.
     bank: Option<String>,
 }
 
@@ -92,19 +96,7 @@ impl tackle_protocol::Tool for SkillSave {
             "Saves a skill (instructions to follow later, with a name and a description) into your own store, or into a shared skill bank you may write (`bank`, as list_memory_banks shows it). Saving a name your store (or that bank) already has updates it; a name another skill holds is refused. Example: {\"name\": \"release-steps\", \"description\": \"How to cut a release\", \"body\": \"1. Run the tests...\"}.",
             super::NAME,
         )
-        .parameters(json!({
-            "type": "object",
-            "properties": {
-                "name": {"type": "string", "description": "The skill's name, e.g. \"release-steps\"."},
-                "description": {"type": "string", "description": "One line: what it is for."},
-                "body": {"type": "string", "description": "The instructions (Markdown)."},
-                "triggers": {"type": "array", "items": {"type": "string"}, "description": "Words that should bring it to mind."},
-                "requires_tools": {"type": "array", "items": {"type": "string"}, "description": "Tools it needs; it is hidden where they are not available."},
-                "content": {"type": "string", "description": "Instead of the fields above: a whole skill file (YAML front matter between `---` lines, then the body)."},
-                "bank": {"type": "string", "description": "A bank you may write; omit for your own store."}
-            },
-            "additionalProperties": false
-        }))
+        .parameters(crate::args::schema::<Args>())
     }
 
     fn sink(&self, args: &Value) -> Option<String> {
@@ -119,8 +111,7 @@ impl tackle_protocol::Tool for SkillSave {
     }
 
     async fn call(&self, args: Value, cx: &ToolContext) -> Result<ToolOutput, ToolError> {
-        let args: Args = serde_json::from_value(args)
-            .map_err(|e| ToolError::invalid_arguments(format!("invalid arguments: {e}")))?;
+        let args: Args = crate::args::parse(args)?;
         let stored = self
             .shared
             .settings

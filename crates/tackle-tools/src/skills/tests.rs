@@ -349,3 +349,79 @@ fn saving_into_a_bank_or_the_own_store_is_a_sink() {
         .contains("`team`"));
     assert!(save.sink(&json!({})).is_some());
 }
+
+/// The property names and `required` lists the skill tools' schemas always had (written out
+/// here, since models and MCP clients rely on them), and refusal of an unknown or a missing
+/// field with `invalid_arguments`.
+mod contract {
+    use super::setup;
+    use crate::args::contract::{assert_names, assert_refusals};
+    use serde_json::json;
+    use std::sync::Arc;
+    use tackle_protocol::Tool;
+
+    fn tool(name: &str) -> Arc<dyn Tool> {
+        setup()
+            .tools
+            .into_iter()
+            .find(|t| t.spec().name == name)
+            .unwrap()
+    }
+
+    #[test]
+    fn the_schemas_name_the_properties_and_requirements_they_always_had() {
+        let cases: &[(&str, &[&str], &[&str])] = &[
+            ("skill_list", &[], &[]),
+            ("skill_search", &["query"], &["query"]),
+            ("skill_show", &["name", "skill"], &[]),
+            ("find_skills", &["query", "limit"], &["query"]),
+            ("install_skill", &["slug", "sha256"], &["slug"]),
+            (
+                "skill_save",
+                &[
+                    "name",
+                    "description",
+                    "body",
+                    "triggers",
+                    "requires_tools",
+                    "content",
+                    "bank",
+                ],
+                &[],
+            ),
+        ];
+        for (name, properties, required) in cases {
+            let schema = tool(name).spec().parameters;
+            assert_names(&schema, properties, required);
+            assert_eq!(schema["additionalProperties"], json!(false), "{name}");
+        }
+        let install = tool("install_skill").spec().parameters;
+        assert_eq!(
+            install["properties"]["slug"]["pattern"],
+            json!("^[A-Za-z0-9_-]+$")
+        );
+        assert_eq!(
+            install["properties"]["sha256"]["pattern"],
+            json!("^[0-9A-Fa-f]{64}$")
+        );
+    }
+
+    #[tokio::test]
+    async fn an_unknown_or_a_missing_field_is_refused() {
+        let cases = [
+            ("skill_list", json!({}), &[][..]),
+            ("skill_search", json!({"query": "git"}), &["query"]),
+            ("skill_show", json!({"name": "deploy"}), &[]),
+            ("find_skills", json!({"query": "pdf"}), &["query"]),
+            ("install_skill", json!({"slug": "pdf-forms"}), &["slug"]),
+            (
+                "skill_save",
+                json!({"content": "---\nname: x\n---\nbody"}),
+                &[],
+            ),
+        ];
+        for (name, valid, required) in cases {
+            assert_refusals(&*tool(name), valid, required).await;
+        }
+    }
+}

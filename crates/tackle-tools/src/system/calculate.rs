@@ -1,6 +1,8 @@
 use async_trait::async_trait;
 use exmex::prelude::*;
 use exmex::{FloatOpsFactory, MakeOperators, Operator};
+use schemars::JsonSchema;
+use serde::Deserialize;
 use serde_json::{json, Value};
 use tackle_protocol::{ToolContext, ToolError, ToolOutput, ToolSpec};
 
@@ -9,6 +11,15 @@ pub const MAX_EXPRESSION_LEN: usize = 1_000;
 
 /// `calculate`: floating-point arithmetic like the seed's `meval` (`7/2` = 3.5), on `exmex`.
 pub struct Calculate;
+
+// Arguments of `calculate` (a plain comment, so not sent as the schema's description).
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct Args {
+    /// The expression, e.g. "2 * pi * 6371".
+    #[schemars(length(min = 1, max = MAX_EXPRESSION_LEN))]
+    expression: String,
+}
 
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum CalcError {
@@ -74,27 +85,12 @@ impl tackle_protocol::Tool for Calculate {
             "Evaluates a mathematical expression with floating-point arithmetic (7/2 = 3.5). Operators + - * / ^ and parentheses; constants pi, e; functions sqrt, abs, exp, ln, log (base 10), log2, sin, cos, tan, asin, acos, atan, floor, ceil, round, min(a, b), max(a, b).",
             super::NAME,
         )
-        .parameters(json!({
-            "type": "object",
-            "properties": {
-                "expression": {
-                    "type": "string",
-                    "description": "The expression, e.g. \"2 * pi * 6371\".",
-                    "minLength": 1,
-                    "maxLength": MAX_EXPRESSION_LEN
-                }
-            },
-            "required": ["expression"],
-            "additionalProperties": false
-        }))
+        .parameters(crate::args::schema::<Args>())
     }
 
     async fn call(&self, args: Value, _cx: &ToolContext) -> Result<ToolOutput, ToolError> {
-        let expression = args
-            .get("expression")
-            .and_then(Value::as_str)
-            .ok_or_else(|| ToolError::invalid_arguments("`expression` must be a string"))?;
-        let value = evaluate(expression).map_err(|e| match e {
+        let args: Args = crate::args::parse(args)?;
+        let value = evaluate(&args.expression).map_err(|e| match e {
             CalcError::NotFinite(_) => ToolError::failed(e.to_string()),
             _ => ToolError::invalid_arguments(e.to_string()),
         })?;

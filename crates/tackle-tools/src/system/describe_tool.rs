@@ -1,10 +1,20 @@
 use async_trait::async_trait;
-use serde_json::{json, Value};
+use schemars::JsonSchema;
+use serde::Deserialize;
+use serde_json::Value;
 use tackle_protocol::{ToolContext, ToolError, ToolOutput, ToolSpec};
 
 /// `describe_tool`: the full description and JSON Schema of any registered tool, for when a
 /// tool profile sent only its name or first sentence.
 pub struct DescribeTool;
+
+// Arguments of `describe_tool` (a plain comment, so not sent as the schema's description).
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct Args {
+    /// The tool's exact name, e.g. "filesystem__read_file".
+    tool: String,
+}
 
 #[async_trait]
 impl tackle_protocol::Tool for DescribeTool {
@@ -14,21 +24,12 @@ impl tackle_protocol::Tool for DescribeTool {
             "Returns the full description and JSON Schema of a registered tool. Use it when a tool was shown to you by name only.",
             super::NAME,
         )
-        .parameters(json!({
-            "type": "object",
-            "properties": {
-                "tool": {"type": "string", "description": "The tool's exact name, e.g. \"filesystem__read_file\"."}
-            },
-            "required": ["tool"],
-            "additionalProperties": false
-        }))
+        .parameters(crate::args::schema::<Args>())
     }
 
     async fn call(&self, args: Value, cx: &ToolContext) -> Result<ToolOutput, ToolError> {
-        let name = args
-            .get("tool")
-            .and_then(Value::as_str)
-            .ok_or_else(|| ToolError::invalid_arguments("`tool` must be a string"))?;
+        let args: Args = crate::args::parse(args)?;
+        let name = args.tool.as_str();
         let catalog = cx.catalog()?;
         let Some(spec) = catalog.spec(name) else {
             let suggestions = catalog.suggest(name);

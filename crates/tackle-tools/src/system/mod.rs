@@ -38,3 +38,30 @@ pub fn extension() -> Arc<dyn Extension> {
         ],
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[tokio::test]
+    async fn system_schemas_keep_their_names_and_refuse_unknown_or_missing_arguments() {
+        let schema = Calculate.spec().parameters;
+        crate::args::contract::assert_names(&schema, &["expression"], &["expression"]);
+        crate::args::contract::assert_refusals(
+            &Calculate,
+            json!({"expression": "1+1"}),
+            &["expression"],
+        )
+        .await;
+        let accepts = crate::args::contract::accepts;
+        assert!(!accepts(&schema, &json!({"expression": ""})));
+        let long = "1".repeat(MAX_EXPRESSION_LEN + 1);
+        assert!(!accepts(&schema, &json!({ "expression": long })));
+
+        let schema = DescribeTool.spec().parameters;
+        crate::args::contract::assert_names(&schema, &["tool"], &["tool"]);
+        crate::args::contract::assert_refusals(&DescribeTool, json!({"tool": "shell"}), &["tool"])
+            .await;
+    }
+}

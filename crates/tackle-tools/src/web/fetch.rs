@@ -6,7 +6,10 @@ use super::extract::{self, Format};
 use super::net::{self, BodyKind, Secrets};
 use super::WebSettings;
 use async_trait::async_trait;
+use schemars::JsonSchema;
+use serde::Deserialize;
 use serde_json::{json, Value};
+use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 use tackle_protocol::{
@@ -24,6 +27,28 @@ impl WebFetch {
     }
 }
 
+// Arguments of `web_fetch` (a plain comment, so not sent as the schema's description).
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct Args {
+    /// Absolute http(s) URL to fetch.
+    url: String,
+    // Read case-insensitively, so kept a string; the schema offers the two the tool sends.
+    #[schemars(extend("enum" = ["GET", "POST"], "default" = "GET"))]
+    method: Option<String>,
+    /// Request body, for POST.
+    body: Option<String>,
+    /// Extra request headers.
+    #[serde(default)]
+    headers: BTreeMap<String, String>,
+    /// Download at most this many bytes of the body.
+    #[schemars(range(min = 1))]
+    max_bytes: Option<u64>,
+    /// How to render HTML: main content as markdown or text, or the raw page.
+    #[schemars(extend("enum" = ["markdown", "text", "raw"], "default" = "markdown"))]
+    format: Option<String>,
+}
+
 /// The checked arguments of one call.
 struct FetchArgs {
     url: String,
@@ -35,34 +60,31 @@ struct FetchArgs {
 }
 
 impl FetchArgs {
-    fn parse(args: &Value, settings: &WebSettings) -> Result<Self, ToolError> {
-        let raw_url = args.get("url").and_then(Value::as_str).unwrap_or_default();
-        let url = net::parse_url(raw_url)?.to_string();
-        let method =
-            net::parse_method(args.get("method").and_then(Value::as_str).unwrap_or("GET"))?;
+    fn parse(args: Value, settings: &WebSettings) -> Result<Self, ToolError> {
+        let args: Args = crate::args::parse(args)?;
+        let url = net::parse_url(&args.url)?.to_string();
+        let method = net::parse_method(args.method.as_deref().unwrap_or("GET"))?;
         if method != "GET" && method != "POST" {
             return Err(ToolError::invalid_arguments(format!(
                 "web_fetch supports GET and POST, not {method}; use http_request for other methods"
             )));
         }
-        let body = args.get("body").and_then(Value::as_str).map(str::to_string);
+        let body = args.body;
         if body.is_some() && method == "GET" {
             return Err(ToolError::invalid_arguments("a body needs method POST"));
         }
-        let format_arg = args.get("format").and_then(Value::as_str);
-        let format = Format::parse(format_arg).ok_or_else(|| {
+        let format = Format::parse(args.format.as_deref()).ok_or_else(|| {
             ToolError::invalid_arguments("format must be one of markdown, text, raw")
         })?;
         let max_bytes = args
-            .get("max_bytes")
-            .and_then(Value::as_u64)
+            .max_bytes
             .unwrap_or(settings.default_max_bytes)
             .clamp(1, settings.max_bytes_limit);
         Ok(Self {
             url,
             method,
             body,
-            headers: net::parse_headers(args)?,
+            headers: net::checked_headers(args.headers)?,
             max_bytes,
             format,
         })
@@ -107,29 +129,7 @@ impl Tool for WebFetch {
              other text as is. Binary files are refused. Subject to the network grant.",
             "web",
         )
-        .parameters(json!({
-            "type": "object",
-            "properties": {
-                "url": {"type": "string", "description": "Absolute http(s) URL to fetch."},
-                "method": {"type": "string", "enum": ["GET", "POST"], "default": "GET"},
-                "body": {"type": "string", "description": "Request body, for POST."},
-                "headers": {
-                    "type": "object",
-                    "additionalProperties": {"type": "string"},
-                    "description": "Extra request headers."
-                },
-                "max_bytes": {
-                    "type": "integer", "minimum": 1,
-                    "description": "Download at most this many bytes of the body."
-                },
-                "format": {
-                    "type": "string", "enum": ["markdown", "text", "raw"], "default": "markdown",
-                    "description": "How to render HTML: main content as markdown or text, or the raw page."
-                }
-            },
-            "required": ["url"],
-            "additionalProperties": false
-        }))
+        .parameters(crate::args::schema::<Args>())
         .risk(Risk::Medium)
         .approval(ApprovalMode::UnlessAutoApproved)
     }
@@ -160,7 +160,7 @@ impl Tool for WebFetch {
     }
 
     async fn call(&self, args: Value, cx: &ToolContext) -> Result<ToolOutput, ToolError> {
-        let fetch = FetchArgs::parse(&args, &self.settings)?;
+        let fetch = FetchArgs::parse(args, &self.settings)?;
         let mut secrets = Secrets::from_headers(&fetch.headers);
         let resp = net::send(cx, fetch.request(&self.settings))
             .await

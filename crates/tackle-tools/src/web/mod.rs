@@ -136,7 +136,67 @@ pub(crate) fn request_sink(args: &Value) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
     use tackle_protocol::{ApprovalMode, Risk};
+
+    #[tokio::test]
+    async fn web_schemas_keep_their_names_and_refuse_unknown_or_missing_arguments() {
+        let tools = extension(WebSettings::default()).tools();
+        let cases: [(&str, &[&str], &[&str], Value); 3] = [
+            (
+                "web_fetch",
+                &["url", "method", "body", "headers", "max_bytes", "format"],
+                &["url"],
+                json!({"url": "https://x.example/", "method": "POST", "body": "b",
+                       "headers": {"Accept": "text/html"}, "max_bytes": 10, "format": "text"}),
+            ),
+            (
+                "http_request",
+                &["method", "url", "headers", "body", "json"],
+                &["method", "url"],
+                json!({"method": "PUT", "url": "https://x.example/", "json": {"a": [1]}}),
+            ),
+            (
+                "web_search",
+                &["query", "max_results"],
+                &["query"],
+                json!({"query": "rust", "max_results": 3}),
+            ),
+        ];
+        for (name, properties, required, valid) in cases {
+            let Some(tool) = tools.iter().find(|t| t.spec().name == name) else {
+                panic!("no tool {name}")
+            };
+            let schema = tool.spec().parameters;
+            crate::args::contract::assert_names(&schema, properties, required);
+            crate::args::contract::assert_refusals(tool.as_ref(), valid, required).await;
+        }
+        let schema = |name: &str| {
+            tools
+                .iter()
+                .map(|t| t.spec())
+                .find(|s| s.name == name)
+                .map(|s| s.parameters)
+                .unwrap_or_default()
+        };
+        let accepts = crate::args::contract::accepts;
+        let fetch = schema("web_fetch");
+        for bad in [
+            json!({"url": "u", "method": "PUT"}),
+            json!({"url": "u", "format": "pdf"}),
+            json!({"url": "u", "max_bytes": 0}),
+            json!({"url": "u", "headers": {"A": 1}}),
+        ] {
+            assert!(!accepts(&fetch, &bad), "{bad}");
+        }
+        let search = schema("web_search");
+        assert!(!accepts(&search, &json!({"query": ""})));
+        assert!(!accepts(&search, &json!({"query": "q", "max_results": 11})));
+        assert!(accepts(
+            &schema("http_request"),
+            &json!({"method": "POST", "url": "u", "json": null})
+        ));
+    }
 
     #[test]
     fn tools_carry_the_catalogue_risk_and_approval() {

@@ -4,7 +4,7 @@
 
 use super::extract;
 use encoding_rs::Encoding;
-use serde_json::Value;
+use std::collections::BTreeMap;
 use std::fmt;
 use tackle_protocol::{HttpRequest, HttpResponse, ToolContext, ToolError};
 
@@ -85,21 +85,15 @@ pub(crate) fn parse_url(raw: &str) -> Result<url::Url, ToolError> {
     }
 }
 
-/// The `headers` argument (an object of strings) as a list, refusing client-owned headers and
-/// values that would break the request line. Error messages never quote a header's value.
-pub(crate) fn parse_headers(args: &Value) -> Result<Vec<(String, String)>, ToolError> {
-    let Some(obj) = args.get("headers").and_then(Value::as_object) else {
-        return Ok(Vec::new());
-    };
-    let mut out = Vec::with_capacity(obj.len());
-    for (name, value) in obj {
-        let Some(value) = value.as_str() else {
-            return Err(ToolError::invalid_arguments(format!(
-                "header `{name}` must be a string"
-            )));
-        };
-        check_header(name, value)?;
-        out.push((name.clone(), value.to_string()));
+/// The `headers` argument as a list, refusing client-owned headers and values that would
+/// break the request line. Error messages never quote a header's value.
+pub(crate) fn checked_headers(
+    headers: BTreeMap<String, String>,
+) -> Result<Vec<(String, String)>, ToolError> {
+    let mut out = Vec::with_capacity(headers.len());
+    for (name, value) in headers {
+        check_header(&name, &value)?;
+        out.push((name, value));
     }
     Ok(out)
 }
@@ -267,7 +261,14 @@ pub(crate) fn human_size(bytes: u64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
+    use serde_json::{json, Value};
+
+    /// The `headers` of a call's arguments, read as the tools' `Args` read them.
+    fn parse_headers(args: &Value) -> Result<Vec<(String, String)>, ToolError> {
+        let headers = serde_json::from_value(args["headers"].clone())
+            .map_err(|e| ToolError::invalid_arguments(e.to_string()))?;
+        checked_headers(headers)
+    }
 
     #[test]
     fn credential_headers_are_recognised_in_any_case() {

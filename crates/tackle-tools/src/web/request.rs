@@ -4,13 +4,45 @@
 use super::net::{self, BodyKind, Secrets};
 use super::WebSettings;
 use async_trait::async_trait;
+use schemars::JsonSchema;
+use serde::{Deserialize, Deserializer};
 use serde_json::{json, Value};
+use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 use tackle_protocol::{
     ApprovalMode, Capability, HttpRequest, HttpResponse, Risk, Tool, ToolContext, ToolError,
     ToolOutput, ToolSpec,
 };
+
+// Arguments of `http_request` (a plain comment, so not sent as the schema's description).
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct Args {
+    /// HTTP method, e.g. GET, POST, PUT, PATCH, DELETE.
+    method: String,
+    /// Absolute http(s) URL.
+    url: String,
+    #[serde(default)]
+    headers: BTreeMap<String, String>,
+    /// Raw request body.
+    body: Option<String>,
+    /// A JSON body; sets Content-Type: application/json.
+    // `skip_serializing_if` keeps schemars from writing `"default": null`, which would say
+    // that an absent `json` is a `null` body.
+    #[serde(
+        default,
+        deserialize_with = "present",
+        skip_serializing_if = "Option::is_none"
+    )]
+    #[schemars(with = "Value")]
+    json: Option<Value>,
+}
+
+/// A `json` that is given is sent, `null` included; only an absent one means no body.
+fn present<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Value>, D::Error> {
+    Value::deserialize(d).map(Some)
+}
 
 pub(crate) struct HttpRequestTool {
     settings: Arc<WebSettings>,
@@ -21,27 +53,18 @@ impl HttpRequestTool {
         Self { settings }
     }
 
-    fn build(&self, args: &Value) -> Result<HttpRequest, ToolError> {
-        let method = net::parse_method(
-            args.get("method")
-                .and_then(Value::as_str)
-                .unwrap_or_default(),
-        )?;
-        let raw_url = args.get("url").and_then(Value::as_str).unwrap_or_default();
-        let url = net::parse_url(raw_url)?.to_string();
-        let mut headers = net::parse_headers(args)?;
-        let body = match (args.get("body"), args.get("json")) {
+    fn build(&self, args: Value) -> Result<HttpRequest, ToolError> {
+        let args: Args = crate::args::parse(args)?;
+        let method = net::parse_method(&args.method)?;
+        let url = net::parse_url(&args.url)?.to_string();
+        let mut headers = net::checked_headers(args.headers)?;
+        let body = match (args.body, args.json) {
             (Some(_), Some(_)) => {
                 return Err(ToolError::invalid_arguments(
                     "give either body or json, not both",
                 ))
             }
-            (Some(b), None) => Some(
-                b.as_str()
-                    .ok_or_else(|| ToolError::invalid_arguments("body must be a string"))?
-                    .as_bytes()
-                    .to_vec(),
-            ),
+            (Some(b), None) => Some(b.into_bytes()),
             (None, Some(j)) => {
                 if !has_header(&headers, "content-type") {
                     headers.push(("Content-Type".into(), "application/json".into()));
@@ -80,18 +103,7 @@ impl Tool for HttpRequestTool {
              Credential header values are never shown. Subject to the network grant.",
             "web",
         )
-        .parameters(json!({
-            "type": "object",
-            "properties": {
-                "method": {"type": "string", "description": "HTTP method, e.g. GET, POST, PUT, PATCH, DELETE."},
-                "url": {"type": "string", "description": "Absolute http(s) URL."},
-                "headers": {"type": "object", "additionalProperties": {"type": "string"}},
-                "body": {"type": "string", "description": "Raw request body."},
-                "json": {"description": "A JSON body; sets Content-Type: application/json."}
-            },
-            "required": ["method", "url"],
-            "additionalProperties": false
-        }))
+        .parameters(crate::args::schema::<Args>())
         .risk(Risk::Medium)
         .approval(ApprovalMode::UnlessAutoApproved)
     }
@@ -122,7 +134,7 @@ impl Tool for HttpRequestTool {
     }
 
     async fn call(&self, args: Value, cx: &ToolContext) -> Result<ToolOutput, ToolError> {
-        let req = self.build(&args)?;
+        let req = self.build(args)?;
         let mut secrets = Secrets::from_headers(&req.headers);
         let cap = req.max_bytes;
         let resp = net::send(cx, req)

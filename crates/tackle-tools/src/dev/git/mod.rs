@@ -25,8 +25,9 @@ use crate::fs::resolve;
 use args::{Access, ArgPlan};
 use async_trait::async_trait;
 use remote::Url;
+use schemars::JsonSchema;
 use serde::Deserialize;
-use serde_json::{json, Value};
+use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 use tackle_protocol::{
@@ -112,10 +113,15 @@ const MAX_STREAM_BYTES: usize = 24_000;
 
 pub struct Git;
 
-#[derive(Deserialize)]
+// Arguments of `git`. The action stays a string checked against [`ACTIONS`], which the
+// lists of read-only, network and nested-repository actions are written in.
+#[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 struct Args {
+    /// The git subcommand.
+    #[schemars(extend("enum" = ACTIONS))]
     action: String,
+    /// Arguments after the subcommand, one per item, e.g. ["-m", "Fix typo"].
     #[serde(default)]
     args: Vec<String>,
 }
@@ -136,15 +142,7 @@ impl Tool for Git {
         )
         .risk(Risk::Medium)
         .approval(ApprovalMode::UnlessAutoApproved)
-        .parameters(json!({
-            "type": "object",
-            "properties": {
-                "action": {"type": "string", "enum": ACTIONS, "description": "The git subcommand."},
-                "args": {"type": "array", "items": {"type": "string"}, "description": "Arguments after the subcommand, one per item, e.g. [\"-m\", \"Fix typo\"]."}
-            },
-            "required": ["action"],
-            "additionalProperties": false
-        }))
+        .parameters(crate::args::schema::<Args>())
     }
 
     fn approval_for(&self, args: &Value) -> Option<ApprovalMode> {

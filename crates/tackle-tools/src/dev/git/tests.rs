@@ -1,8 +1,21 @@
 use super::*;
 use crate::mock_host::{exec_ok, MockHost};
+use serde_json::json;
 use std::process::Command;
 use std::sync::Arc;
 use tackle_protocol::ErrorKind;
+
+#[tokio::test]
+async fn git_schema_keeps_its_names_and_refuses_unknown_or_missing_arguments() {
+    let schema = Git.spec().parameters;
+    crate::args::contract::assert_names(&schema, &["action", "args"], &["action"]);
+    let valid = json!({"action": "log", "args": ["-1"]});
+    crate::args::contract::assert_refusals(&Git, valid, &["action"]).await;
+    assert_eq!(schema["properties"]["action"]["enum"], json!(ACTIONS));
+    let accepts = crate::args::contract::accepts;
+    assert!(!accepts(&schema, &json!({"action": "config"})));
+    assert!(!accepts(&schema, &json!({"action": "log", "args": [1]})));
+}
 
 fn v(args: &[&str]) -> Vec<String> {
     args.iter().map(|s| s.to_string()).collect()

@@ -11,6 +11,7 @@ mod screen;
 use crate::fs::resolve;
 use async_trait::async_trait;
 use base64::Engine as _;
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 use std::collections::HashMap;
@@ -50,29 +51,69 @@ impl Android {
     }
 }
 
-#[derive(Deserialize, Default)]
+// Arguments of `android`; which fields each action reads is in their descriptions.
+#[derive(Deserialize, JsonSchema, Default)]
 #[serde(deny_unknown_fields)]
 struct Args {
     action: Action,
+    /// The device (`adb devices`); default: the configured one, or adb's only device.
     serial: Option<String>,
+    /// tap, long_press: x in pixels.
+    #[schemars(range(min = 0, max = MAX_COORD))]
     x: Option<i64>,
+    /// tap, long_press: y in pixels.
+    #[schemars(range(min = 0, max = MAX_COORD))]
     y: Option<i64>,
+    /// tap, long_press: [x, y] or "x,y" instead of x and y.
+    // `default`: the schema written out below cannot tell schemars the field is optional.
+    #[serde(default)]
+    #[schemars(schema_with = "coords_schema")]
     coords: Option<Value>,
+    /// swipe: start x.
+    #[schemars(range(min = 0, max = MAX_COORD))]
     x1: Option<i64>,
+    /// swipe: start y.
+    #[schemars(range(min = 0, max = MAX_COORD))]
     y1: Option<i64>,
+    /// swipe: end x.
+    #[schemars(range(min = 0, max = MAX_COORD))]
     x2: Option<i64>,
+    /// swipe: end y.
+    #[schemars(range(min = 0, max = MAX_COORD))]
     y2: Option<i64>,
+    /// long_press (default 1000), swipe (default 300).
+    #[schemars(range(min = 1, max = MAX_DURATION_MS))]
     duration_ms: Option<u64>,
+    /// scroll: which way the content moves. Default down.
     direction: Option<Direction>,
+    /// type: text for the focused field; set_clipboard: the clipboard text.
     text: Option<String>,
+    /// key_event: e.g. KEYCODE_VOLUME_UP, VOLUME_UP or 24.
+    #[schemars(pattern(r"^[A-Za-z0-9_]+$"))]
     key: Option<String>,
+    /// launch: the app's package name.
+    #[schemars(pattern(r"^[A-Za-z0-9_.]+$"))]
     package: Option<String>,
+    /// open_url: http, https, tel, mailto, market, geo or content URL.
     url: Option<String>,
+    /// shell: one device command without ; | ` $ & or newlines.
     command: Option<String>,
+    /// screenshot: where the PNG goes in the workspace. Default android_screenshot.png.
     output_path: Option<String>,
 }
 
-#[derive(Deserialize, Serialize, Clone, Copy, PartialEq, Eq, Debug, Default)]
+/// `coords` is either of two shapes, which the action code reads from the raw value; serde
+/// has no type that says "a pair, or a string of two numbers" with these bounds, so this one
+/// property's schema is written out.
+fn coords_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    schemars::json_schema!({"oneOf": [
+        {"type": "array", "items": {"type": "integer", "minimum": 0, "maximum": MAX_COORD}, "minItems": 2, "maxItems": 2},
+        {"type": "string", "pattern": "^\\s*\\d+\\s*,\\s*\\d+\\s*$"}
+    ]})
+}
+
+#[derive(Deserialize, Serialize, JsonSchema, Clone, Copy, PartialEq, Eq, Debug, Default)]
+#[schemars(inline)]
 #[serde(rename_all = "snake_case")]
 enum Action {
     #[default]
@@ -101,33 +142,8 @@ enum Action {
     Shell,
 }
 
-const ACTIONS: &[&str] = &[
-    "screen",
-    "list_devices",
-    "tap",
-    "long_press",
-    "swipe",
-    "scroll",
-    "type",
-    "clear_field",
-    "back",
-    "home",
-    "recent",
-    "enter",
-    "key_event",
-    "set_clipboard",
-    "get_clipboard",
-    "paste",
-    "launch",
-    "open_url",
-    "open_notifications",
-    "open_quick_settings",
-    "screenshot",
-    "wake_screen",
-    "shell",
-];
-
-#[derive(Deserialize, Clone, Copy, PartialEq, Eq, Debug, Default)]
+#[derive(Deserialize, JsonSchema, Clone, Copy, PartialEq, Eq, Debug, Default)]
+#[schemars(inline)]
 #[serde(rename_all = "snake_case")]
 enum Direction {
     #[default]
@@ -581,33 +597,7 @@ impl Tool for Android {
         )
         .risk(Risk::High)
         .approval(ApprovalMode::Always)
-        .parameters(json!({
-            "type": "object",
-            "properties": {
-                "action": {"type": "string", "enum": ACTIONS},
-                "serial": {"type": "string", "description": "The device (`adb devices`); default: the configured one, or adb's only device."},
-                "x": {"type": "integer", "minimum": 0, "maximum": MAX_COORD, "description": "tap, long_press: x in pixels."},
-                "y": {"type": "integer", "minimum": 0, "maximum": MAX_COORD, "description": "tap, long_press: y in pixels."},
-                "coords": {"description": "tap, long_press: [x, y] or \"x,y\" instead of x and y.", "oneOf": [
-                    {"type": "array", "items": {"type": "integer", "minimum": 0, "maximum": MAX_COORD}, "minItems": 2, "maxItems": 2},
-                    {"type": "string", "pattern": "^\\s*\\d+\\s*,\\s*\\d+\\s*$"}
-                ]},
-                "x1": {"type": "integer", "minimum": 0, "maximum": MAX_COORD, "description": "swipe: start x."},
-                "y1": {"type": "integer", "minimum": 0, "maximum": MAX_COORD, "description": "swipe: start y."},
-                "x2": {"type": "integer", "minimum": 0, "maximum": MAX_COORD, "description": "swipe: end x."},
-                "y2": {"type": "integer", "minimum": 0, "maximum": MAX_COORD, "description": "swipe: end y."},
-                "duration_ms": {"type": "integer", "minimum": 1, "maximum": MAX_DURATION_MS, "description": "long_press (default 1000), swipe (default 300)."},
-                "direction": {"type": "string", "enum": ["down", "up", "left", "right"], "description": "scroll: which way the content moves. Default down."},
-                "text": {"type": "string", "description": "type: text for the focused field; set_clipboard: the clipboard text."},
-                "key": {"type": "string", "pattern": "^[A-Za-z0-9_]+$", "description": "key_event: e.g. KEYCODE_VOLUME_UP, VOLUME_UP or 24."},
-                "package": {"type": "string", "pattern": "^[A-Za-z0-9_.]+$", "description": "launch: the app's package name."},
-                "url": {"type": "string", "description": "open_url: http, https, tel, mailto, market, geo or content URL."},
-                "command": {"type": "string", "description": "shell: one device command without ; | ` $ & or newlines."},
-                "output_path": {"type": "string", "description": "screenshot: where the PNG goes in the workspace. Default android_screenshot.png."}
-            },
-            "required": ["action"],
-            "additionalProperties": false
-        }))
+        .parameters(crate::args::schema::<Args>())
     }
 
     fn planned_capabilities(&self, args: &Value, cx: &ToolContext) -> Vec<Capability> {

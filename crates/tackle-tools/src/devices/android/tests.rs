@@ -493,3 +493,95 @@ async fn a_screenshot_is_written_through_the_host() {
         v(&["-s", "emulator-5554", "shell", "base64", DEVICE_SCREENSHOT])
     );
 }
+
+/// The property names and `required` list the schema always had (written out here, since
+/// models and MCP clients rely on them), the bounds, and refusal of an unknown or a missing
+/// field with `invalid_arguments`.
+mod contract {
+    use super::tool;
+    use crate::args::contract::{assert_names, assert_refusals};
+    use serde_json::json;
+    use tackle_protocol::Tool;
+
+    #[test]
+    fn the_schema_names_the_properties_and_requirements_it_always_had() {
+        let schema = tool(false).spec().parameters;
+        assert_names(
+            &schema,
+            &[
+                "action",
+                "serial",
+                "x",
+                "y",
+                "coords",
+                "x1",
+                "y1",
+                "x2",
+                "y2",
+                "duration_ms",
+                "direction",
+                "text",
+                "key",
+                "package",
+                "url",
+                "command",
+                "output_path",
+            ],
+            &["action"],
+        );
+        assert_eq!(schema["additionalProperties"], json!(false));
+        let p = &schema["properties"];
+        assert_eq!(
+            p["action"]["enum"],
+            json!([
+                "screen",
+                "list_devices",
+                "tap",
+                "long_press",
+                "swipe",
+                "scroll",
+                "type",
+                "clear_field",
+                "back",
+                "home",
+                "recent",
+                "enter",
+                "key_event",
+                "set_clipboard",
+                "get_clipboard",
+                "paste",
+                "launch",
+                "open_url",
+                "open_notifications",
+                "open_quick_settings",
+                "screenshot",
+                "wake_screen",
+                "shell"
+            ])
+        );
+        assert_eq!(
+            p["direction"]["enum"],
+            json!(["down", "up", "left", "right"])
+        );
+        for xy in ["x", "y", "x1", "y1", "x2", "y2"] {
+            assert_eq!(p[xy]["minimum"], json!(0), "{xy}");
+            assert_eq!(p[xy]["maximum"], json!(10_000), "{xy}");
+        }
+        assert_eq!(p["duration_ms"]["minimum"], json!(1));
+        assert_eq!(p["duration_ms"]["maximum"], json!(60_000));
+        assert_eq!(p["coords"]["oneOf"].as_array().map(Vec::len), Some(2));
+        assert_eq!(p["key"]["pattern"], json!("^[A-Za-z0-9_]+$"));
+        assert_eq!(p["package"]["pattern"], json!("^[A-Za-z0-9_.]+$"));
+        let accepts = |v| crate::args::contract::accepts(&schema, &v);
+        assert!(accepts(json!({"action": "tap", "coords": [10, 20]})));
+        assert!(accepts(json!({"action": "tap", "coords": " 10 , 20 "})));
+        assert!(!accepts(json!({"action": "tap", "coords": [10]})));
+        assert!(!accepts(json!({"action": "tap", "coords": "10;20"})));
+        assert!(!accepts(json!({"action": "tap", "x": 10_001})));
+    }
+
+    #[tokio::test]
+    async fn an_unknown_or_a_missing_field_is_refused() {
+        assert_refusals(&tool(false), json!({"action": "home"}), &["action"]).await;
+    }
+}

@@ -11,6 +11,7 @@ mod port;
 
 use async_trait::async_trait;
 use port::Link;
+use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{json, Map, Value};
 use std::collections::HashMap;
@@ -31,14 +32,6 @@ const ANSWER_TIMEOUT: Duration = Duration::from_secs(5);
 const READ_WINDOW: Duration = Duration::from_secs(1);
 /// Ports held open at once, over all sessions.
 const MAX_HELD: usize = 16;
-const ACTIONS: &[&str] = &[
-    "list_devices",
-    "device_info",
-    "connect",
-    "send_command",
-    "read_data",
-    "disconnect",
-];
 
 pub struct Hardware {
     settings: HardwareSettings,
@@ -53,16 +46,22 @@ struct Held {
     link: Arc<Mutex<Link>>,
 }
 
-#[derive(Deserialize)]
+// Arguments of `hardware`; which fields each action reads is in their descriptions.
+#[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 struct Args {
     action: Action,
+    /// A name from list_devices (e.g. arduino-uno) or a USB VID:PID (e.g. 2341:0043).
     device: Option<String>,
+    /// send_command: the board's command, e.g. gpio_read or gpio_write.
     command: Option<String>,
+    /// send_command: the command's arguments, e.g. {"pin": 13, "value": 1}.
+    #[schemars(with = "Option<Map<String, Value>>")]
     args: Option<Value>,
 }
 
-#[derive(Deserialize, Clone, Copy, PartialEq, Eq, Debug)]
+#[derive(Deserialize, JsonSchema, Clone, Copy, PartialEq, Eq, Debug)]
+#[schemars(inline)]
 #[serde(rename_all = "snake_case")]
 enum Action {
     ListDevices,
@@ -393,17 +392,7 @@ impl Tool for Hardware {
         )
         .risk(Risk::High)
         .approval(ApprovalMode::Always)
-        .parameters(json!({
-            "type": "object",
-            "properties": {
-                "action": {"type": "string", "enum": ACTIONS},
-                "device": {"type": "string", "description": "A name from list_devices (e.g. arduino-uno) or a USB VID:PID (e.g. 2341:0043)."},
-                "command": {"type": "string", "description": "send_command: the board's command, e.g. gpio_read or gpio_write."},
-                "args": {"type": "object", "description": "send_command: the command's arguments, e.g. {\"pin\": 13, \"value\": 1}."}
-            },
-            "required": ["action"],
-            "additionalProperties": false
-        }))
+        .parameters(crate::args::schema::<Args>())
     }
 
     fn timeout(&self) -> Option<Duration> {
@@ -460,5 +449,45 @@ mod tests {
             refused.message
         );
         assert!(render_answer("b", "x", json!({"id": "1", "ok": "yes"})).is_err());
+    }
+
+    /// The property names, `required` list and actions the schema always had (written out
+    /// here, since models and MCP clients rely on them), and refusal of an unknown or a
+    /// missing field with `invalid_arguments`.
+    mod contract {
+        use super::super::Hardware;
+        use crate::args::contract::{assert_names, assert_refusals};
+        use crate::devices::HardwareSettings;
+        use serde_json::json;
+        use tackle_protocol::Tool;
+
+        #[test]
+        fn the_schema_names_the_properties_and_requirements_it_always_had() {
+            let schema = Hardware::new(HardwareSettings::default()).spec().parameters;
+            assert_names(
+                &schema,
+                &["action", "device", "command", "args"],
+                &["action"],
+            );
+            assert_eq!(schema["additionalProperties"], json!(false));
+            assert_eq!(
+                schema["properties"]["action"]["enum"],
+                json!([
+                    "list_devices",
+                    "device_info",
+                    "connect",
+                    "send_command",
+                    "read_data",
+                    "disconnect"
+                ])
+            );
+            assert_eq!(schema["properties"]["args"]["type"], json!("object"));
+        }
+
+        #[tokio::test]
+        async fn an_unknown_or_a_missing_field_is_refused() {
+            let tool = Hardware::new(HardwareSettings::default());
+            assert_refusals(&tool, json!({"action": "list_devices"}), &["action"]).await;
+        }
     }
 }

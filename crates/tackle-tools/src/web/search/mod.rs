@@ -9,6 +9,7 @@ use super::net;
 use super::WebSettings;
 use async_trait::async_trait;
 use backends::BackendError;
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 use std::sync::Arc;
@@ -50,6 +51,22 @@ impl WebSearch {
 const DEFAULT_RESULTS: u64 = 5;
 const MAX_RESULTS: u64 = 10;
 
+// Arguments of `web_search` (a plain comment, so not sent as the schema's description).
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct Args {
+    /// What to search for.
+    #[schemars(length(min = 1))]
+    query: String,
+    #[serde(default = "default_results")]
+    #[schemars(range(min = 1, max = MAX_RESULTS))]
+    max_results: u64,
+}
+
+fn default_results() -> u64 {
+    DEFAULT_RESULTS
+}
+
 #[async_trait]
 impl Tool for WebSearch {
     fn spec(&self) -> ToolSpec {
@@ -59,15 +76,7 @@ impl Tool for WebSearch {
              pair with web_fetch to read a result.",
             "web",
         )
-        .parameters(json!({
-            "type": "object",
-            "properties": {
-                "query": {"type": "string", "minLength": 1, "description": "What to search for."},
-                "max_results": {"type": "integer", "minimum": 1, "maximum": MAX_RESULTS, "default": DEFAULT_RESULTS}
-            },
-            "required": ["query"],
-            "additionalProperties": false
-        }))
+        .parameters(crate::args::schema::<Args>())
         .risk(Risk::Low)
         .approval(ApprovalMode::Never)
     }
@@ -86,19 +95,12 @@ impl Tool for WebSearch {
     }
 
     async fn call(&self, args: Value, cx: &ToolContext) -> Result<ToolOutput, ToolError> {
-        let query = args
-            .get("query")
-            .and_then(Value::as_str)
-            .unwrap_or_default()
-            .trim();
+        let args: Args = crate::args::parse(args)?;
+        let query = args.query.trim();
         if query.is_empty() {
             return Err(ToolError::invalid_arguments("query must not be empty"));
         }
-        let max_results = args
-            .get("max_results")
-            .and_then(Value::as_u64)
-            .unwrap_or(DEFAULT_RESULTS)
-            .clamp(1, MAX_RESULTS) as usize;
+        let max_results = args.max_results.clamp(1, MAX_RESULTS) as usize;
         if self.settings.search_backends.is_empty() {
             return Err(ToolError::failed(
                 "web_search has no backends configured: add at least one under \
