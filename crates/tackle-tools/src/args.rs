@@ -233,6 +233,27 @@ pub(crate) mod contract {
         );
     }
 
+    /// The tool called `name` among `tools`.
+    pub(crate) fn named(tools: Vec<Arc<dyn Tool>>, name: &str) -> Arc<dyn Tool> {
+        tools
+            .into_iter()
+            .find(|t| t.spec().name == name)
+            .unwrap_or_else(|| panic!("no tool `{name}`"))
+    }
+
+    /// Asserts, for each `(name, properties, required)`, that `tool(name)`'s schema names
+    /// exactly those and refuses any other field.
+    pub(crate) fn assert_closed(
+        tool: impl Fn(&str) -> Arc<dyn Tool>,
+        cases: &[(&str, &[&str], &[&str])],
+    ) {
+        for (name, properties, required) in cases {
+            let schema = tool(name).spec().parameters;
+            assert_names(&schema, properties, required);
+            assert_eq!(schema["additionalProperties"], false, "{name}");
+        }
+    }
+
     /// Whether the dispatcher's validator accepts `args` (the schema must compile).
     pub(crate) fn accepts(schema: &Value, args: &Value) -> bool {
         match jsonschema::draft202012::new(schema) {

@@ -9,11 +9,7 @@ use std::sync::Arc;
 use tackle_protocol::{ErrorKind, Tool};
 
 fn tool(name: &str) -> Arc<dyn Tool> {
-    super::extension()
-        .tools()
-        .into_iter()
-        .find(|t| t.spec().name == name)
-        .unwrap()
+    crate::args::contract::named(super::extension().tools(), name)
 }
 
 const CHILD: &[&str] = &[

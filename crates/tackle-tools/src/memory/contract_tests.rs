@@ -4,17 +4,13 @@
 
 use super::extension;
 use super::tests::settings;
-use crate::args::contract::{assert_names, assert_refusals};
+use crate::args::contract::{assert_closed, assert_refusals, named};
 use serde_json::json;
 use std::sync::Arc;
 use tackle_protocol::Tool;
 
 fn tool(name: &str) -> Arc<dyn Tool> {
-    extension(settings(&[]))
-        .tools()
-        .into_iter()
-        .find(|t| t.spec().name == name)
-        .unwrap()
+    named(extension(settings(&[])).tools(), name)
 }
 
 #[test]
@@ -55,11 +51,7 @@ fn the_schemas_name_the_properties_and_requirements_they_always_had() {
             &["action"],
         ),
     ];
-    for (name, properties, required) in cases {
-        let schema = tool(name).spec().parameters;
-        assert_names(&schema, properties, required);
-        assert_eq!(schema["additionalProperties"], json!(false), "{name}");
-    }
+    assert_closed(tool, cases);
 }
 
 #[test]

@@ -3,7 +3,7 @@
 //! refusal of an unknown or a missing field with `invalid_arguments`.
 
 use super::{extension, ScheduleSettings, Zone};
-use crate::args::contract::{assert_names, assert_refusals};
+use crate::args::contract::{assert_closed, assert_refusals, named};
 use serde_json::json;
 use std::sync::Arc;
 use std::time::Duration;
@@ -18,11 +18,7 @@ fn tool(name: &str) -> Arc<dyn Tool> {
         agents: vec!["default".into()],
         schedule_for: Default::default(),
     };
-    extension(settings)
-        .tools()
-        .into_iter()
-        .find(|t| t.spec().name == name)
-        .unwrap()
+    named(extension(settings).tools(), name)
 }
 
 #[test]
@@ -93,11 +89,7 @@ fn the_schemas_name_the_properties_and_requirements_they_always_had() {
             &["action"],
         ),
     ];
-    for (name, properties, required) in cases {
-        let schema = tool(name).spec().parameters;
-        assert_names(&schema, properties, required);
-        assert_eq!(schema["additionalProperties"], json!(false), "{name}");
-    }
+    assert_closed(tool, cases);
 }
 
 #[test]

@@ -355,17 +355,13 @@ fn saving_into_a_bank_or_the_own_store_is_a_sink() {
 /// field with `invalid_arguments`.
 mod contract {
     use super::setup;
-    use crate::args::contract::{assert_names, assert_refusals};
+    use crate::args::contract::{assert_closed, assert_refusals, named};
     use serde_json::json;
     use std::sync::Arc;
     use tackle_protocol::Tool;
 
     fn tool(name: &str) -> Arc<dyn Tool> {
-        setup()
-            .tools
-            .into_iter()
-            .find(|t| t.spec().name == name)
-            .unwrap()
+        named(setup().tools, name)
     }
 
     #[test]
@@ -390,11 +386,7 @@ mod contract {
                 &[],
             ),
         ];
-        for (name, properties, required) in cases {
-            let schema = tool(name).spec().parameters;
-            assert_names(&schema, properties, required);
-            assert_eq!(schema["additionalProperties"], json!(false), "{name}");
-        }
+        assert_closed(tool, cases);
         let install = tool("install_skill").spec().parameters;
         assert_eq!(
             install["properties"]["slug"]["pattern"],
