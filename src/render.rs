@@ -83,6 +83,7 @@ pub async fn render(events: UnboundedReceiver<AgentEvent>, json: bool, quiet: bo
         ended_with_newline: true,
         running: Vec::new(),
         frame: 0,
+        tokens: Tokens::default(),
     };
     // Elapsed times only where a person watches: a terminal, not `--json`, not `-q`.
     let live = !json && !quiet && term::stderr_is_terminal();
@@ -101,6 +102,11 @@ pub async fn render(events: UnboundedReceiver<AgentEvent>, json: bool, quiet: bo
         }
     }
     term::status(None);
+    if !json && !quiet {
+        if let Some(line) = r.tokens.line() {
+            term::err_line(&line);
+        }
+    }
     let mut cur = CURRENT.lock().unwrap_or_else(PoisonError::into_inner);
     if cur.as_ref().is_some_and(|q| Arc::ptr_eq(q, &queue)) {
         *cur = None;
@@ -114,6 +120,53 @@ struct Renderer {
     /// Calls started and not finished: id, name, start.
     running: Vec<(String, String, Instant)>,
     frame: usize,
+    tokens: Tokens,
+}
+
+/// The tokens the model backends reported for this turn (`--json` has them per model
+/// request as `usage` events).
+#[derive(Default)]
+struct Tokens {
+    input: u64,
+    output: u64,
+    requests: u32,
+}
+
+impl Tokens {
+    fn add(&mut self, input: u64, output: u64) {
+        self.input = self.input.saturating_add(input);
+        self.output = self.output.saturating_add(output);
+        self.requests = self.requests.saturating_add(1);
+    }
+
+    /// `tokens: 1,234 in, 56 out (2 model requests)`; `None` when no backend reported any.
+    fn line(&self) -> Option<String> {
+        if self.input == 0 && self.output == 0 {
+            return None;
+        }
+        let requests = match self.requests {
+            1 => "1 model request".to_string(),
+            n => format!("{n} model requests"),
+        };
+        Some(format!(
+            "tokens: {} in, {} out ({requests})",
+            thousands(self.input),
+            thousands(self.output)
+        ))
+    }
+}
+
+/// `1234567` as `1,234,567`.
+fn thousands(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
 }
 
 impl Renderer {
@@ -142,6 +195,13 @@ impl Renderer {
     }
 
     fn event(&mut self, event: AgentEvent) {
+        if let AgentEvent::Usage {
+            input_tokens,
+            output_tokens,
+        } = &event
+        {
+            self.tokens.add(*input_tokens, *output_tokens);
+        }
         if let AgentEvent::ToolCallStarted { id, name, .. } = &event {
             self.running
                 .push((id.clone(), preview(name, 80), Instant::now()));
@@ -338,4 +398,28 @@ pub fn args_preview(args: &Value) -> String {
 
 fn first_line(text: &str) -> String {
     preview(text.lines().next().unwrap_or(""), 200)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn token_totals_read_as_grouped_numbers_and_none_when_nothing_was_reported() {
+        let mut tokens = Tokens::default();
+        assert_eq!(tokens.line(), None);
+        tokens.add(1_234_000, 56);
+        assert_eq!(
+            tokens.line().as_deref(),
+            Some("tokens: 1,234,000 in, 56 out (1 model request)")
+        );
+        tokens.add(999, 1_000);
+        assert_eq!(
+            tokens.line().as_deref(),
+            Some("tokens: 1,234,999 in, 1,056 out (2 model requests)")
+        );
+        assert_eq!(thousands(0), "0");
+        assert_eq!(thousands(100), "100");
+        assert_eq!(thousands(1000), "1,000");
+    }
 }

@@ -28,6 +28,46 @@ fn a_long_call_draws_no_status_line_into_a_pipe() {
     assert!(!r.stderr.contains("running"), "{r}");
 }
 
+/// The tokens a backend reported are summed over the run's model requests and shown once at
+/// its end; `-q` and `--json` (which has them per request) leave the line out.
+#[test]
+fn a_run_ends_with_the_tokens_the_backend_reported() {
+    let Some(llm) = FakeLlm::start(concat!(
+        "rules:\n",
+        "  - name: call\n    when: {turn: 1}\n    respond:\n      tool_calls:\n",
+        "        - {name: shell, arguments: {command: \"echo hi\"}}\n",
+        "  - name: done\n    when: {turn: 2}\n    respond: {content: \"all done here\"}\n",
+    )) else {
+        return;
+    };
+    let sb = Sandbox::new();
+    // Non-streamed OpenAI answers carry `usage` with every response.
+    let config = sb.config(&llm.backend_yaml("openai", false));
+    let r = run(sb.tackle(&config, &["run", "--yes", "say hi"]));
+    assert_eq!(r.code, 0, "{r}");
+    let line = r
+        .stderr
+        .lines()
+        .find(|l| l.starts_with("tokens: "))
+        .unwrap_or_else(|| panic!("no tokens line: {r}"));
+    assert!(line.ends_with("(2 model requests)"), "{line}");
+    let counts: Vec<u64> = line
+        .trim_start_matches("tokens: ")
+        .split(|c: char| !c.is_ascii_digit() && c != ',')
+        .filter(|w| !w.is_empty() && w.chars().any(|c| c.is_ascii_digit()))
+        .map(|w| w.replace(',', "").parse().unwrap())
+        .collect();
+    assert_eq!(counts.len(), 3, "{line}");
+    assert!(counts[0] > 0 && counts[1] > 0, "{line}");
+
+    let quiet = run(sb.tackle(&config, &["run", "-q", "--yes", "say hi"]));
+    assert_eq!(quiet.code, 0, "{quiet}");
+    assert!(!quiet.stderr.contains("tokens: "), "{quiet}");
+    let json = run(sb.tackle(&config, &["run", "--json", "--yes", "say hi"]));
+    assert!(!json.stderr.contains("tokens: "), "{json}");
+    assert!(json.stdout.contains("\"usage\""), "{json}");
+}
+
 #[test]
 fn chat_commands_list_switch_and_show_without_colours_in_a_pipe() {
     let Some(llm) = FakeLlm::start("rules: []\n") else {
