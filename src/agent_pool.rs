@@ -137,20 +137,40 @@ impl PooledAgent {
                 held = turn.lock_owned() => held,
                 () = t.cancel.cancelled() => return Ok(not_started()),
             };
-            let mut stored = Session::resume(rt.store.clone(), &t.session, &rt.agent_name).await?;
-            if let Some((channel, chat)) = &t.origin {
-                stored.set_origin(channel, chat);
+            // Across daemons sharing the sessions, one at a time serves this one.
+            let hold = crate::session_lease::hold(&rt.store, &t.session, &t.cancel).await?;
+            if hold.is_none() && rt.store.shared_poll().is_some() {
+                return Ok(not_started());
             }
-            if let Some(author) = &t.untrusted_author {
-                stored
-                    .taint_with(format!("a message from {author}"))
-                    .await?;
+            let outcome = run(&rt, &t).await;
+            if let Some(hold) = hold {
+                hold.release().await;
             }
-            rt.agent_loop
-                .run_turn(&mut stored, &t.task, t.approver, &t.events, &t.cancel)
-                .await
+            outcome
         })
     }
+}
+
+/// The turn itself, on the session as stored now.
+async fn run(rt: &Runtime, t: &TurnRequest) -> Result<TurnOutcome, LoopError> {
+    let mut stored = Session::resume(rt.store.clone(), &t.session, &rt.agent_name).await?;
+    if let Some((channel, chat)) = &t.origin {
+        stored.set_origin(channel, chat);
+    }
+    if let Some(author) = &t.untrusted_author {
+        stored
+            .taint_with(format!("a message from {author}"))
+            .await?;
+    }
+    rt.agent_loop
+        .run_turn(
+            &mut stored,
+            &t.task,
+            Arc::clone(&t.approver),
+            &t.events,
+            &t.cancel,
+        )
+        .await
 }
 
 /// The outcome of a turn cancelled before it started.

@@ -61,6 +61,7 @@ mod sampling;
 mod schedules;
 mod serve_addr;
 mod services;
+mod session_lease;
 mod skills;
 mod spill;
 mod term;

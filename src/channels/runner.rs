@@ -78,10 +78,18 @@ impl Runner {
     pub async fn run(self, stop: CancellationToken) {
         let s = &self.shared.setup;
         let mut workers: HashMap<String, Worker> = HashMap::new();
-        let mut position = self.resume(&mut workers, &stop).await;
+        let mut position = None;
+        let mut resumed = false;
         let mut failures = 0u32;
         let mut lease = super::lease::ChannelLease::new(&s.name, s.poll);
         while lease.hold(&s.store, &s.name, &stop).await {
+            // Only the reader picks up what was left unanswered, once it holds the channel:
+            // a daemon still waiting for the lease would answer again what the holder is
+            // answering now.
+            if !resumed {
+                resumed = true;
+                position = self.resume(&mut workers, &stop).await;
+            }
             match s.channel.receive(&stop).await {
                 Ok(updates) => {
                     failures = 0;

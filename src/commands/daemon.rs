@@ -105,8 +105,8 @@ pub async fn run(global: &Global, args: DaemonArgs) -> Result<i32> {
     if !global.quiet {
         if store.shared_poll().is_some() {
             eprintln!(
-                "daemon: schedules shared in {} as {owner}; each fire runs on one daemon",
-                store.schedules_engine()
+                "daemon: state shared in {} as {owner}; each fire runs on one daemon, each session on one at a time",
+                store.state_engine()
             );
         }
         eprintln!(

@@ -140,7 +140,7 @@ pub async fn run(global: &Global, args: DoctorArgs) -> Result<i32> {
     let store_opened = store_failure.is_none();
     checks.push(store_check(&app.store, store_failure).await);
     if store_opened {
-        checks.push(schedules_engine_check(&app.store).await);
+        checks.push(state_engine_check(&app.store).await);
     }
 
     // The slow checks run together: every backend's probe (the configured ones, else the
@@ -382,11 +382,11 @@ async fn store_check(store: &Store, failure: Option<String>) -> Check {
     }
 }
 
-/// Where schedules live: the SQLite file, or the shared database (`state_url`), asked now
+/// Where the state lives: the SQLite file, or the shared database (`state_url`), asked now
 /// for its version and schema.
-async fn schedules_engine_check(store: &Store) -> Check {
-    const NAME: &str = "schedules";
-    let engine = store.schedules_engine();
+async fn state_engine_check(store: &Store) -> Check {
+    const NAME: &str = "state";
+    let engine = store.state_engine();
     match store.shared_status().await {
         None => Check::ok(NAME, format!("{engine}, in the store file (one daemon at a time)")),
         Some(Ok(s)) if s.schema == s.known => Check::ok(

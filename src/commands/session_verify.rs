@@ -80,6 +80,10 @@ pub async fn verify(store: &Store, id: &SessionId, json: bool, global: &Global) 
         }
         match v.anchor {
             KeyAnchor::KeyFile => {}
+            KeyAnchor::Shared => eprintln!(
+                "note: sessions are shared; checked against this daemon's key file and the {} key(s) the daemons recorded in the shared database",
+                v.keys.len()
+            ),
             KeyAnchor::Recorded => eprintln!(
                 "note: no key file for agent {}; checked against the key the database records ({})",
                 preview(&v.agent, 60),

@@ -2,6 +2,10 @@
 //! whom), who made the call, and how it ended. A call that runs is written before it runs (an
 //! intent, outcome `running`, owned by this process) and completed after; an intent whose
 //! process is gone is closed as `interrupted` the next time a process opens the store.
+//!
+//! With a shared engine (`state_url: postgres://…`) the log is in that database: one table,
+//! one chain, written by every daemon that names it (see `chain`); an intent there names its
+//! host as well, and only a process of the same host judges whether it is gone.
 
 mod chain;
 mod detail;
@@ -10,16 +14,18 @@ mod key;
 mod owner;
 mod verify;
 
+use crate::sql::Engine;
+use chain::Ctx;
 pub(crate) use chain::HeadCache;
 pub use chain::CHECKPOINT_EVERY;
 pub use detail::{json_digest, text_digest, AuditDetail, ARGUMENTS_MAX_BYTES};
 pub use export::ExportedEntry;
 pub use key::{hex, unhex, KEY_FILE};
-pub use verify::{AuditVerification, ChainProblem};
+pub use verify::{AuditSigner, AuditVerification, ChainProblem};
 
 use crate::error::StoreError;
+use crate::sql::{in_tx, vals, Db, Lite, Row};
 use crate::{format_ts, now_rfc3339, Store};
-use rusqlite::params;
 use serde::{Deserialize, Serialize};
 use std::time::Duration;
 use tackle_protocol::text::truncate_at_char_boundary;
@@ -115,13 +121,13 @@ impl Store {
         normalize(&mut entry);
         detail.normalize();
         let cache = self.chain_head.clone();
-        self.audit_write(move |conn| chain::append(conn, &cache, &entry, &detail).map(drop))
+        self.audit_write(move |db, ctx| chain::append(db, ctx, &cache, &entry, &detail).map(drop))
             .await
     }
 
     /// Records a call about to run, before it runs: its outcome is [`RUNNING`] and this process
     /// owns it until [`Self::finish_audit`]. Should the process end first, the next process to
-    /// open the store closes it as [`INTERRUPTED`].
+    /// open the store (on a shared engine: on the same host) closes it as [`INTERRUPTED`].
     pub async fn begin_audit(&self, entry: AuditEntry) -> Result<IntentId, StoreError> {
         self.begin_audit_with(entry, AuditDetail::default()).await
     }
@@ -138,8 +144,12 @@ impl Store {
         detail.normalize();
         detail.result_digest = None;
         let cache = self.chain_head.clone();
-        self.audit_write(move |conn| {
-            let id = insert_audit(conn, &entry, &detail, Some(owner::this_process()))?;
+        self.audit_write(move |db, ctx| {
+            let owner = match ctx.engine {
+                Engine::Sqlite => owner::this_process(),
+                Engine::Postgres => owner::this_process_on_host(),
+            };
+            let id = insert_audit(db, &entry, &detail, Some(owner))?;
             cache.inserted(id);
             Ok(id)
         })
@@ -154,9 +164,9 @@ impl Store {
         outcome: AuditOutcome,
     ) -> Result<(), StoreError> {
         let cache = self.chain_head.clone();
-        self.audit_write(move |conn| {
+        self.audit_write(move |db, ctx| {
             let outcome = outcome.clone();
-            chain::close(conn, &cache, id.0, move |entry, detail| {
+            chain::close(db, ctx, &cache, id.0, move |entry, detail| {
                 entry.record.outcome = outcome.outcome;
                 entry.record.rule = outcome.rule;
                 entry.record.why = outcome.why;
@@ -179,24 +189,45 @@ impl Store {
             return Ok(());
         }
         let cache = self.chain_head.clone();
-        self.with_conn(move |conn| {
+        let ctx = self.audit_ctx();
+        self.with_db(move |db| {
             // The checkpoint it may write is not in the cached head.
             cache.clear();
-            chain::seal_tail(conn)
+            chain::seal_tail(db, &ctx)
         })
         .await
     }
 
-    /// One write on the path of every call: done in the calling task when the lock is free at
-    /// once, so the call's result does not wait on two thread hand-offs (see `try_inline`).
+    /// One write on the path of every call. On SQLite it is done in the calling task when the
+    /// lock is free at once, so the call's result does not wait on two thread hand-offs (see
+    /// `try_inline`); on a shared engine it goes to the server's connection.
     async fn audit_write<T: Send + 'static>(
         &self,
-        write: impl Fn(&rusqlite::Connection) -> Result<T, StoreError> + Send + 'static,
+        write: impl Fn(&mut dyn Db, &Ctx) -> Result<T, StoreError> + Send + 'static,
     ) -> Result<T, StoreError> {
-        if let Some(done) = self.try_inline(|conn| write(conn)) {
-            return done;
+        let ctx = self.audit_ctx();
+        if ctx.engine == Engine::Sqlite {
+            if let Some(done) = self.try_inline(|conn| write(&mut Lite(conn), &ctx)) {
+                return done;
+            }
         }
-        self.with_conn(move |conn| write(conn)).await
+        self.with_db(move |db| write(db, &ctx)).await
+    }
+
+    /// The engine that holds the audit log, and where this store's signing key lives.
+    fn audit_ctx(&self) -> Ctx {
+        #[cfg(feature = "postgres")]
+        let engine = if self.shared.is_some() {
+            Engine::Postgres
+        } else {
+            Engine::Sqlite
+        };
+        #[cfg(not(feature = "postgres"))]
+        let engine = Engine::Sqlite;
+        Ctx {
+            engine,
+            db_path: self.path.clone(),
+        }
     }
 
     /// The last `n` records, oldest first.
@@ -220,29 +251,22 @@ impl Store {
             None => None,
             Some(since) => since.lower_bound()?,
         };
-        // A negative LIMIT is no limit in SQLite.
-        let limit = query
-            .limit
-            .map(|n| i64::try_from(n).unwrap_or(i64::MAX))
-            .unwrap_or(-1);
-        self.with_conn(move |conn| {
-            let mut stmt = conn.prepare(&format!(
-                "SELECT {ENTRY_COLUMNS}
-                 FROM (SELECT * FROM audit
-                       WHERE (?1 IS NULL OR session_id = ?1)
-                         AND (?2 IS NULL OR tool = ?2)
-                         AND (?3 IS NULL OR ts >= ?3)
-                       ORDER BY id DESC LIMIT ?4)
-                 ORDER BY id"
-            ))?;
-            let rows = stmt.query_map(params![query.session, query.tool, since, limit], |r| {
-                entry_from_row(r, 0)
-            })?;
-            let mut out = Vec::new();
-            for row in rows {
-                out.push(checked(row?)?);
-            }
-            Ok(out)
+        let limit = limit_of(query.limit);
+        self.with_db(move |db| {
+            let rows = db.query(
+                &format!(
+                    // The casts tell PostgreSQL the type of a value that may be NULL.
+                    "SELECT {ENTRY_COLUMNS}
+                     FROM (SELECT * FROM audit
+                           WHERE (CAST(?1 AS TEXT) IS NULL OR session_id = ?1)
+                             AND (CAST(?2 AS TEXT) IS NULL OR tool = ?2)
+                             AND (CAST(?3 AS TEXT) IS NULL OR ts >= ?3)
+                           ORDER BY id DESC LIMIT ?4) AS newest
+                     ORDER BY id"
+                ),
+                vals![query.session, query.tool, since, limit],
+            )?;
+            rows.iter().map(|r| checked(entry_from(r, 0)?)).collect()
         })
         .await
     }
@@ -319,8 +343,38 @@ const ENTRY_COLUMNS: &str =
 /// How many columns [`ENTRY_COLUMNS`] names: what follows them in a row starts here.
 const ENTRY_COLUMN_COUNT: usize = 12;
 
+/// The bound of a query's `LIMIT`: none is the largest (both engines read it alike, where a
+/// negative one is "no limit" only in SQLite).
+fn limit_of(limit: Option<usize>) -> i64 {
+    limit.map_or(i64::MAX, |n| i64::try_from(n).unwrap_or(i64::MAX))
+}
+
 /// A record from [`ENTRY_COLUMNS`] starting at column `at`, with its stored verdict text
 /// (see [`checked`]).
+fn entry_from(r: &Row, at: usize) -> Result<(AuditEntry, String), StoreError> {
+    Ok((
+        AuditEntry {
+            record: AuditRecord {
+                ts: r.text(at)?,
+                session_id: r.opt_text(at + 1)?,
+                agent: r.text(at + 2)?,
+                tool: r.text(at + 3)?,
+                args_summary: r.text(at + 4)?,
+                verdict: Verdict::Allow,
+                rule: r.text(at + 6)?,
+                why: r.text(at + 7)?,
+                approver: r.opt_text(at + 8)?,
+                outcome: r.text(at + 9)?,
+                duration_ms: r.opt_int(at + 10)?.map(|d| d.max(0) as u64),
+            },
+            caller: r.text(at + 11)?,
+        },
+        r.text(at + 5)?,
+    ))
+}
+
+/// [`entry_from`] on a row SQLite returned directly, for tests that rewrite the file.
+#[cfg(test)]
 fn entry_from_row(r: &rusqlite::Row<'_>, at: usize) -> rusqlite::Result<(AuditEntry, String)> {
     Ok((
         AuditEntry {
@@ -384,7 +438,7 @@ fn parse_verdict(s: &str) -> Option<Verdict> {
 /// Inserts one record; `owner`, for an intent, is the process that runs the call. Returns the
 /// row's id.
 fn insert_audit(
-    conn: &rusqlite::Connection,
+    db: &mut dyn Db,
     entry: &AuditEntry,
     detail: &AuditDetail,
     owner: Option<&str>,
@@ -396,32 +450,32 @@ fn insert_audit(
         record.ts.clone()
     };
     let summary = truncate_at_char_boundary(&record.args_summary, ARGS_SUMMARY_MAX_BYTES);
-    // Kept compiled on the connection: parsing the statement was a quarter of the insert.
-    let mut insert = conn.prepare_cached(
+    // Kept compiled on the SQLite connection (`Lite` prepares through its cache): parsing
+    // the statement was a quarter of the insert.
+    db.insert(
         "INSERT INTO audit (ts, session_id, agent, tool, args_summary, verdict, rule, why, approver, outcome, duration_ms, caller, owner,
                             layer, args_digest, arguments, arguments_cut)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17)",
-    )?;
-    insert.execute(params![
-        ts,
-        record.session_id,
-        record.agent,
-        record.tool,
-        summary,
-        verdict_str(record.verdict),
-        record.rule,
-        record.why,
-        record.approver,
-        record.outcome,
-        millis(record.duration_ms),
-        entry.caller,
-        owner,
-        detail.layer,
-        detail.args_digest,
-        detail.arguments,
-        detail.arguments_cut
-    ])?;
-    Ok(conn.last_insert_rowid())
+        vals![
+            ts,
+            record.session_id.as_deref(),
+            &record.agent,
+            &record.tool,
+            summary,
+            verdict_str(record.verdict),
+            &record.rule,
+            &record.why,
+            record.approver.as_deref(),
+            &record.outcome,
+            millis(record.duration_ms),
+            &entry.caller,
+            owner,
+            &detail.layer,
+            detail.args_digest.as_deref(),
+            detail.arguments.as_deref(),
+            detail.arguments_cut
+        ],
+    )
 }
 
 fn millis(duration_ms: Option<u64>) -> Option<i64> {
@@ -434,34 +488,73 @@ fn millis(duration_ms: Option<u64>) -> Option<i64> {
 /// chain's head is signed if an earlier process left records past the last checkpoint.
 /// Returns how many were closed.
 pub(crate) fn close_interrupted(conn: &rusqlite::Connection) -> Result<usize, StoreError> {
-    let owners: Vec<String> = conn
-        .prepare_cached("SELECT DISTINCT owner FROM audit WHERE owner IS NOT NULL")?
-        .query_map([], |r| r.get(0))?
-        .collect::<Result<_, _>>()?;
+    let ctx = Ctx {
+        engine: Engine::Sqlite,
+        db_path: conn
+            .path()
+            .filter(|p| !p.is_empty())
+            .map(std::path::PathBuf::from),
+    };
+    close_interrupted_in(&mut Lite(conn), &ctx)
+}
+
+/// [`close_interrupted`] on a shared engine, for a daemon whose database file is `db_path`
+/// (its state directory holds the key that signs). Only intents of processes on this host
+/// are judged (see `owner::is_gone_here`): another machine's running calls stay open.
+#[cfg(feature = "postgres")]
+pub(crate) fn close_interrupted_shared(
+    db: &mut dyn Db,
+    db_path: Option<std::path::PathBuf>,
+) -> Result<usize, StoreError> {
+    let ctx = Ctx {
+        engine: Engine::Postgres,
+        db_path,
+    };
+    close_interrupted_in(db, &ctx)
+}
+
+fn close_interrupted_in(db: &mut dyn Db, ctx: &Ctx) -> Result<usize, StoreError> {
+    let owners = db
+        .query(
+            "SELECT DISTINCT owner FROM audit WHERE owner IS NOT NULL",
+            &[],
+        )?
+        .iter()
+        .map(|r| r.text(0))
+        .collect::<Result<Vec<_>, _>>()?;
+    let gone = |o: &str| match ctx.engine {
+        Engine::Sqlite => owner::is_gone(o),
+        Engine::Postgres => owner::is_gone_here(o),
+    };
     let mut closed = 0;
-    for gone in owners.iter().filter(|o| owner::is_gone(o)) {
+    for gone in owners.iter().filter(|o| gone(o)) {
         let pid = gone.split(' ').next().unwrap_or_default();
         let why = format!(
             "the process running the call (pid {pid}) ended before the call did; what the call did is unknown"
         );
-        let tx = chain::immediate(conn)?;
-        // Keyed on the owner, read under the write lock: another process closing the same
-        // intents meanwhile leaves none here.
-        let ids: Vec<i64> = tx
-            .prepare_cached("SELECT id FROM audit WHERE owner = ?1 ORDER BY id")?
-            .query_map([gone], |r| r.get(0))?
-            .collect::<Result<_, _>>()?;
-        let mut head = chain::head(&tx)?;
-        for id in &ids {
-            head = chain::close_in(&tx, head, *id, |entry, _| {
-                INTERRUPTED.clone_into(&mut entry.record.outcome);
-                entry.record.why.clone_from(&why);
-            })?;
-        }
-        tx.commit()?;
-        closed += ids.len();
+        closed += in_tx(db, |db| {
+            chain::lock(db, ctx.engine)?;
+            // Keyed on the owner, read with the chain's turn held: another process closing
+            // the same intents meanwhile leaves none here.
+            let ids = db
+                .query(
+                    "SELECT id FROM audit WHERE owner = ?1 ORDER BY id",
+                    vals![gone],
+                )?
+                .iter()
+                .map(|r| r.int(0))
+                .collect::<Result<Vec<_>, _>>()?;
+            let mut head = chain::head(db)?;
+            for id in &ids {
+                head = chain::close_in(db, ctx, head, *id, |entry, _| {
+                    INTERRUPTED.clone_into(&mut entry.record.outcome);
+                    entry.record.why.clone_from(&why);
+                })?;
+            }
+            Ok(ids.len())
+        })?;
     }
-    chain::seal_tail(conn)?;
+    chain::seal_tail(db, ctx)?;
     Ok(closed)
 }
 

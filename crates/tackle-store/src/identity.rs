@@ -9,9 +9,9 @@ use crate::audit::{hex, unhex};
 use crate::error::StoreError;
 use crate::now_rfc3339;
 use crate::private_file::{private_dir, read_private, write_private, Publish};
+use crate::sql::{vals, Db};
 use ring::rand::{SecureRandom, SystemRandom};
 use ring::signature::{Ed25519KeyPair, KeyPair, UnparsedPublicKey, ED25519};
-use rusqlite::{params, Connection, OptionalExtension, TransactionBehavior};
 use serde::Serialize;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -158,12 +158,24 @@ pub(crate) struct KeyCache {
     state_dir: Option<PathBuf>,
 }
 
-/// The current key of `agent` as recorded.
-fn recorded_current(conn: &Connection, agent: &str) -> Result<Option<String>, StoreError> {
-    Ok(conn
-        .prepare_cached("SELECT key_id FROM agent_keys WHERE agent = ?1 AND successor IS NULL")?
-        .query_row([agent], |r| r.get(0))
-        .optional()?)
+/// The current key of `agent` as recorded (in the SQLite file, where it has one).
+fn recorded_current(db: &mut dyn Db, agent: &str) -> Result<Option<String>, StoreError> {
+    db.query_opt(
+        "SELECT key_id FROM agent_keys WHERE agent = ?1 AND successor IS NULL",
+        vals![agent],
+    )?
+    .map(|r| r.text(0))
+    .transpose()
+}
+
+/// Whether `key_id` is recorded as a current key of `agent`.
+fn is_current(db: &mut dyn Db, agent: &str, key_id: &str) -> Result<bool, StoreError> {
+    Ok(db
+        .query_opt(
+            "SELECT 1 FROM agent_keys WHERE key_id = ?1 AND agent = ?2 AND successor IS NULL",
+            vals![key_id, agent],
+        )?
+        .is_some())
 }
 
 impl KeyCache {
@@ -193,70 +205,130 @@ impl KeyCache {
     /// while the store still records it as current (one indexed read), else the key file's
     /// (made on first use), recorded as current. Another process's rotation is seen here, so
     /// a retired key never signs after its rotation.
+    ///
+    /// `shared`: the record is shared by daemons that each have their own key file, so the
+    /// agent has one current key per daemon; a key file's key not yet recorded joins them
+    /// rather than retiring another daemon's.
     pub(crate) fn current(
         &self,
-        conn: &Connection,
+        db: &mut dyn Db,
         agent: &str,
+        shared: bool,
     ) -> Result<Arc<AgentKey>, StoreError> {
-        let recorded = recorded_current(conn, agent)?;
+        if shared {
+            return self.current_shared(db, agent);
+        }
+        let recorded = recorded_current(db, agent)?;
         let cached = self.cached(agent);
         if let Some(key) = &cached {
             if recorded.as_deref() == Some(key.id()) {
                 return Ok(Arc::clone(key));
             }
         }
-        let key = match (&self.state_dir, cached) {
-            (Some(dir), _) => Arc::new(read_or_create(&key_file(dir, agent))?),
-            (None, Some(key)) => key,
-            (None, None) => Arc::new(AgentKey::fresh()?),
-        };
+        let key = self.load(agent, cached)?;
         if recorded.as_deref() != Some(key.id()) {
-            refuse_known(conn, key.id())?;
+            refuse_known(db, key.id())?;
             // The file holds a key the store has not recorded (it was lost and made again,
             // or the database came from elsewhere): it becomes current, linked to the one
             // before without the signatures that would prove the succession.
             if let Some(old) = &recorded {
-                retire(conn, old, key.id(), &now_rfc3339(), None)?;
+                retire(db, old, key.id(), &now_rfc3339(), None)?;
             }
-            record(conn, agent, key.id())?;
+            record(db, agent, key.id())?;
         }
         self.keep(agent, Arc::clone(&key));
         Ok(key)
+    }
+
+    /// [`Self::current`] on a shared record.
+    fn current_shared(&self, db: &mut dyn Db, agent: &str) -> Result<Arc<AgentKey>, StoreError> {
+        let cached = self.cached(agent);
+        if let Some(key) = &cached {
+            if is_current(db, agent, key.id())? {
+                return Ok(Arc::clone(key));
+            }
+        }
+        let key = self.load(agent, cached)?;
+        if !is_current(db, agent, key.id())? {
+            // Rotated out, or another agent's: it does not sign again.
+            refuse_known(db, key.id())?;
+            // Not recorded yet: this daemon's key joins the agent's current keys (a lost key
+            // file made again leaves the old key current too: without its secret it signs
+            // nothing new).
+            record(db, agent, key.id())?;
+        }
+        self.keep(agent, Arc::clone(&key));
+        Ok(key)
+    }
+
+    /// The key to sign with: the key file's (made on first use), or in memory the one held.
+    fn load(
+        &self,
+        agent: &str,
+        cached: Option<Arc<AgentKey>>,
+    ) -> Result<Arc<AgentKey>, StoreError> {
+        Ok(match (&self.state_dir, cached) {
+            (Some(dir), _) => Arc::new(read_or_create(&key_file(dir, agent))?),
+            (None, Some(key)) => key,
+            (None, None) => Arc::new(AgentKey::fresh()?),
+        })
     }
 
     /// Makes a new key for `agent` and records it as the successor of its current one (made
     /// first if it has none), signed by both; the new key's file replaces the old one.
     pub(crate) fn rotate(
         &self,
-        conn: &mut Connection,
+        db: &mut dyn Db,
         agent: &str,
+        shared: bool,
     ) -> Result<KeyRotation, StoreError> {
-        let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-        let old = self.current(&tx, agent)?;
-        let new = Arc::new(AgentKey::fresh()?);
-        let at = now_rfc3339();
-        let message = rotation_message(agent, old.id(), new.id(), &at);
-        let signatures = (old.sign(&message), new.sign(&message));
-        retire(&tx, old.id(), new.id(), &at, Some(&signatures))?;
-        record(&tx, agent, new.id())?;
-        let file = self.state_dir.as_deref().map(|dir| key_file(dir, agent));
-        if let Some(path) = &file {
-            write_key(path, &new, Publish::Replace)?;
-        }
-        if let Err(e) = tx.commit() {
+        db.begin()?;
+        let staged = match self.stage_rotation(db, agent, shared) {
+            Ok(staged) => staged,
+            Err(e) => {
+                db.rollback();
+                return Err(e);
+            }
+        };
+        let (old, new, rotated_at, file) = staged;
+        if let Err(e) = db.commit() {
+            db.rollback();
             // The store still names the old key: so must the file.
             if let Some(path) = &file {
                 let _ = write_key(path, &old, Publish::Replace);
             }
-            return Err(e.into());
+            return Err(e);
         }
         self.keep(agent, Arc::clone(&new));
         Ok(KeyRotation {
             agent: agent.to_string(),
             old_key: old.id().to_string(),
             new_key: new.id().to_string(),
-            rotated_at: at,
+            rotated_at,
         })
+    }
+
+    /// A rotation's writes inside the caller's transaction, and the new key's file placed:
+    /// the old key, the new one, when, and the file (to put back should the commit fail).
+    #[allow(clippy::type_complexity)]
+    fn stage_rotation(
+        &self,
+        db: &mut dyn Db,
+        agent: &str,
+        shared: bool,
+    ) -> Result<(Arc<AgentKey>, Arc<AgentKey>, String, Option<PathBuf>), StoreError> {
+        let old = self.current(db, agent, shared)?;
+        let new = Arc::new(AgentKey::fresh()?);
+        let at = now_rfc3339();
+        let message = rotation_message(agent, old.id(), new.id(), &at);
+        let signatures = (old.sign(&message), new.sign(&message));
+        retire(db, old.id(), new.id(), &at, Some(&signatures))?;
+        record(db, agent, new.id())?;
+        let file = self.state_dir.as_deref().map(|dir| key_file(dir, agent));
+        if let Some(path) = &file {
+            write_key(path, &new, Publish::Replace)?;
+        }
+        Ok((old, new, at, file))
     }
 
     /// The key id in `agent`'s key file (none when there is no file or no state directory);
@@ -284,31 +356,38 @@ pub struct KeyRotation {
     pub rotated_at: String,
 }
 
-/// Records `key_id` as `agent`'s current key; fails (unique index) while another is current.
-fn record(conn: &Connection, agent: &str, key_id: &str) -> Result<(), StoreError> {
-    conn.prepare_cached("INSERT INTO agent_keys (key_id, agent, created_at) VALUES (?1, ?2, ?3)")?
-        .execute(params![key_id, agent, now_rfc3339()])?;
+/// Records `key_id` as `agent`'s current key; in the SQLite file, fails (unique index) while
+/// another is current.
+fn record(db: &mut dyn Db, agent: &str, key_id: &str) -> Result<(), StoreError> {
+    // Two handles on one state directory may record its key file's key at once: once is
+    // enough.
+    db.execute(
+        "INSERT INTO agent_keys (key_id, agent, created_at) VALUES (?1, ?2, ?3)
+         ON CONFLICT (key_id) DO NOTHING",
+        vals![key_id, agent, now_rfc3339()],
+    )?;
     Ok(())
 }
 
 /// `old` is retired at `at`; `new` succeeds it, with the rotation's two signatures when the
-/// old key could give one.
+/// old key could give one (binary, passed as hex: see `unhex` in the shared schema).
 fn retire(
-    conn: &Connection,
+    db: &mut dyn Db,
     old: &str,
     new: &str,
     at: &str,
     signatures: Option<&(Vec<u8>, Vec<u8>)>,
 ) -> Result<(), StoreError> {
-    conn.execute(
-        "UPDATE agent_keys SET successor = ?2, rotated_at = ?3, old_signature = ?4, new_signature = ?5
+    db.execute(
+        "UPDATE agent_keys SET successor = ?2, rotated_at = ?3, old_signature = unhex(?4),
+                new_signature = unhex(?5)
           WHERE key_id = ?1",
-        params![
+        vals![
             old,
             new,
             at,
-            signatures.map(|s| s.0.as_slice()),
-            signatures.map(|s| s.1.as_slice())
+            signatures.map(|s| hex(&s.0)),
+            signatures.map(|s| hex(&s.1))
         ],
     )?;
     Ok(())
@@ -316,12 +395,10 @@ fn retire(
 
 /// A key file holding a key already on record but not current (an old file put back, or
 /// another agent's) does not sign again.
-fn refuse_known(conn: &Connection, key_id: &str) -> Result<(), StoreError> {
-    let known: bool = conn.query_row(
-        "SELECT EXISTS (SELECT 1 FROM agent_keys WHERE key_id = ?1)",
-        [key_id],
-        |r| r.get(0),
-    )?;
+fn refuse_known(db: &mut dyn Db, key_id: &str) -> Result<(), StoreError> {
+    let known = db
+        .query_opt("SELECT 1 FROM agent_keys WHERE key_id = ?1", vals![key_id])?
+        .is_some();
     if known {
         return Err(StoreError::AgentKey(format!(
             "the key file holds key {}…, which was rotated out or is another agent's; `tackle sessions rotate-key` makes a new one",

@@ -48,6 +48,7 @@ pub mod private_file;
 mod reminders;
 mod schedules;
 mod session_extensions;
+mod session_lease;
 mod session_taint;
 mod session_verify;
 mod sessions;
@@ -58,8 +59,8 @@ pub use approvals::{
     Approval, ApprovalReply, ApprovalStatus, NewApproval, APPROVALS_MARKER, PREVIEW_MAX_BYTES,
 };
 pub use audit::{
-    hex, json_digest, text_digest, unhex, AuditDetail, AuditVerification, ChainProblem,
-    ExportedEntry, ARGUMENTS_MAX_BYTES, CHECKPOINT_EVERY, KEY_FILE,
+    hex, json_digest, text_digest, unhex, AuditDetail, AuditSigner, AuditVerification,
+    ChainProblem, ExportedEntry, ARGUMENTS_MAX_BYTES, CHECKPOINT_EVERY, KEY_FILE,
 };
 pub use audit::{
     AuditEntry, AuditOutcome, AuditQuery, AuditRecord, AuditSince, IntentId,
@@ -195,7 +196,12 @@ impl Store {
         // The file first: a database that cannot be reached still leaves the state directory
         // made, so `tackle doctor` reports that one problem, not two.
         let mut store = Self::open(state_dir)?;
-        store.shared = Some(Arc::new(pg::Shared::connect(url)?));
+        let shared = pg::Shared::connect(url)?;
+        // As `open_file` does for the file: this host's calls whose process died mid-run are
+        // closed as interrupted (best effort: one that fails stays open for the next open).
+        let db_path = store.path.clone();
+        let _ = shared.run_blocking(move |db| audit::close_interrupted_shared(db, db_path));
+        store.shared = Some(Arc::new(shared));
         Ok(store)
     }
 
@@ -206,8 +212,9 @@ impl Store {
         ))
     }
 
-    /// Which engine holds the schedules: `sqlite` or `postgresql URL` (no password).
-    pub fn schedules_engine(&self) -> String {
+    /// Which engine holds the state daemons share: `sqlite` or `postgresql URL` (no
+    /// password).
+    pub fn state_engine(&self) -> String {
         #[cfg(feature = "postgres")]
         if let Some(shared) = &self.shared {
             return format!("postgresql {}", shared.shown());
@@ -376,7 +383,7 @@ fn engine_of(url: Option<&str>) -> Result<Engine<'_>, StoreError> {
         Some("postgres" | "postgresql") => Ok(Engine::Postgres(url)),
         Some("sqlite") => Ok(Engine::Sqlite),
         _ => Err(StoreError::StateUrl(
-            "must start with postgres:// or postgresql:// (schedules shared in PostgreSQL) or sqlite:// (the file in state_dir, the default)".into(),
+            "must start with postgres:// or postgresql:// (state shared in PostgreSQL) or sqlite:// (the file in state_dir, the default)".into(),
         )),
     }
 }

@@ -2,9 +2,9 @@
 //! session, so `tackle sessions list --tree` can show the tree.
 
 use crate::error::StoreError;
-use crate::sessions::{insert_signed, Entry, SessionId, StoredEntry};
+use crate::sessions::{insert_new_session, insert_signed, Entry, SessionId, Signer, StoredEntry};
+use crate::sql::{in_tx, vals};
 use crate::{now_rfc3339, Store};
-use rusqlite::{params, TransactionBehavior};
 use serde::Serialize;
 
 /// One child session's link to its parent.
@@ -30,37 +30,33 @@ impl Store {
     ) -> Result<StoredEntry, StoreError> {
         let (agent, parent, path) = (agent.to_string(), parent.0.clone(), path.to_string());
         let keys = self.agent_keys.clone();
-        self.with_conn(move |conn| {
-            let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-            let now = now_rfc3339();
-            let id = loop {
-                let id = SessionId::generate();
-                let inserted = tx.execute(
-                    "INSERT OR IGNORE INTO sessions (id, agent, created_at, updated_at) VALUES (?1, ?2, ?3, ?3)",
-                    params![id.0, agent, now],
+        let shared = self.sessions_shared();
+        self.with_db(move |db| {
+            in_tx(db, |tx| {
+                let now = now_rfc3339();
+                let id = insert_new_session(tx, &agent, &now)?;
+                tx.execute(
+                    "INSERT INTO session_links (id, parent_id, tree_path) VALUES (?1, ?2, ?3)",
+                    vals![&id.0, &parent, &path],
                 )?;
-                if inserted == 1 {
-                    break id;
-                }
-            };
-            tx.execute(
-                "INSERT INTO session_links (id, parent_id, tree_path) VALUES (?1, ?2, ?3)",
-                params![id.0, parent, path],
-            )?;
-            // Touch the parent so a listing by activity shows the tree together.
-            tx.execute(
-                "UPDATE sessions SET updated_at = ?2 WHERE id = ?1",
-                params![parent, now],
-            )?;
-            let entry_id = insert_signed(&tx, &keys, &agent, &id.0, 1, &first, &now)?;
-            tx.commit()?;
-            Ok(StoredEntry {
-                id: entry_id,
-                session_id: id,
-                seq: 1,
-                kind: first.kind,
-                content: first.content,
-                created_at: now,
+                // Touch the parent so a listing by activity shows the tree together.
+                tx.execute(
+                    "UPDATE sessions SET updated_at = ?2 WHERE id = ?1",
+                    vals![&parent, &now],
+                )?;
+                let signer = Signer {
+                    keys: &keys,
+                    shared,
+                };
+                let entry_id = insert_signed(tx, signer, &agent, &id.0, 1, &first, &now)?;
+                Ok(StoredEntry {
+                    id: entry_id,
+                    session_id: id,
+                    seq: 1,
+                    kind: first.kind,
+                    content: first.content,
+                    created_at: now,
+                })
             })
         })
         .await
@@ -68,17 +64,20 @@ impl Store {
 
     /// Every child session's link.
     pub async fn session_links(&self) -> Result<Vec<SessionLink>, StoreError> {
-        self.with_conn(|conn| {
-            let mut stmt =
-                conn.prepare("SELECT id, parent_id, tree_path FROM session_links ORDER BY rowid")?;
-            let rows = stmt.query_map([], |r| {
+        self.with_db(|db| {
+            db.query(
+                "SELECT id, parent_id, tree_path FROM session_links ORDER BY rowid",
+                &[],
+            )?
+            .iter()
+            .map(|r| {
                 Ok(SessionLink {
-                    id: SessionId(r.get(0)?),
-                    parent: SessionId(r.get(1)?),
-                    path: r.get(2)?,
+                    id: SessionId(r.text(0)?),
+                    parent: SessionId(r.text(1)?),
+                    path: r.text(2)?,
                 })
-            })?;
-            Ok(rows.collect::<Result<Vec<_>, _>>()?)
+            })
+            .collect()
         })
         .await
     }

@@ -4,8 +4,8 @@
 
 use crate::error::StoreError;
 use crate::memory::{normalize_tags, MAX_KEY_CHARS, MAX_VALUE_BYTES};
+use crate::sql::{vals, Db, Engine, Row, Val};
 use crate::{now_rfc3339, Store};
-use rusqlite::{params, Connection, OptionalExtension};
 use serde::{Deserialize, Serialize};
 use time::format_description::well_known::Rfc3339;
 use time::OffsetDateTime;
@@ -61,8 +61,18 @@ pub struct LongtermHit {
     pub score: f64,
 }
 
-const COLUMNS: &str =
-    "key, value, category, tags, importance, created_at, updated_at, last_accessed, access_count";
+/// The columns an entry is read from. `importance` is a double on both engines; PostgreSQL
+/// hands it back as text (its shortest exact form), as SQLite's connection already does.
+fn columns(engine: Engine) -> &'static str {
+    match engine {
+        Engine::Sqlite => {
+            "key, value, category, tags, importance, created_at, updated_at, last_accessed, access_count"
+        }
+        Engine::Postgres => {
+            "key, value, category, tags, CAST(importance AS TEXT), created_at, updated_at, last_accessed, access_count"
+        }
+    }
+}
 
 impl Store {
     /// Creates or replaces `agent`'s entry under `set.key`; an existing entry keeps its
@@ -76,18 +86,20 @@ impl Store {
         let tags = normalize_tags(&set.tags)?;
         let tags_json = serde_json::to_string(&tags).unwrap_or_else(|_| "[]".into());
         let agent = agent.to_string();
-        self.with_conn(move |conn| {
+        // Bound as its shortest exact decimal and read by each engine into a double.
+        let importance = format!("{:e}", set.importance);
+        self.with_db(move |db| {
             let now = now_rfc3339();
-            conn.execute(
+            db.execute(
                 "INSERT INTO longterm_memory
                    (agent, key, value, category, tags, importance, created_at, updated_at, last_accessed, access_count)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?7, ?7, 0)
+                 VALUES (?1, ?2, ?3, ?4, ?5, CAST(CAST(?6 AS TEXT) AS DOUBLE PRECISION), ?7, ?7, ?7, 0)
                  ON CONFLICT (agent, key) DO UPDATE SET value = excluded.value,
                    category = excluded.category, tags = excluded.tags,
                    importance = excluded.importance, updated_at = excluded.updated_at",
-                params![agent, set.key, set.value, set.category, tags_json, set.importance, now],
+                vals![&agent, &set.key, set.value, set.category, tags_json, importance, now],
             )?;
-            get(conn, &agent, &set.key)?.ok_or_else(|| {
+            get(db, &agent, &set.key)?.ok_or_else(|| {
                 StoreError::InvalidMemory("the entry vanished while it was written".into())
             })
         })
@@ -101,13 +113,13 @@ impl Store {
         key: &str,
     ) -> Result<Option<LongtermEntry>, StoreError> {
         let (agent, key) = (agent.to_string(), key.to_string());
-        self.with_conn(move |conn| {
-            conn.execute(
+        self.with_db(move |db| {
+            db.execute(
                 "UPDATE longterm_memory SET access_count = access_count + 1, last_accessed = ?3
                  WHERE agent = ?1 AND key = ?2",
-                params![agent, key, now_rfc3339()],
+                vals![&agent, &key, now_rfc3339()],
             )?;
-            get(conn, &agent, &key)
+            get(db, &agent, &key)
         })
         .await
     }
@@ -115,10 +127,10 @@ impl Store {
     /// Removes `agent`'s entry under `key`; whether it was there.
     pub async fn longterm_delete(&self, agent: &str, key: &str) -> Result<bool, StoreError> {
         let (agent, key) = (agent.to_string(), key.to_string());
-        self.with_conn(move |conn| {
-            Ok(conn.execute(
+        self.with_db(move |db| {
+            Ok(db.execute(
                 "DELETE FROM longterm_memory WHERE agent = ?1 AND key = ?2",
-                params![agent, key],
+                vals![agent, key],
             )? > 0)
         })
         .await
@@ -133,13 +145,17 @@ impl Store {
     ) -> Result<Vec<LongtermEntry>, StoreError> {
         let (agent, category) = (agent.to_string(), category.map(str::to_string));
         let limit = i64::try_from(limit).unwrap_or(i64::MAX);
-        self.with_conn(move |conn| {
-            let mut stmt = conn.prepare(&format!(
-                "SELECT {COLUMNS} FROM longterm_memory WHERE agent = ?1 AND (?2 IS NULL OR category = ?2)
-                 ORDER BY updated_at DESC, key LIMIT ?3"
-            ))?;
-            let rows = stmt.query_map(params![agent, category, limit], entry)?;
-            Ok(rows.collect::<Result<Vec<_>, _>>()?)
+        self.with_db(move |db| {
+            let sql = format!(
+                "SELECT {} FROM longterm_memory
+                 WHERE agent = ?1 AND (CAST(?2 AS TEXT) IS NULL OR category = ?2)
+                 ORDER BY updated_at DESC, key LIMIT ?3",
+                columns(db.engine())
+            );
+            db.query(&sql, vals![agent, category, limit])?
+                .iter()
+                .map(entry)
+                .collect()
         })
         .await
     }
@@ -147,13 +163,15 @@ impl Store {
     /// `agent`'s categories with their entry counts, by name.
     pub async fn longterm_categories(&self, agent: &str) -> Result<Vec<(String, i64)>, StoreError> {
         let agent = agent.to_string();
-        self.with_conn(move |conn| {
-            let mut stmt = conn.prepare(
+        self.with_db(move |db| {
+            db.query(
                 "SELECT category, COUNT(*) FROM longterm_memory WHERE agent = ?1
                  GROUP BY category ORDER BY category",
-            )?;
-            let rows = stmt.query_map([agent], |r| Ok((r.get(0)?, r.get(1)?)))?;
-            Ok(rows.collect::<Result<Vec<_>, _>>()?)
+                vals![agent],
+            )?
+            .iter()
+            .map(|r| Ok((r.text(0)?, r.int(1)?)))
+            .collect()
         })
         .await
     }
@@ -230,29 +248,38 @@ fn check(set: &LongtermSet) -> Result<(), StoreError> {
     Ok(())
 }
 
-fn get(conn: &Connection, agent: &str, key: &str) -> Result<Option<LongtermEntry>, StoreError> {
-    Ok(conn
-        .query_row(
-            &format!("SELECT {COLUMNS} FROM longterm_memory WHERE agent = ?1 AND key = ?2"),
-            params![agent, key],
-            entry,
-        )
-        .optional()?)
+fn get(db: &mut dyn Db, agent: &str, key: &str) -> Result<Option<LongtermEntry>, StoreError> {
+    let sql = format!(
+        "SELECT {} FROM longterm_memory WHERE agent = ?1 AND key = ?2",
+        columns(db.engine())
+    );
+    db.query_opt(&sql, vals![agent, key])?
+        .map(|r| entry(&r))
+        .transpose()
 }
 
-fn entry(r: &rusqlite::Row<'_>) -> rusqlite::Result<LongtermEntry> {
-    let tags: String = r.get(3)?;
+fn entry(r: &Row) -> Result<LongtermEntry, StoreError> {
+    let tags = r.text(3)?;
+    let importance = match r.0.get(4) {
+        Some(Val::Int(v)) => Some(*v as f64),
+        Some(Val::Text(t)) => t.parse::<f64>().ok(),
+        _ => None,
+    }
+    .ok_or_else(|| StoreError::BadValue {
+        what: "importance",
+        value: format!("{:?}", r.0.get(4)),
+    })?;
     Ok(LongtermEntry {
-        key: r.get(0)?,
-        value: r.get(1)?,
-        category: r.get(2)?,
+        key: r.text(0)?,
+        value: r.text(1)?,
+        category: r.text(2)?,
         // Only this module writes the column, always as a JSON array of strings.
         tags: serde_json::from_str(&tags).unwrap_or_default(),
-        importance: r.get(4)?,
-        created_at: r.get(5)?,
-        updated_at: r.get(6)?,
-        last_accessed: r.get(7)?,
-        access_count: r.get(8)?,
+        importance,
+        created_at: r.text(5)?,
+        updated_at: r.text(6)?,
+        last_accessed: r.text(7)?,
+        access_count: r.int(8)?,
     })
 }
 

@@ -1,13 +1,18 @@
 //! Memory: an agent's own notes (`self`) and shared banks, each a separate key/value store
-//! with full-text search (SQLite FTS5, ranked by BM25).
+//! with full-text search (SQLite FTS5, ranked by BM25; on a shared PostgreSQL engine its
+//! `tsvector` search over the same words, ranked by `ts_rank`; the two differ only in
+//! [`search`]).
 //!
 //! Every call names the caller's [`MemoryAccess`] and the store resolves the bank through
 //! it, so naming a bank is never enough to reach it: an agent reaches `self` (its own
 //! memory) and the banks an operator granted it, and nothing else. There is no global scope.
 
 use crate::error::StoreError;
+use crate::sql::{in_tx, vals, Db, Engine, Val};
+use search::{hit, newest, search, search_sql, ts_vector, Filter};
+
+mod search;
 use crate::{now_rfc3339, Store};
-use rusqlite::{params, Connection, OptionalExtension, TransactionBehavior};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use tackle_protocol::config::MemoryBankConfig;
@@ -241,7 +246,8 @@ pub struct MemoryHit {
     pub value: String,
     pub tags: Vec<String>,
     pub updated_at: String,
-    /// BM25 relevance, higher is better; 0 when listed without a query.
+    /// Relevance, higher is better (BM25 on SQLite, `ts_rank` on PostgreSQL, so scores
+    /// compare only within one engine); 0 when listed without a query.
     pub score: f64,
 }
 
@@ -321,27 +327,39 @@ impl Store {
         let tags = normalize_tags(tags)?;
         let tags_json = serde_json::to_string(&tags).unwrap_or_else(|_| "[]".into());
         let (key, value) = (key.to_string(), value.to_string());
-        self.with_conn(move |conn| {
+        self.with_db(move |db| {
             let now = now_rfc3339();
-            let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-            let id = scope_id(&tx, &scope, true)?.ok_or(StoreError::ScopeFull)?;
-            let (lo, hi) = id_range(id);
-            let next: i64 = tx.query_row(
-                "SELECT COALESCE(MAX(id), ?1) + 1 FROM memories WHERE id BETWEEN ?1 AND ?2",
-                params![lo, hi],
-                |r| r.get(0),
-            )?;
-            if next > hi {
-                return Err(StoreError::ScopeFull);
-            }
-            tx.execute(
-                "INSERT INTO memories (id, scope, key, value, tags, created_at, updated_at)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?6)
-                 ON CONFLICT (scope, key) DO UPDATE SET
-                    value = excluded.value, tags = excluded.tags, updated_at = excluded.updated_at",
-                params![next, id, key, value, tags_json, now],
-            )?;
-            tx.commit()?;
+            in_tx(db, |db| {
+                // On PostgreSQL the scope's row stays locked until the commit, so two daemons
+                // writing one bank take turns choosing the next id.
+                let id = scope_id(db, &scope, true)?.ok_or(StoreError::ScopeFull)?;
+                let (lo, hi) = id_range(id);
+                let next = db
+                    .query_opt(
+                        "SELECT COALESCE(MAX(id), ?1) + 1 FROM memories WHERE id BETWEEN ?1 AND ?2",
+                        vals![lo, hi],
+                    )?
+                    .map(|r| r.int(0))
+                    .transpose()?
+                    .unwrap_or(lo + 1);
+                if next > hi {
+                    return Err(StoreError::ScopeFull);
+                }
+                let sql = search_sql(db.engine());
+                let mut args = vec![
+                    Val::Int(next),
+                    Val::Int(id),
+                    Val::from(&key),
+                    Val::from(&value),
+                    Val::from(&tags_json),
+                    Val::from(&now),
+                ];
+                if sql.indexes_words {
+                    args.push(Val::Text(ts_vector(&[&key, &value, &tags_json])));
+                }
+                db.execute(sql.upsert, &args)?;
+                Ok(())
+            })?;
             Ok(MemoryHit {
                 bank: scope.name,
                 key,
@@ -355,7 +373,9 @@ impl Store {
     }
 
     /// The memories in `bank` (absent = `self`) that best match the query, best first
-    /// (BM25 over key, value and tags); without a usable word, newest first. Needs Read.
+    /// (BM25 over key, value and tags on SQLite, `ts_rank` on PostgreSQL; equal scores
+    /// newest first); without a usable word, newest first. Needs Read. A memory matches
+    /// when it holds any query word as a whole word, case aside, on both engines.
     /// The query is plain text: FTS5 operators in it are matched as words, not obeyed.
     pub async fn recall(
         &self,
@@ -364,13 +384,13 @@ impl Store {
         query: &RecallQuery,
     ) -> Result<Vec<MemoryHit>, StoreError> {
         let scope = access.resolve(bank, BankPerm::Read)?;
-        let fts = fts_query(&query.query);
+        let words = query_words(&query.query);
         let tags = normalize_tags(&query.tags)?;
         let tags_json = serde_json::to_string(&tags).unwrap_or_else(|_| "[]".into());
         let n_tags = i64::try_from(tags.len()).unwrap_or(i64::MAX);
         let limit = i64::try_from(query.limit.max(1)).unwrap_or(i64::MAX);
-        self.with_conn(move |conn| {
-            let Some(id) = scope_id(conn, &scope, false)? else {
+        self.with_db(move |db| {
+            let Some(id) = scope_id(db, &scope, false)? else {
                 return Ok(Vec::new());
             };
             let filter = Filter {
@@ -380,10 +400,10 @@ impl Store {
                 n_tags,
                 limit,
             };
-            match fts {
-                Some(q) if n_tags == 0 => search(conn, &filter, &q),
-                Some(q) => search_tagged(conn, &filter, &q),
-                None => newest(conn, &filter),
+            if words.is_empty() {
+                newest(db, &filter)
+            } else {
+                search(db, &filter, &words)
             }
         })
         .await
@@ -398,19 +418,16 @@ impl Store {
     ) -> Result<Option<MemoryHit>, StoreError> {
         let scope = access.resolve(bank, BankPerm::Read)?;
         let key = key.to_string();
-        self.with_conn(move |conn| {
-            let Some(id) = scope_id(conn, &scope, false)? else {
+        self.with_db(move |db| {
+            let Some(id) = scope_id(db, &scope, false)? else {
                 return Ok(None);
             };
-            let row = conn
-                .query_row(
-                    "SELECT key, value, tags, updated_at, 0.0 FROM memories
-                     WHERE scope = ?1 AND key = ?2",
-                    params![id, key],
-                    raw_hit,
-                )
-                .optional()?;
-            Ok(row.map(|r| r.into_hit(&scope.name)))
+            db.query_opt(
+                "SELECT key, value, tags, updated_at FROM memories WHERE scope = ?1 AND key = ?2",
+                vals![id, key],
+            )?
+            .map(|r| hit(&r, &scope.name))
+            .transpose()
         })
         .await
     }
@@ -424,13 +441,13 @@ impl Store {
     ) -> Result<bool, StoreError> {
         let scope = access.resolve(bank, BankPerm::Write)?;
         let key = key.to_string();
-        self.with_conn(move |conn| {
-            let Some(id) = scope_id(conn, &scope, false)? else {
+        self.with_db(move |db| {
+            let Some(id) = scope_id(db, &scope, false)? else {
                 return Ok(false);
             };
-            let n = conn.execute(
+            let n = db.execute(
                 "DELETE FROM memories WHERE scope = ?1 AND key = ?2",
-                params![id, key],
+                vals![id, key],
             )?;
             Ok(n > 0)
         })
@@ -444,15 +461,12 @@ impl Store {
         bank: Option<&str>,
     ) -> Result<i64, StoreError> {
         let scope = access.resolve(bank, BankPerm::Read)?;
-        self.with_conn(move |conn| {
-            let Some(id) = scope_id(conn, &scope, false)? else {
+        self.with_db(move |db| {
+            let Some(id) = scope_id(db, &scope, false)? else {
                 return Ok(0);
             };
-            Ok(conn.query_row(
-                "SELECT COUNT(*) FROM memories WHERE scope = ?1",
-                [id],
-                |r| r.get(0),
-            )?)
+            db.query_opt("SELECT COUNT(*) FROM memories WHERE scope = ?1", vals![id])?
+                .map_or(Ok(0), |r| r.int(0))
         })
         .await
     }
@@ -469,11 +483,11 @@ impl Store {
             return Err(StoreError::InvalidMemory("the agent name is empty".into()));
         }
         let (bank, agent) = (bank.to_string(), agent.to_string());
-        self.with_conn(move |conn| {
-            conn.execute(
+        self.with_db(move |db| {
+            db.execute(
                 "INSERT INTO memory_grants (bank, agent, perm, granted_at) VALUES (?1, ?2, ?3, ?4)
                  ON CONFLICT (bank, agent) DO UPDATE SET perm = excluded.perm, granted_at = excluded.granted_at",
-                params![bank, agent, perm.as_str(), now_rfc3339()],
+                vals![bank, agent, perm.as_str(), now_rfc3339()],
             )?;
             Ok(())
         })
@@ -484,10 +498,10 @@ impl Store {
     /// in the config are not stored here and stay in force.
     pub async fn revoke_memory_bank(&self, bank: &str, agent: &str) -> Result<bool, StoreError> {
         let (bank, agent) = (bank.to_string(), agent.to_string());
-        self.with_conn(move |conn| {
-            let n = conn.execute(
+        self.with_db(move |db| {
+            let n = db.execute(
                 "DELETE FROM memory_grants WHERE bank = ?1 AND agent = ?2",
-                params![bank, agent],
+                vals![bank, agent],
             )?;
             Ok(n > 0)
         })
@@ -496,30 +510,23 @@ impl Store {
 
     /// Every stored grant, by bank then agent.
     pub async fn memory_grants(&self) -> Result<Vec<StoredGrant>, StoreError> {
-        self.with_conn(|conn| {
-            let mut stmt = conn.prepare(
+        self.with_db(|db| {
+            let rows = db.query(
                 "SELECT bank, agent, perm, granted_at FROM memory_grants ORDER BY bank, agent",
+                &[],
             )?;
-            let rows = stmt.query_map([], |r| {
-                Ok((
-                    r.get::<_, String>(0)?,
-                    r.get::<_, String>(1)?,
-                    r.get::<_, String>(2)?,
-                    r.get::<_, String>(3)?,
-                ))
-            })?;
-            let mut out = Vec::new();
-            for row in rows {
-                let (bank, agent, perm, granted_at) = row?;
+            let mut out = Vec::with_capacity(rows.len());
+            for r in rows {
+                let perm = r.text(2)?;
                 let perm = BankPerm::parse(&perm).ok_or(StoreError::BadValue {
                     what: "bank permission",
                     value: perm,
                 })?;
                 out.push(StoredGrant {
-                    bank,
-                    agent,
+                    bank: r.text(0)?,
+                    agent: r.text(1)?,
                     perm,
-                    granted_at,
+                    granted_at: r.text(3)?,
                 });
             }
             Ok(out)
@@ -528,10 +535,9 @@ impl Store {
     }
 }
 
-/// Query words: lowercase runs of letters and digits of two characters or more, each
-/// quoted, joined by OR; so `NEAR`, `*`, `:` or quotes in the query cannot change its
-/// meaning or make it a syntax error. `None` when no word is usable.
-pub(crate) fn fts_query(query: &str) -> Option<String> {
+/// Query words: lowercase runs of letters and digits of two characters or more, without
+/// repeats, at most [`MAX_QUERY_TERMS`].
+fn query_words(query: &str) -> Vec<String> {
     let mut words: Vec<String> = Vec::new();
     for w in query.split(|c: char| !c.is_alphanumeric()) {
         let w = w.to_lowercase();
@@ -542,134 +548,60 @@ pub(crate) fn fts_query(query: &str) -> Option<String> {
             break;
         }
     }
-    let quoted: Vec<String> = words.iter().map(|w| format!("\"{w}\"")).collect();
-    (!quoted.is_empty()).then(|| quoted.join(" OR "))
+    words
+}
+
+/// The query words for FTS5: each quoted, joined by OR; so `NEAR`, `*`, `:` or quotes in
+/// the query cannot change its meaning or make it a syntax error. `None` when no word is
+/// usable.
+#[cfg(test)]
+pub(crate) fn fts_query(query: &str) -> Option<String> {
+    use search::fts5_match;
+    let words = query_words(query);
+    (!words.is_empty()).then(|| fts5_match(&words))
 }
 
 /// The id of `scope` in `memory_scopes`, created when `create` (else `None` when it has no
-/// memories yet, or no room is left for another scope).
-fn scope_id(conn: &Connection, scope: &Scope, create: bool) -> Result<Option<i64>, StoreError> {
-    let found: Option<i64> = conn
-        .query_row(
-            "SELECT id FROM memory_scopes WHERE owner_kind = ?1 AND owner = ?2",
-            params![scope.kind, scope.owner],
-            |r| r.get(0),
-        )
-        .optional()?;
-    if found.is_some() || !create {
-        return Ok(found);
+/// memories yet, or no room is left for another scope). When `create`, the row is locked
+/// for the rest of the transaction on engines that lock rows.
+fn scope_id(db: &mut dyn Db, scope: &Scope, create: bool) -> Result<Option<i64>, StoreError> {
+    let lock = if create { db.for_update() } else { "" };
+    let select = format!("SELECT id FROM memory_scopes WHERE owner_kind = ?1 AND owner = ?2{lock}");
+    let mut found = db
+        .query_opt(&select, vals![scope.kind, &scope.owner])?
+        .map(|r| r.int(0))
+        .transpose()?;
+    if found.is_none() && create {
+        // Two daemons creating one scope: the second waits for the first and adds nothing.
+        db.execute(
+            "INSERT INTO memory_scopes (owner_kind, owner) VALUES (?1, ?2) ON CONFLICT DO NOTHING",
+            vals![scope.kind, &scope.owner],
+        )?;
+        found = db
+            .query_opt(&select, vals![scope.kind, &scope.owner])?
+            .map(|r| r.int(0))
+            .transpose()?;
     }
-    conn.execute(
-        "INSERT INTO memory_scopes (owner_kind, owner) VALUES (?1, ?2)",
-        params![scope.kind, scope.owner],
-    )?;
-    let id = conn.last_insert_rowid();
-    Ok((id < MAX_SCOPES).then_some(id))
+    Ok(found.filter(|id| *id < MAX_SCOPES))
+}
+
+/// Holds `scope` for the rest of the transaction against other daemons' writes to the same
+/// place, on an engine that locks rows (its `memory_scopes` row, made when missing); SQLite's
+/// write transaction already holds the whole file, so nothing is added there.
+pub(crate) fn lock_scope(db: &mut dyn Db, scope: &Scope) -> Result<(), StoreError> {
+    if db.engine() == Engine::Sqlite {
+        return Ok(());
+    }
+    scope_id(db, scope, true).map(|_| ())
 }
 
 /// Scope ids stay below 2^31 so that `scope << 32` is a positive i64.
 const MAX_SCOPES: i64 = 1 << 31;
 
-/// The rowids scope `id` owns: `(id << 32) + 1 ..= (id << 32) + 2^32 - 1`.
+/// The ids scope `id` owns: `(id << 32) + 1 ..= (id << 32) + 2^32 - 1`.
 fn id_range(id: i64) -> (i64, i64) {
     let lo = id << 32;
     (lo, lo + 0xFFFF_FFFF)
-}
-
-struct Filter<'a> {
-    scope: i64,
-    name: &'a str,
-    tags_json: &'a str,
-    n_tags: i64,
-    limit: i64,
-}
-
-/// Every requested tag (`?3`, a JSON array of `?4` distinct lowercase tags) is on `m`; the
-/// queries that use it number their other parameters around these two.
-const TAGS_MATCH: &str = "(?4 = 0 OR (SELECT COUNT(*) FROM json_each(m.tags) t
-      WHERE t.value IN (SELECT value FROM json_each(?3))) = ?4)";
-
-/// Ranked inside FTS5 over the scope's rowid range only, then the best `limit` rows read.
-fn search(conn: &Connection, f: &Filter<'_>, q: &str) -> Result<Vec<MemoryHit>, StoreError> {
-    let (lo, hi) = id_range(f.scope);
-    let mut stmt = conn.prepare(
-        "SELECT m.key, m.value, m.tags, m.updated_at, -s.score FROM (
-            SELECT rowid AS id, bm25(memories_fts) AS score FROM memories_fts
-            WHERE memories_fts MATCH ?1 AND rowid BETWEEN ?2 AND ?3
-            ORDER BY score, rowid DESC LIMIT ?4
-         ) s CROSS JOIN memories m ON m.id = s.id
-         ORDER BY s.score, s.id DESC",
-    )?;
-    let rows = stmt.query_map(params![q, lo, hi, f.limit], raw_hit)?;
-    collect(rows, f.name)
-}
-
-/// As [`search`], with each match's tags checked before the limit.
-fn search_tagged(conn: &Connection, f: &Filter<'_>, q: &str) -> Result<Vec<MemoryHit>, StoreError> {
-    let (lo, hi) = id_range(f.scope);
-    let sql = format!(
-        "SELECT m.key, m.value, m.tags, m.updated_at, -bm25(memories_fts) AS score
-         FROM memories_fts JOIN memories m ON m.id = memories_fts.rowid
-         WHERE memories_fts MATCH ?5 AND memories_fts.rowid BETWEEN ?1 AND ?2 AND {TAGS_MATCH}
-         ORDER BY bm25(memories_fts), m.id DESC LIMIT ?6"
-    );
-    let mut stmt = conn.prepare(&sql)?;
-    let rows = stmt.query_map(params![lo, hi, f.tags_json, f.n_tags, q, f.limit], raw_hit)?;
-    collect(rows, f.name)
-}
-
-fn newest(conn: &Connection, f: &Filter<'_>) -> Result<Vec<MemoryHit>, StoreError> {
-    let sql = format!(
-        "SELECT m.key, m.value, m.tags, m.updated_at, 0.0 FROM memories m
-         WHERE m.scope = ?1 AND {TAGS_MATCH}
-         ORDER BY m.updated_at DESC, m.id DESC LIMIT ?2"
-    );
-    let mut stmt = conn.prepare(&sql)?;
-    let rows = stmt.query_map(params![f.scope, f.limit, f.tags_json, f.n_tags], raw_hit)?;
-    collect(rows, f.name)
-}
-
-struct RawHit {
-    key: String,
-    value: String,
-    tags: String,
-    updated_at: String,
-    score: f64,
-}
-
-impl RawHit {
-    fn into_hit(self, bank: &str) -> MemoryHit {
-        MemoryHit {
-            bank: bank.to_string(),
-            key: self.key,
-            value: self.value,
-            // Only this module writes the column, always as a JSON array of strings.
-            tags: serde_json::from_str(&self.tags).unwrap_or_default(),
-            updated_at: self.updated_at,
-            score: self.score,
-        }
-    }
-}
-
-fn raw_hit(r: &rusqlite::Row<'_>) -> rusqlite::Result<RawHit> {
-    Ok(RawHit {
-        key: r.get(0)?,
-        value: r.get(1)?,
-        tags: r.get(2)?,
-        updated_at: r.get(3)?,
-        score: r.get(4)?,
-    })
-}
-
-fn collect(
-    rows: impl Iterator<Item = rusqlite::Result<RawHit>>,
-    bank: &str,
-) -> Result<Vec<MemoryHit>, StoreError> {
-    let mut out = Vec::new();
-    for row in rows {
-        out.push(row?.into_hit(bank));
-    }
-    Ok(out)
 }
 
 #[cfg(test)]

@@ -104,6 +104,14 @@ const MIGRATIONS: &[(i64, &str)] = &[
         until_ms BIGINT NOT NULL
     );",
     ),
+    // Sessions and their entries, taint and extensions, shared by the daemons.
+    (4, include_str!("pg/4_sessions.sql")),
+    // The audit log: one ordered chain across daemons.
+    (5, include_str!("pg/5_audit.sql")),
+    // Memory, banks and their grants, long-term entries.
+    (6, include_str!("pg/6_memory.sql")),
+    // MCP tool pins, the chat channels' inbox, reminders.
+    (7, include_str!("pg/7_pins_inbox_reminders.sql")),
 ];
 
 /// How long reaching the server may take (the URL's `connect_timeout` overrides it).
@@ -171,7 +179,7 @@ impl Shared {
     }
 
     /// [`Self::run`] for callers outside the runtime (start-up).
-    fn run_blocking<T, F>(&self, f: F) -> Result<T, StoreError>
+    pub(crate) fn run_blocking<T, F>(&self, f: F) -> Result<T, StoreError>
     where
         T: Send + 'static,
         F: FnOnce(&mut dyn Db) -> Result<T, StoreError> + Send + 'static,
@@ -344,6 +352,22 @@ pub(crate) fn redact(url: &str) -> String {
     format!("{scheme}://{authority}{tail}")
 }
 
+/// The statements of a migration's text: split at `;`, `--` comment lines dropped, empty
+/// ones skipped (the text itself contains no `;` inside a statement).
+fn statements(sql: &str) -> Vec<String> {
+    sql.split(';')
+        .map(|s| {
+            s.lines()
+                .filter(|l| !l.trim_start().starts_with("--"))
+                .collect::<Vec<_>>()
+                .join("\n")
+                .trim()
+                .to_string()
+        })
+        .filter(|s| !s.is_empty())
+        .collect()
+}
+
 fn migrate(db: &mut dyn Db) -> Result<(), StoreError> {
     crate::sql::in_tx(db, |db| {
         db.query(
@@ -366,8 +390,8 @@ fn migrate(db: &mut dyn Db) -> Result<(), StoreError> {
             });
         }
         for (version, sql) in MIGRATIONS.iter().filter(|(v, _)| *v > found) {
-            for statement in sql.split(';').map(str::trim).filter(|s| !s.is_empty()) {
-                db.execute(statement, &[])?;
+            for statement in statements(sql) {
+                db.execute(&statement, &[])?;
             }
             db.execute(
                 "INSERT INTO tackle_schema (version, applied_at) VALUES (?1, ?2)",
@@ -398,6 +422,10 @@ impl Pg<'_> {
 }
 
 impl Db for Pg<'_> {
+    fn engine(&self) -> crate::sql::Engine {
+        crate::sql::Engine::Postgres
+    }
+
     fn execute(&mut self, sql: &str, args: &[Val]) -> Result<usize, StoreError> {
         let n = self
             .client

@@ -3,8 +3,8 @@
 
 use crate::error::StoreError;
 use crate::schedules::{from_ms, to_ms};
+use crate::sql::{in_tx, vals, Db, Row};
 use crate::{now_rfc3339, Store};
-use rusqlite::{params, OptionalExtension};
 use serde::{Deserialize, Serialize};
 use time::OffsetDateTime;
 
@@ -59,40 +59,57 @@ pub struct NewReminder {
     pub recurrence: Option<String>,
 }
 
+/// How often an add races another daemon for a number before it gives up.
+const ADD_TRIES: u32 = 8;
+
 const COLUMNS: &str = "n, title, description, category, due_ms, recurrence, status, created_at";
 
 impl Store {
-    /// Adds a reminder for `agent` under the next free `r<n>`.
+    /// Adds a reminder for `agent` under the next free `r<n>`. Two daemons adding at once
+    /// over a shared engine: the loser of the key (agent, n) fails its insert and tries
+    /// again with the next number (up to [`ADD_TRIES`] times).
     pub async fn add_reminder(
         &self,
         agent: &str,
         new: NewReminder,
     ) -> Result<Reminder, StoreError> {
         let agent = agent.to_string();
-        self.with_conn(move |conn| {
-            let tx = conn.transaction()?;
-            let n: i64 = tx.query_row(
-                "SELECT COALESCE(MAX(n), 0) + 1 FROM reminders WHERE agent = ?1",
-                params![agent],
-                |r| r.get(0),
-            )?;
-            tx.execute(
-                "INSERT INTO reminders (agent, n, title, description, category, due_ms, recurrence, created_at)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
-                params![
-                    agent,
-                    n,
-                    new.title,
-                    new.description,
-                    new.category,
-                    new.due_at.map(to_ms),
-                    new.recurrence,
-                    now_rfc3339()
-                ],
-            )?;
-            let r = get(&tx, &agent, n)?.ok_or_else(|| StoreError::Task("reminder vanished".into()))?;
-            tx.commit()?;
-            Ok(r)
+        self.with_db(move |db| {
+            let mut tries = 0;
+            loop {
+                let added = in_tx(db, |db| {
+                    let n = db
+                        .query_opt(
+                            "SELECT COALESCE(MAX(n), 0) + 1 FROM reminders WHERE agent = ?1",
+                            vals![&agent],
+                        )?
+                        .map(|r| r.int(0))
+                        .transpose()?
+                        .unwrap_or(1);
+                    db.execute(
+                        "INSERT INTO reminders (agent, n, title, description, category, due_ms, recurrence, created_at)
+                         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+                        vals![
+                            &agent,
+                            n,
+                            &new.title,
+                            &new.description,
+                            &new.category,
+                            new.due_at.map(to_ms),
+                            new.recurrence.clone(),
+                            now_rfc3339()
+                        ],
+                    )?;
+                    get(db, &agent, n)?
+                        .ok_or_else(|| StoreError::Task("reminder vanished".into()))
+                });
+                match added {
+                    Err(e) if tries + 1 < ADD_TRIES && !matches!(e, StoreError::Task(_)) => {
+                        tries += 1;
+                    }
+                    other => return other,
+                }
+            }
         })
         .await
     }
@@ -106,14 +123,16 @@ impl Store {
     ) -> Result<Vec<Reminder>, StoreError> {
         let agent = agent.to_string();
         let category = category.map(str::to_string);
-        self.with_conn(move |conn| {
+        self.with_db(move |db| {
             let sql = format!(
-                "SELECT {COLUMNS} FROM reminders WHERE agent = ?1 AND (?2 IS NULL OR status = ?2)
-                 AND (?3 IS NULL OR category = ?3) ORDER BY n"
+                "SELECT {COLUMNS} FROM reminders WHERE agent = ?1
+                 AND (CAST(?2 AS TEXT) IS NULL OR status = ?2)
+                 AND (CAST(?3 AS TEXT) IS NULL OR category = ?3) ORDER BY n"
             );
-            let mut stmt = conn.prepare(&sql)?;
-            let rows = stmt.query_map(params![agent, status.map(|s| s.as_str()), category], raw)?;
-            rows.map(|r| typed(r?)).collect()
+            db.query(&sql, vals![agent, status.map(|s| s.as_str()), category])?
+                .iter()
+                .map(typed)
+                .collect()
         })
         .await
     }
@@ -127,7 +146,7 @@ impl Store {
         let Some(n) = parse_id(id) else {
             return Ok(None);
         };
-        self.with_conn(move |conn| get(conn, &agent, n)).await
+        self.with_db(move |db| get(db, &agent, n)).await
     }
 
     /// Sets the status (and, with `due`, the due time); `false` when there is no such one.
@@ -142,10 +161,10 @@ impl Store {
         let Some(n) = parse_id(id) else {
             return Ok(false);
         };
-        self.with_conn(move |conn| {
-            let changed = conn.execute(
+        self.with_db(move |db| {
+            let changed = db.execute(
                 "UPDATE reminders SET status = ?3, due_ms = COALESCE(?4, due_ms) WHERE agent = ?1 AND n = ?2",
-                params![agent, n, status.as_str(), due.map(to_ms)],
+                vals![agent, n, status.as_str(), due.map(to_ms)],
             )?;
             Ok(changed > 0)
         })
@@ -157,10 +176,10 @@ impl Store {
         let Some(n) = parse_id(id) else {
             return Ok(false);
         };
-        self.with_conn(move |conn| {
-            let n = conn.execute(
+        self.with_db(move |db| {
+            let n = db.execute(
                 "DELETE FROM reminders WHERE agent = ?1 AND n = ?2",
-                params![agent, n],
+                vals![agent, n],
             )?;
             Ok(n > 0)
         })
@@ -172,35 +191,28 @@ fn parse_id(id: &str) -> Option<i64> {
     id.trim().strip_prefix('r')?.parse().ok()
 }
 
-fn get(conn: &rusqlite::Connection, agent: &str, n: i64) -> Result<Option<Reminder>, StoreError> {
+fn get(db: &mut dyn Db, agent: &str, n: i64) -> Result<Option<Reminder>, StoreError> {
     let sql = format!("SELECT {COLUMNS} FROM reminders WHERE agent = ?1 AND n = ?2");
-    let row = conn.query_row(&sql, params![agent, n], raw).optional()?;
-    row.map(typed).transpose()
+    db.query_opt(&sql, vals![agent, n])?
+        .as_ref()
+        .map(typed)
+        .transpose()
 }
 
-type Raw = (Reminder, String);
-
-fn raw(r: &rusqlite::Row<'_>) -> rusqlite::Result<Raw> {
-    let n: i64 = r.get(0)?;
-    Ok((
-        Reminder {
-            id: format!("r{n}"),
-            title: r.get(1)?,
-            description: r.get(2)?,
-            category: r.get(3)?,
-            due_at: r.get::<_, Option<i64>>(4)?.and_then(from_ms),
-            recurrence: r.get(5)?,
-            status: ReminderStatus::Pending,
-            created_at: r.get(7)?,
-        },
-        r.get(6)?,
-    ))
-}
-
-fn typed((mut rem, status): Raw) -> Result<Reminder, StoreError> {
-    rem.status = ReminderStatus::parse(&status).ok_or(StoreError::BadValue {
-        what: "reminder status",
-        value: status,
-    })?;
-    Ok(rem)
+/// A row in the order of [`COLUMNS`].
+fn typed(r: &Row) -> Result<Reminder, StoreError> {
+    let status = r.text(6)?;
+    Ok(Reminder {
+        id: format!("r{}", r.int(0)?),
+        title: r.text(1)?,
+        description: r.text(2)?,
+        category: r.text(3)?,
+        due_at: r.opt_int(4)?.and_then(from_ms),
+        recurrence: r.opt_text(5)?,
+        status: ReminderStatus::parse(&status).ok_or(StoreError::BadValue {
+            what: "reminder status",
+            value: status,
+        })?,
+        created_at: r.text(7)?,
+    })
 }

@@ -4,8 +4,8 @@
 //! starts with them off.
 
 use crate::error::StoreError;
+use crate::sql::vals;
 use crate::Store;
-use rusqlite::{params, OptionalExtension};
 
 impl Store {
     /// The extensions off in `session`, by name; empty for none (or no such session).
@@ -14,14 +14,14 @@ impl Store {
         session: &str,
     ) -> Result<Vec<String>, StoreError> {
         let session = session.to_string();
-        self.with_conn(move |conn| {
-            let text: Option<Option<String>> = conn
-                .query_row(
+        self.with_db(move |db| {
+            let text = db
+                .query_opt(
                     "SELECT disabled_extensions FROM sessions WHERE id = ?1",
-                    [&session],
-                    |r| r.get(0),
-                )
-                .optional()?;
+                    vals![session],
+                )?
+                .map(|r| r.opt_text(0))
+                .transpose()?;
             Ok(text
                 .flatten()
                 .and_then(|t| serde_json::from_str::<Vec<String>>(&t).ok())
@@ -37,14 +37,14 @@ impl Store {
         off: Vec<String>,
     ) -> Result<(), StoreError> {
         let session = session.to_string();
-        self.with_conn(move |conn| {
+        self.with_db(move |db| {
             let mut off = off;
             off.sort();
             off.dedup();
             let text = (!off.is_empty()).then(|| serde_json::to_string(&off).unwrap_or_default());
-            conn.execute(
+            db.execute(
                 "UPDATE sessions SET disabled_extensions = ?2 WHERE id = ?1",
-                params![session, text],
+                vals![session, text],
             )?;
             Ok(())
         })

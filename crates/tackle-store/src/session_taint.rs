@@ -3,8 +3,8 @@
 //! chat or an API conversation, `tackle run --session`) must start as tainted as it ended.
 
 use crate::error::StoreError;
+use crate::sql::{in_tx, vals};
 use crate::Store;
-use rusqlite::{params, OptionalExtension};
 use serde::{Deserialize, Serialize};
 
 /// Where a session's untrusted content came from: the first few sources and how many results.
@@ -18,42 +18,66 @@ impl Store {
     /// The taint kept for `session`; `None` when it never read untrusted content.
     pub async fn session_taint(&self, session: &str) -> Result<Option<TaintRecord>, StoreError> {
         let session = session.to_string();
-        self.with_conn(move |conn| {
-            let text: Option<Option<String>> = conn
-                .query_row(
-                    "SELECT taint FROM sessions WHERE id = ?1",
-                    [&session],
-                    |r| r.get(0),
-                )
-                .optional()?;
-            Ok(text
-                .flatten()
-                .and_then(|t| serde_json::from_str::<TaintRecord>(&t).ok()))
+        self.with_db(move |db| {
+            let text = db
+                .query_opt("SELECT taint FROM sessions WHERE id = ?1", vals![session])?
+                .map(|r| r.opt_text(0))
+                .transpose()?
+                .flatten();
+            Ok(text.as_deref().and_then(parse))
         })
         .await
     }
 
     /// Keeps `taint` as `session`'s; a taint only grows, so a smaller count never replaces
-    /// a larger one (two writers of one session cannot clean it).
+    /// a larger one (two writers of one session, on one daemon or two, cannot clean it).
     pub async fn set_session_taint(
         &self,
         session: &str,
         taint: TaintRecord,
     ) -> Result<(), StoreError> {
         let session = session.to_string();
-        self.with_conn(move |conn| {
+        self.with_db(move |db| {
             let text = serde_json::to_string(&taint).unwrap_or_default();
-            let count = i64::try_from(taint.count).unwrap_or(i64::MAX);
-            conn.execute(
-                "UPDATE sessions SET taint = ?2
-                 WHERE id = ?1
-                   AND (taint IS NULL OR COALESCE(json_extract(taint, '$.count'), 0) < ?3)",
-                params![session, text, count],
-            )?;
-            Ok(())
+            in_tx(db, |tx| {
+                // The kept count is compared here, not in SQL (whose JSON functions differ
+                // between engines); the row stays locked until the update.
+                let read = format!(
+                    "SELECT taint FROM sessions WHERE id = ?1{}",
+                    tx.for_update()
+                );
+                let Some(row) = tx.query_opt(&read, vals![&session])? else {
+                    return Ok(());
+                };
+                let kept = row.opt_text(0)?;
+                let larger = match kept.as_deref() {
+                    None => true,
+                    Some(k) => kept_count(k) < taint.count,
+                };
+                if larger {
+                    tx.execute(
+                        "UPDATE sessions SET taint = ?2 WHERE id = ?1",
+                        vals![&session, text],
+                    )?;
+                }
+                Ok(())
+            })
         })
         .await
     }
+}
+
+fn parse(text: &str) -> Option<TaintRecord> {
+    serde_json::from_str::<TaintRecord>(text).ok()
+}
+
+/// The count a kept taint records; 0 when it names none (as `COALESCE(json_extract(…), 0)`
+/// read it before).
+fn kept_count(text: &str) -> u64 {
+    serde_json::from_str::<serde_json::Value>(text)
+        .ok()
+        .and_then(|v| v.get("count").and_then(serde_json::Value::as_u64))
+        .unwrap_or(0)
 }
 
 #[cfg(test)]

@@ -1,16 +1,19 @@
 //! Checking a session's signed entries (`tackle sessions verify`), and rotating an agent's
 //! identity key (docs/decisions/0036-signed-session-entries.md).
 
+use crate::audit::unhex;
 use crate::error::StoreError;
 use crate::identity::{entry_message, rotation_message, verify, KeyRotation};
 use crate::sessions::SessionId;
+use crate::sql::{vals, Db};
 use crate::Store;
-use rusqlite::{Connection, OptionalExtension};
 use serde::Serialize;
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 
 /// The schema version that began signing entries.
 const SIGNING_VERSION: i64 = 18;
+/// The shared schema's version that brought sessions there: every entry since is signed.
+const SHARED_SIGNING_VERSION: i64 = 4;
 
 /// Where the key the check starts from came from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -22,6 +25,11 @@ pub enum KeyAnchor {
     Recorded,
     /// The agent has no key at all.
     None,
+    /// Sessions are shared by several daemons (`state_url: postgres://…`), each signing with
+    /// its own key file: this daemon's key file (when it has one) and the current keys the
+    /// daemons recorded in the shared database. Whoever can write that database could add a
+    /// key there, as it could add a session.
+    Shared,
 }
 
 /// Why one entry fails.
@@ -107,26 +115,48 @@ impl Store {
     pub async fn verify_session(&self, id: &SessionId) -> Result<SessionVerification, StoreError> {
         let id = id.clone();
         let keys = self.agent_keys.clone();
-        self.with_conn(move |conn| {
-            let agent: String = conn
-                .query_row("SELECT agent FROM sessions WHERE id = ?1", [&id.0], |r| {
-                    r.get(0)
-                })
-                .optional()?
-                .ok_or_else(|| StoreError::UnknownSession(id.0.clone()))?;
+        let shared = self.sessions_shared();
+        self.with_db(move |db| {
+            let agent = db
+                .query_opt("SELECT agent FROM sessions WHERE id = ?1", vals![&id.0])?
+                .ok_or_else(|| StoreError::UnknownSession(id.0.clone()))?
+                .text(0)?;
             let file = if keys.is_in_memory() {
                 None
             } else {
                 keys.file_key(&agent)?
             };
-            let (anchor, start) = match file {
-                Some(key) => (KeyAnchor::KeyFile, Some(key)),
-                None => match recorded_current(conn, &agent)? {
-                    Some(key) => (KeyAnchor::Recorded, Some(key)),
-                    None => (KeyAnchor::None, None),
-                },
+            let (anchor, starts) = if shared {
+                // Every daemon's current key, this one's key file's first.
+                let mut starts: Vec<String> = file.into_iter().collect();
+                for key in recorded_current(db, &agent)? {
+                    if !starts.contains(&key) {
+                        starts.push(key);
+                    }
+                }
+                let anchor = if starts.is_empty() {
+                    KeyAnchor::None
+                } else {
+                    KeyAnchor::Shared
+                };
+                (anchor, starts)
+            } else {
+                match file {
+                    Some(key) => (KeyAnchor::KeyFile, vec![key]),
+                    None => match recorded_current(db, &agent)?.into_iter().next() {
+                        Some(key) => (KeyAnchor::Recorded, vec![key]),
+                        None => (KeyAnchor::None, Vec::new()),
+                    },
+                }
             };
-            let chain = key_chain(conn, &agent, start)?;
+            let mut chain = Chain {
+                order: Vec::new(),
+                retired: HashMap::new(),
+                unproven: None,
+            };
+            for start in starts {
+                key_chain(db, &agent, start, &mut chain)?;
+            }
             let mut v = SessionVerification {
                 session: id.clone(),
                 agent,
@@ -138,7 +168,8 @@ impl Store {
                 unproven_rotation: chain.unproven,
                 failures: Vec::new(),
             };
-            check_entries(conn, &id.0, &chain.retired, &mut v)?;
+            let signing_since = signing_since(db, shared)?;
+            check_entries(db, &id.0, &chain.retired, signing_since.as_deref(), &mut v)?;
             Ok(v)
         })
         .await
@@ -150,18 +181,42 @@ impl Store {
         tackle_protocol::ids::check(tackle_protocol::ids::IdKind::Agent, agent)?;
         let agent = agent.to_string();
         let keys = self.agent_keys.clone();
-        self.with_conn(move |conn| keys.rotate(conn, &agent)).await
+        let shared = self.sessions_shared();
+        self.with_db(move |db| keys.rotate(db, &agent, shared))
+            .await
     }
 }
 
-fn recorded_current(conn: &Connection, agent: &str) -> Result<Option<String>, StoreError> {
-    Ok(conn
-        .query_row(
-            "SELECT key_id FROM agent_keys WHERE agent = ?1 AND successor IS NULL",
-            [agent],
-            |r| r.get(0),
+/// When signing began where the sessions are: an unsigned entry written since had its
+/// signature removed.
+fn signing_since(db: &mut dyn Db, shared: bool) -> Result<Option<String>, StoreError> {
+    let (sql, version) = if shared {
+        (
+            "SELECT applied_at FROM tackle_schema WHERE version = ?1",
+            SHARED_SIGNING_VERSION,
         )
-        .optional()?)
+    } else {
+        (
+            "SELECT applied_at FROM schema_migrations WHERE version = ?1",
+            SIGNING_VERSION,
+        )
+    };
+    db.query_opt(sql, vals![version])?
+        .map(|r| r.text(0))
+        .transpose()
+}
+
+/// The agent's current keys as recorded: one in the SQLite file, one per daemon on a shared
+/// engine; oldest first.
+fn recorded_current(db: &mut dyn Db, agent: &str) -> Result<Vec<String>, StoreError> {
+    db.query(
+        "SELECT key_id FROM agent_keys WHERE agent = ?1 AND successor IS NULL
+          ORDER BY created_at, key_id",
+        vals![agent],
+    )?
+    .iter()
+    .map(|r| r.text(0))
+    .collect()
 }
 
 /// The keys reached from the trusted one.
@@ -172,45 +227,44 @@ struct Chain {
     unproven: Option<(String, String)>,
 }
 
-/// From the trusted key back through each recorded rotation whose two signatures verify:
-/// the new key's signature is what a forged predecessor cannot have.
-fn key_chain(conn: &Connection, agent: &str, start: Option<String>) -> Result<Chain, StoreError> {
-    let mut chain = Chain {
-        order: Vec::new(),
-        retired: HashMap::new(),
-        unproven: None,
-    };
-    let Some(mut current) = start else {
-        return Ok(chain);
-    };
+/// From a trusted key back through each recorded rotation whose two signatures verify: the
+/// new key's signature is what a forged predecessor cannot have. Adds to `chain` (several
+/// trusted keys on a shared engine); the first unproven rotation met is the one reported.
+fn key_chain(
+    db: &mut dyn Db,
+    agent: &str,
+    start: String,
+    chain: &mut Chain,
+) -> Result<(), StoreError> {
+    if chain.retired.contains_key(&start) {
+        return Ok(());
+    }
+    let mut current = start;
     chain.order.push(current.clone());
     chain.retired.insert(current.clone(), None);
-    let mut seen = HashSet::from([current.clone()]);
-    let mut stmt = conn.prepare(
-        "SELECT key_id, rotated_at, old_signature, new_signature FROM agent_keys
-          WHERE agent = ?1 AND successor = ?2",
-    )?;
     loop {
-        let row = stmt
-            .query_row([agent, &current], |r| {
-                Ok((
-                    r.get::<_, String>(0)?,
-                    r.get::<_, Option<String>>(1)?,
-                    r.get::<_, Option<Vec<u8>>>(2)?,
-                    r.get::<_, Option<Vec<u8>>>(3)?,
-                ))
-            })
-            .optional()?;
-        let Some((old, at, old_sig, new_sig)) = row else {
-            return Ok(chain);
+        let row = db.query_opt(
+            "SELECT key_id, rotated_at,
+                    CASE WHEN old_signature IS NULL THEN NULL ELSE hex(old_signature) END,
+                    CASE WHEN new_signature IS NULL THEN NULL ELSE hex(new_signature) END
+               FROM agent_keys WHERE agent = ?1 AND successor = ?2",
+            vals![agent, &current],
+        )?;
+        let Some(row) = row else {
+            return Ok(());
         };
-        let at = at.unwrap_or_default();
+        let old = row.text(0)?;
+        let at = row.opt_text(1)?.unwrap_or_default();
+        let old_sig = row.opt_text(2)?.and_then(|h| unhex(&h));
+        let new_sig = row.opt_text(3)?.and_then(|h| unhex(&h));
         let message = rotation_message(agent, &old, &current, &at);
         let proven = matches!((&old_sig, &new_sig), (Some(o), Some(n))
             if verify(&old, &message, o) && verify(&current, &message, n));
-        if !proven || !seen.insert(old.clone()) {
-            chain.unproven = Some((old, current));
-            return Ok(chain);
+        if !proven || chain.retired.contains_key(&old) {
+            if chain.unproven.is_none() {
+                chain.unproven = Some((old, current));
+            }
+            return Ok(());
         }
         chain.order.push(old.clone());
         chain.retired.insert(old.clone(), Some(at));
@@ -219,33 +273,28 @@ fn key_chain(conn: &Connection, agent: &str, start: Option<String>) -> Result<Ch
 }
 
 fn check_entries(
-    conn: &Connection,
+    db: &mut dyn Db,
     session: &str,
     keys: &HashMap<String, Option<String>>,
+    signing_since: Option<&str>,
     v: &mut SessionVerification,
 ) -> Result<(), StoreError> {
-    // When signing began here: an unsigned entry written since had its signature removed.
-    let signing_since: Option<String> = conn
-        .query_row(
-            "SELECT applied_at FROM schema_migrations WHERE version = ?1",
-            [SIGNING_VERSION],
-            |r| r.get(0),
-        )
-        .optional()?;
-    let mut stmt = conn.prepare(
-        "SELECT seq, kind, content, created_at, key_id, signature FROM entries
-          WHERE session_id = ?1 ORDER BY seq",
+    let rows = db.query(
+        "SELECT seq, kind, content, created_at, key_id,
+                CASE WHEN signature IS NULL THEN NULL ELSE hex(signature) END
+           FROM entries WHERE session_id = ?1 ORDER BY seq",
+        vals![session],
     )?;
-    let mut rows = stmt.query([session])?;
     let mut last = 0i64;
     let mut seen_signed = false;
-    while let Some(r) = rows.next()? {
-        let seq: i64 = r.get(0)?;
-        let kind: String = r.get(1)?;
-        let content: String = r.get(2)?;
-        let created_at: String = r.get(3)?;
-        let key_id: Option<String> = r.get(4)?;
-        let signature: Option<Vec<u8>> = r.get(5)?;
+    for r in rows {
+        let seq = r.int(0)?;
+        let kind = r.text(1)?;
+        let content = r.text(2)?;
+        let created_at = r.text(3)?;
+        let key_id = r.opt_text(4)?;
+        // Hex that does not read back (it always does) counts as a signature that fails.
+        let signature = r.opt_text(5)?.map(|h| unhex(&h).unwrap_or_default());
         v.entries += 1;
         let mut fail = |problem| {
             v.failures.push(EntryFailure {
@@ -259,9 +308,7 @@ fn check_entries(
         last = seq;
         let (key_id, signature) = match (key_id, signature) {
             (None, None) => {
-                let after_signing = signing_since
-                    .as_deref()
-                    .is_some_and(|s| created_at.as_str() >= s);
+                let after_signing = signing_since.is_some_and(|s| created_at.as_str() >= s);
                 if seen_signed || after_signing {
                     fail(EntryProblem::SignatureRemoved);
                 } else {

@@ -2,6 +2,7 @@ use super::*;
 use crate::identity::key_file;
 use crate::sessions::{Entry, EntryKind};
 use ring::signature::{Ed25519KeyPair, KeyPair};
+use rusqlite::Connection;
 use serde_json::json;
 
 fn user(text: &str) -> Entry {

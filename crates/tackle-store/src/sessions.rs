@@ -1,9 +1,12 @@
-//! Sessions: append-only logs of what was said and done, numbered per session.
+//! Sessions: append-only logs of what was said and done, numbered per session. They live
+//! on the store's engine ([`Store::with_db`]): the SQLite file, or the PostgreSQL database
+//! that several daemons share (`state_url: postgres://…`), so any daemon can take a
+//! conversation's next turn (docs/scale-out.md).
 
 use crate::error::StoreError;
 use crate::identity::{entry_message, KeyCache};
+use crate::sql::{in_tx, vals, Db, Row};
 use crate::{now_rfc3339, Store};
-use rusqlite::{params, Connection, OptionalExtension, TransactionBehavior};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::collections::hash_map::RandomState;
@@ -163,21 +166,21 @@ pub struct SessionSummary {
 }
 
 impl Store {
+    /// Whether sessions live in a database shared with other daemons.
+    pub(crate) fn sessions_shared(&self) -> bool {
+        #[cfg(feature = "postgres")]
+        if self.shared.is_some() {
+            return true;
+        }
+        false
+    }
+
     /// Starts a new session for `agent`.
     pub async fn create_session(&self, agent: &str) -> Result<SessionId, StoreError> {
         let agent = agent.to_string();
-        self.with_conn(move |conn| {
-            loop {
-                let id = SessionId::generate();
-                let now = now_rfc3339();
-                let inserted = conn.execute(
-                    "INSERT OR IGNORE INTO sessions (id, agent, created_at, updated_at) VALUES (?1, ?2, ?3, ?3)",
-                    params![id.0, agent, now],
-                )?;
-                if inserted == 1 {
-                    return Ok(id);
-                }
-            }
+        self.with_db(move |db| {
+            let now = now_rfc3339();
+            insert_new_session(db, &agent, &now)
         })
         .await
     }
@@ -188,11 +191,8 @@ impl Store {
         // Where a chosen id is first written: only ids the one rule accepts are ever stored.
         tackle_protocol::ids::check(tackle_protocol::ids::IdKind::Session, &id.0)?;
         let (id, agent) = (id.0.clone(), agent.to_string());
-        self.with_conn(move |conn| {
-            let n = conn.execute(
-                "INSERT OR IGNORE INTO sessions (id, agent, created_at, updated_at) VALUES (?1, ?2, ?3, ?3)",
-                params![id, agent, now_rfc3339()],
-            )?;
+        self.with_db(move |db| {
+            let n = db.execute(INSERT_SESSION, vals![id, agent, now_rfc3339()])?;
             Ok(n == 1)
         })
         .await
@@ -200,7 +200,7 @@ impl Store {
 
     pub async fn session_exists(&self, id: &SessionId) -> Result<bool, StoreError> {
         let id = id.0.clone();
-        self.with_conn(move |conn| exists(conn, &id)).await
+        self.with_db(move |db| exists(db, &id)).await
     }
 
     /// Appends `entry` as the session's next entry and returns it as stored.
@@ -211,16 +211,17 @@ impl Store {
     ) -> Result<StoredEntry, StoreError> {
         let session = session.clone();
         let keys = self.agent_keys.clone();
-        self.with_conn(move |conn| append(conn, &keys, session, entry))
+        let shared = self.sessions_shared();
+        self.with_db(move |db| append(db, &keys, shared, session, entry))
             .await
     }
 
     /// Every entry of the session, in order.
     pub async fn entries(&self, session: &SessionId) -> Result<Vec<StoredEntry>, StoreError> {
         let id = session.0.clone();
-        self.with_conn(move |conn| {
-            ensure_exists(conn, &id)?;
-            query_entries(conn, &id, 0)
+        self.with_db(move |db| {
+            ensure_exists(db, &id)?;
+            query_entries(db, &id, 0)
         })
         .await
     }
@@ -232,36 +233,41 @@ impl Store {
         session: &SessionId,
     ) -> Result<Vec<StoredEntry>, StoreError> {
         let id = session.0.clone();
-        self.with_conn(move |conn| {
-            ensure_exists(conn, &id)?;
-            let from: i64 = conn.query_row(
-                "SELECT COALESCE(MAX(seq), 0) FROM entries WHERE session_id = ?1 AND kind = 'summary'",
-                [&id],
-                |r| r.get(0),
-            )?;
-            query_entries(conn, &id, from)
+        self.with_db(move |db| {
+            ensure_exists(db, &id)?;
+            let from = db
+                .query_opt(
+                    "SELECT COALESCE(MAX(seq), 0) FROM entries WHERE session_id = ?1 AND kind = 'summary'",
+                    vals![&id],
+                )?
+                .map(|r| r.int(0))
+                .transpose()?
+                .unwrap_or(0);
+            query_entries(db, &id, from)
         })
         .await
     }
 
     /// All sessions, most recently active first.
     pub async fn list_sessions(&self) -> Result<Vec<SessionInfo>, StoreError> {
-        self.with_conn(|conn| {
-            let mut stmt = conn.prepare(
+        self.with_db(|db| {
+            db.query(
                 "SELECT s.id, s.agent, s.created_at, s.updated_at,
                         (SELECT COUNT(*) FROM entries e WHERE e.session_id = s.id)
                  FROM sessions s ORDER BY s.updated_at DESC, s.rowid DESC",
-            )?;
-            let rows = stmt.query_map([], |r| {
+                &[],
+            )?
+            .iter()
+            .map(|r| {
                 Ok(SessionInfo {
-                    id: SessionId(r.get(0)?),
-                    agent: r.get(1)?,
-                    created_at: r.get(2)?,
-                    updated_at: r.get(3)?,
-                    entries: r.get(4)?,
+                    id: SessionId(r.text(0)?),
+                    agent: r.text(1)?,
+                    created_at: r.text(2)?,
+                    updated_at: r.text(3)?,
+                    entries: r.int(4)?,
                 })
-            })?;
-            Ok(rows.collect::<Result<Vec<_>, _>>()?)
+            })
+            .collect()
         })
         .await
     }
@@ -271,21 +277,16 @@ impl Store {
     /// Every session with its message count and first user message, most recently active
     /// first.
     pub async fn session_summaries(&self) -> Result<Vec<SessionSummary>, StoreError> {
-        self.with_conn(|conn| {
-            let mut stmt = conn.prepare(SUMMARY_SQL)?;
-            let rows = stmt.query_map(params![None::<String>], summary_row)?;
-            Ok(rows.collect::<Result<Vec<_>, _>>()?)
-        })
-        .await
+        self.with_db(|db| summaries(db, None)).await
     }
 
     /// One session's summary; [`StoreError::UnknownSession`] when there is none by that id.
     pub async fn session_summary(&self, id: &SessionId) -> Result<SessionSummary, StoreError> {
         let id = id.0.clone();
-        self.with_conn(move |conn| {
-            let mut stmt = conn.prepare(SUMMARY_SQL)?;
-            stmt.query_row(params![Some(&id)], summary_row)
-                .optional()?
+        self.with_db(move |db| {
+            summaries(db, Some(&id))?
+                .into_iter()
+                .next()
                 .ok_or(StoreError::UnknownSession(id))
         })
         .await
@@ -295,64 +296,121 @@ impl Store {
     /// entries went. The audit log keeps its records of the session's calls.
     pub async fn delete_session(&self, id: &SessionId) -> Result<usize, StoreError> {
         let id = id.0.clone();
-        self.with_conn(move |conn| {
-            let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-            ensure_exists(&tx, &id)?;
-            let entries = tx.execute("DELETE FROM entries WHERE session_id = ?1", [&id])?;
-            tx.execute("DELETE FROM session_links WHERE id = ?1", [&id])?;
-            tx.execute("DELETE FROM sessions WHERE id = ?1", [&id])?;
-            tx.commit()?;
-            Ok(entries)
+        self.with_db(move |db| {
+            in_tx(db, |tx| {
+                ensure_exists(tx, &id)?;
+                let entries =
+                    tx.execute("DELETE FROM entries WHERE session_id = ?1", vals![&id])?;
+                tx.execute("DELETE FROM session_links WHERE id = ?1", vals![&id])?;
+                tx.execute("DELETE FROM sessions WHERE id = ?1", vals![&id])?;
+                Ok(entries)
+            })
         })
         .await
     }
 }
 
-/// `?1` NULL lists every session, else only that one. The preview is the text of the first
-/// `user` entry that has one: a message's `content` or a plain entry's `text`. Content that is
-/// not a JSON object (which the store never writes) is skipped rather than an error.
+/// A session row unless one has the id; `?3` is both its creation and its last activity.
+pub(crate) const INSERT_SESSION: &str =
+    "INSERT INTO sessions (id, agent, created_at, updated_at) VALUES (?1, ?2, ?3, ?3)
+     ON CONFLICT (id) DO NOTHING";
+
+/// A new session for `agent` under a fresh id (drawn again on the rare collision).
+pub(crate) fn insert_new_session(
+    db: &mut dyn Db,
+    agent: &str,
+    now: &str,
+) -> Result<SessionId, StoreError> {
+    loop {
+        let id = SessionId::generate();
+        if db.execute(INSERT_SESSION, vals![&id.0, agent, now])? == 1 {
+            return Ok(id);
+        }
+    }
+}
+
+/// `?1` NULL lists every session, else only that one; the last column is the content of the
+/// session's first `user` entry, from which the preview is taken (see [`preview`]). The text
+/// of JSON is read here rather than in SQL, whose JSON functions differ between engines.
 const SUMMARY_SQL: &str = "SELECT s.id, s.agent, s.created_at, s.updated_at,
         (SELECT COUNT(*) FROM entries e WHERE e.session_id = s.id),
         (SELECT COUNT(*) FROM entries e WHERE e.session_id = s.id
             AND e.kind IN ('user', 'assistant', 'tool_result')),
-        (SELECT substr(CASE WHEN json_type(e.content, '$.content') = 'text'
-                            THEN json_extract(e.content, '$.content')
-                            ELSE json_extract(e.content, '$.text') END, 1, 200)
-           FROM entries e
+        (SELECT e.content FROM entries e
           WHERE e.session_id = s.id AND e.kind = 'user'
-            AND json_valid(e.content) AND json_type(e.content) = 'object'
-            AND (json_type(e.content, '$.content') = 'text'
-                 OR json_type(e.content, '$.text') = 'text')
           ORDER BY e.seq LIMIT 1)
    FROM sessions s
-  WHERE ?1 IS NULL OR s.id = ?1
+  WHERE CAST(?1 AS TEXT) IS NULL OR s.id = ?1
   ORDER BY s.updated_at DESC, s.rowid DESC";
 
-fn summary_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<SessionSummary> {
-    let preview = match r.get_ref(6)? {
-        rusqlite::types::ValueRef::Text(t) => Some(String::from_utf8_lossy(t).into_owned()),
-        _ => None,
-    };
+/// How many characters of the first user message a summary shows.
+const PREVIEW_CHARS: usize = 200;
+
+fn summaries(db: &mut dyn Db, only: Option<&str>) -> Result<Vec<SessionSummary>, StoreError> {
+    let rows = db.query(SUMMARY_SQL, vals![only])?;
+    let mut out = Vec::with_capacity(rows.len());
+    for r in rows {
+        let id = r.text(0)?;
+        let first = r.opt_text(6)?;
+        let first_user_message = match first.as_deref().map(preview) {
+            Some(Some(p)) => Some(p),
+            // The first user entry has no text (parts only): a later one may.
+            Some(None) => later_preview(db, &id)?,
+            None => None,
+        };
+        out.push(summary_of(&r, id, first_user_message)?);
+    }
+    Ok(out)
+}
+
+fn summary_of(
+    r: &Row,
+    id: String,
+    first_user_message: Option<String>,
+) -> Result<SessionSummary, StoreError> {
     Ok(SessionSummary {
-        id: SessionId(r.get(0)?),
-        agent: r.get(1)?,
-        created_at: r.get(2)?,
-        updated_at: r.get(3)?,
-        entries: r.get(4)?,
-        messages: r.get(5)?,
-        first_user_message: preview,
+        id: SessionId(id),
+        agent: r.text(1)?,
+        created_at: r.text(2)?,
+        updated_at: r.text(3)?,
+        entries: r.int(4)?,
+        messages: r.int(5)?,
+        first_user_message,
     })
 }
 
-fn exists(conn: &Connection, id: &str) -> Result<bool, StoreError> {
-    Ok(conn
-        .query_row("SELECT 1 FROM sessions WHERE id = ?1", [id], |_| Ok(()))
-        .optional()?
+/// The first preview among the session's user entries.
+fn later_preview(db: &mut dyn Db, id: &str) -> Result<Option<String>, StoreError> {
+    Ok(db
+        .query(
+            "SELECT content FROM entries WHERE session_id = ?1 AND kind = 'user' ORDER BY seq",
+            vals![id],
+        )?
+        .iter()
+        .find_map(|r| r.opt_text(0).ok().flatten().as_deref().and_then(preview)))
+}
+
+/// The text of a user entry: a message's `content` or a plain entry's `text`, cut to
+/// [`PREVIEW_CHARS`]. Content that is not a JSON object (which the store never writes) has
+/// none rather than being an error.
+fn preview(content: &str) -> Option<String> {
+    let value: Value = serde_json::from_str(content).ok()?;
+    let object = value.as_object()?;
+    let text = match object.get("content") {
+        Some(Value::String(t)) => t,
+        _ => object.get("text")?.as_str()?,
+    };
+    Some(text.chars().take(PREVIEW_CHARS).collect())
+}
+
+fn exists(db: &mut dyn Db, id: &str) -> Result<bool, StoreError> {
+    Ok(db
+        .query_opt("SELECT 1 FROM sessions WHERE id = ?1", vals![id])?
         .is_some())
 }
 
-fn ensure_exists(conn: &Connection, id: &str) -> Result<(), StoreError> {
-    if exists(conn, id)? {
+fn ensure_exists(db: &mut dyn Db, id: &str) -> Result<(), StoreError> {
+    if exists(db, id)? {
         Ok(())
     } else {
         Err(StoreError::UnknownSession(id.to_string()))
@@ -360,108 +418,113 @@ fn ensure_exists(conn: &Connection, id: &str) -> Result<(), StoreError> {
 }
 
 fn append(
-    conn: &mut Connection,
+    db: &mut dyn Db,
     keys: &KeyCache,
+    shared: bool,
     session: SessionId,
     entry: Entry,
 ) -> Result<StoredEntry, StoreError> {
-    // IMMEDIATE: the next seq is read and written under one write lock, even when another
-    // process appends to the same database.
-    let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-    let agent: String = tx
-        .prepare_cached("SELECT agent FROM sessions WHERE id = ?1")?
-        .query_row([&session.0], |r| r.get(0))
-        .optional()?
-        .ok_or_else(|| StoreError::UnknownSession(session.0.clone()))?;
-    let seq: i64 = tx.query_row(
-        "SELECT COALESCE(MAX(seq), 0) + 1 FROM entries WHERE session_id = ?1",
-        [&session.0],
-        |r| r.get(0),
-    )?;
-    let now = now_rfc3339();
-    let id = insert_signed(&tx, keys, &agent, &session.0, seq, &entry, &now)?;
-    tx.execute(
-        "UPDATE sessions SET updated_at = ?2 WHERE id = ?1",
-        params![session.0, now],
-    )?;
-    tx.commit()?;
-    Ok(StoredEntry {
-        id,
-        session_id: session,
-        seq,
-        kind: entry.kind,
-        content: entry.content,
-        created_at: now,
+    // The next seq is read and written in one transaction that excludes every other writer
+    // of this session: SQLite's IMMEDIATE lock; on PostgreSQL the session's row, locked.
+    in_tx(db, |tx| {
+        let lock = format!(
+            "SELECT agent FROM sessions WHERE id = ?1{}",
+            tx.for_update()
+        );
+        let agent = tx
+            .query_opt(&lock, vals![&session.0])?
+            .ok_or_else(|| StoreError::UnknownSession(session.0.clone()))?
+            .text(0)?;
+        let seq = tx
+            .query_opt(
+                "SELECT COALESCE(MAX(seq), 0) + 1 FROM entries WHERE session_id = ?1",
+                vals![&session.0],
+            )?
+            .map(|r| r.int(0))
+            .transpose()?
+            .unwrap_or(1);
+        let now = now_rfc3339();
+        let signer = Signer { keys, shared };
+        let id = insert_signed(tx, signer, &agent, &session.0, seq, &entry, &now)?;
+        tx.execute(
+            "UPDATE sessions SET updated_at = ?2 WHERE id = ?1",
+            vals![&session.0, &now],
+        )?;
+        Ok(StoredEntry {
+            id,
+            session_id: session,
+            seq,
+            kind: entry.kind,
+            content: entry.content,
+            created_at: now,
+        })
     })
 }
 
+/// The keys an entry is signed with, and whether their record is shared (several current
+/// keys per agent, one per daemon).
+#[derive(Clone, Copy)]
+pub(crate) struct Signer<'k> {
+    pub(crate) keys: &'k KeyCache,
+    pub(crate) shared: bool,
+}
+
 /// Inserts `entry` at `seq`, signed with `agent`'s current key (the caller's transaction
-/// holds the write lock); returns its row id.
+/// excludes other writers of the session); returns its row id.
 pub(crate) fn insert_signed(
-    tx: &Connection,
-    keys: &KeyCache,
+    tx: &mut dyn Db,
+    signer: Signer<'_>,
     agent: &str,
     session: &str,
     seq: i64,
     entry: &Entry,
     now: &str,
 ) -> Result<i64, StoreError> {
-    let key = keys.current(tx, agent)?;
+    let key = signer.keys.current(tx, agent, signer.shared)?;
     let kind = entry.kind.as_str();
     let content = entry.content.to_string();
     let signature = key.sign(&entry_message(session, seq, kind, now, &content, key.id()));
-    tx.prepare_cached(
+    tx.insert(
         "INSERT INTO entries (session_id, seq, kind, content, created_at, key_id, signature)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
-    )?
-    .execute(params![
-        session,
-        seq,
-        kind,
-        content,
-        now,
-        key.id(),
-        signature
-    ])?;
-    Ok(tx.last_insert_rowid())
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, unhex(?7))",
+        vals![
+            session,
+            seq,
+            kind,
+            content,
+            now,
+            key.id(),
+            crate::audit::hex(&signature)
+        ],
+    )
 }
 
-fn query_entries(
-    conn: &Connection,
-    id: &str,
-    from_seq: i64,
-) -> Result<Vec<StoredEntry>, StoreError> {
-    let mut stmt = conn.prepare(
+fn query_entries(db: &mut dyn Db, id: &str, from_seq: i64) -> Result<Vec<StoredEntry>, StoreError> {
+    let rows = db.query(
         "SELECT id, seq, kind, content, created_at FROM entries
          WHERE session_id = ?1 AND seq >= ?2 ORDER BY seq",
+        vals![id, from_seq],
     )?;
-    let rows = stmt.query_map(params![id, from_seq], |r| {
-        Ok((
-            r.get::<_, i64>(0)?,
-            r.get::<_, i64>(1)?,
-            r.get::<_, String>(2)?,
-            r.get::<_, String>(3)?,
-            r.get::<_, String>(4)?,
-        ))
-    })?;
-    let mut out = Vec::new();
-    for row in rows {
-        let (entry_id, seq, kind, content, created_at) = row?;
+    let mut out = Vec::with_capacity(rows.len());
+    for r in rows {
+        let entry_id = r.int(0)?;
+        let kind = r.text(2)?;
         let kind = EntryKind::parse(&kind).ok_or(StoreError::BadValue {
             what: "entry kind",
             value: kind,
         })?;
-        let content = serde_json::from_str(&content).map_err(|source| StoreError::BadContent {
-            id: entry_id,
-            source,
-        })?;
+        let content =
+            serde_json::from_str(&r.text(3)?).map_err(|source| StoreError::BadContent {
+                id: entry_id,
+                source,
+            })?;
         out.push(StoredEntry {
             id: entry_id,
             session_id: SessionId(id.to_string()),
-            seq,
+            seq: r.int(1)?,
             kind,
             content,
-            created_at,
+            created_at: r.text(4)?,
         });
     }
     Ok(out)

@@ -8,9 +8,9 @@
 //! skill per name. Listing never returns a body; [`Store::stored_skill_body`] reads one.
 
 use crate::error::StoreError;
-use crate::memory::{BankPerm, MemoryAccess, Scope};
+use crate::memory::{lock_scope, BankPerm, MemoryAccess, Scope};
+use crate::sql::{in_tx, vals, Db};
 use crate::{now_rfc3339, Store};
-use rusqlite::{params, Connection, OptionalExtension, TransactionBehavior};
 use serde::{Deserialize, Serialize};
 
 /// Largest skill, counting its name, description, front matter fields and body: the size a
@@ -86,10 +86,10 @@ impl Store {
             .iter()
             .map(|b| access.resolve(Some(&b.name), BankPerm::Read))
             .collect::<Result<_, _>>()?;
-        self.with_conn(move |conn| {
+        self.with_db(move |db| {
             let mut out = Vec::new();
             for scope in &scopes {
-                out.extend(list(conn, scope)?);
+                out.extend(list(db, scope)?);
             }
             Ok(out)
         })
@@ -105,15 +105,14 @@ impl Store {
     ) -> Result<Option<String>, StoreError> {
         let scope = access.resolve(place, BankPerm::Read)?;
         let key = key.to_string();
-        self.with_conn(move |conn| {
-            Ok(conn
-                .query_row(
-                    "SELECT body FROM stored_skills
-                     WHERE owner_kind = ?1 AND owner = ?2 AND name_key = ?3",
-                    params![scope.kind, scope.owner, key],
-                    |r| r.get(0),
-                )
-                .optional()?)
+        self.with_db(move |db| {
+            db.query_opt(
+                "SELECT body FROM stored_skills
+                 WHERE owner_kind = ?1 AND owner = ?2 AND name_key = ?3",
+                vals![scope.kind, &scope.owner, key],
+            )?
+            .map(|r| r.text(0))
+            .transpose()
         })
         .await
     }
@@ -129,45 +128,53 @@ impl Store {
         let scope = access.resolve(place, BankPerm::Write)?;
         check(skill)?;
         let skill = skill.clone();
-        self.with_conn(move |conn| {
+        self.with_db(move |db| {
             let now = now_rfc3339();
-            let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-            let replaced: bool = tx.query_row(
-                "SELECT EXISTS (SELECT 1 FROM stored_skills
-                 WHERE owner_kind = ?1 AND owner = ?2 AND name_key = ?3)",
-                params![scope.kind, scope.owner, skill.key],
-                |r| r.get(0),
-            )?;
-            let count: i64 = tx.query_row(
-                "SELECT COUNT(*) FROM stored_skills WHERE owner_kind = ?1 AND owner = ?2",
-                params![scope.kind, scope.owner],
-                |r| r.get(0),
-            )?;
-            if !replaced && usize::try_from(count).unwrap_or(usize::MAX) >= MAX_SKILLS_PER_PLACE {
-                return Err(StoreError::InvalidSkill(format!(
-                    "`{}` already holds {MAX_SKILLS_PER_PLACE} skills, the most one place keeps",
-                    scope.name
-                )));
-            }
-            tx.execute(
-                "INSERT INTO stored_skills
-                    (owner_kind, owner, name, name_key, description, meta, body, created_at, updated_at)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?8)
-                 ON CONFLICT (owner_kind, owner, name_key) DO UPDATE SET
-                    name = excluded.name, description = excluded.description,
-                    meta = excluded.meta, body = excluded.body, updated_at = excluded.updated_at",
-                params![
-                    scope.kind,
-                    scope.owner,
-                    skill.name,
-                    skill.key,
-                    skill.description,
-                    skill.meta,
-                    skill.body,
-                    now
-                ],
-            )?;
-            tx.commit()?;
+            let replaced = in_tx(db, |tx| {
+                // Daemons sharing the place take turns here, so the count below stays true
+                // until this save commits.
+                lock_scope(tx, &scope)?;
+                let replaced = tx
+                    .query_opt(
+                        "SELECT EXISTS (SELECT 1 FROM stored_skills
+                         WHERE owner_kind = ?1 AND owner = ?2 AND name_key = ?3)",
+                        vals![scope.kind, &scope.owner, &skill.key],
+                    )?
+                    .map_or(Ok(false), |r| r.flag(0))?;
+                let count = tx
+                    .query_opt(
+                        "SELECT COUNT(*) FROM stored_skills WHERE owner_kind = ?1 AND owner = ?2",
+                        vals![scope.kind, &scope.owner],
+                    )?
+                    .map_or(Ok(0), |r| r.int(0))?;
+                if !replaced
+                    && usize::try_from(count).unwrap_or(usize::MAX) >= MAX_SKILLS_PER_PLACE
+                {
+                    return Err(StoreError::InvalidSkill(format!(
+                        "`{}` already holds {MAX_SKILLS_PER_PLACE} skills, the most one place keeps",
+                        scope.name
+                    )));
+                }
+                tx.execute(
+                    "INSERT INTO stored_skills
+                        (owner_kind, owner, name, name_key, description, meta, body, created_at, updated_at)
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?8)
+                     ON CONFLICT (owner_kind, owner, name_key) DO UPDATE SET
+                        name = excluded.name, description = excluded.description,
+                        meta = excluded.meta, body = excluded.body, updated_at = excluded.updated_at",
+                    vals![
+                        scope.kind,
+                        &scope.owner,
+                        &skill.name,
+                        &skill.key,
+                        &skill.description,
+                        &skill.meta,
+                        &skill.body,
+                        &now
+                    ],
+                )?;
+                Ok(replaced)
+            })?;
             Ok(SavedSkill {
                 place: scope.name,
                 name: skill.name,
@@ -188,10 +195,10 @@ impl Store {
     ) -> Result<bool, StoreError> {
         let scope = access.resolve(place, BankPerm::Write)?;
         let key = key.to_string();
-        self.with_conn(move |conn| {
-            let n = conn.execute(
+        self.with_db(move |db| {
+            let n = db.execute(
                 "DELETE FROM stored_skills WHERE owner_kind = ?1 AND owner = ?2 AND name_key = ?3",
-                params![scope.kind, scope.owner, key],
+                vals![scope.kind, &scope.owner, key],
             )?;
             Ok(n > 0)
         })
@@ -199,23 +206,25 @@ impl Store {
     }
 }
 
-fn list(conn: &Connection, scope: &Scope) -> Result<Vec<StoredSkill>, StoreError> {
-    let mut stmt = conn.prepare(
+fn list(db: &mut dyn Db, scope: &Scope) -> Result<Vec<StoredSkill>, StoreError> {
+    db.query(
         "SELECT name, name_key, description, meta, created_at, updated_at FROM stored_skills
          WHERE owner_kind = ?1 AND owner = ?2 ORDER BY name_key, id",
-    )?;
-    let rows = stmt.query_map(params![scope.kind, scope.owner], |r| {
+        vals![scope.kind, &scope.owner],
+    )?
+    .iter()
+    .map(|r| {
         Ok(StoredSkill {
             place: scope.name.clone(),
-            name: r.get(0)?,
-            key: r.get(1)?,
-            description: r.get(2)?,
-            meta: r.get(3)?,
-            created_at: r.get(4)?,
-            updated_at: r.get(5)?,
+            name: r.text(0)?,
+            key: r.text(1)?,
+            description: r.text(2)?,
+            meta: r.text(3)?,
+            created_at: r.text(4)?,
+            updated_at: r.text(5)?,
         })
-    })?;
-    Ok(rows.collect::<Result<_, _>>()?)
+    })
+    .collect()
 }
 
 #[cfg(test)]

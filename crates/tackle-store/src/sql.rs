@@ -134,8 +134,22 @@ impl Row {
     }
 }
 
+/// Which engine a [`Db`] is, for the few things the two engines cannot share: full-text
+/// search (FTS5 on SQLite, `tsvector` on PostgreSQL), and how audit-chain writers take turns
+/// and number their rows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(not(feature = "postgres"), allow(dead_code))]
+pub(crate) enum Engine {
+    /// The store's own file, one process's connection at a time.
+    Sqlite,
+    /// PostgreSQL shared by several daemons (`state_url`).
+    Postgres,
+}
+
 /// A connection to one engine.
 pub(crate) trait Db {
+    /// The engine behind this connection.
+    fn engine(&self) -> Engine;
     /// Runs a statement; the number of rows it changed.
     fn execute(&mut self, sql: &str, args: &[Val]) -> Result<usize, StoreError>;
     /// Runs a query; every row.
@@ -194,6 +208,10 @@ impl rusqlite::ToSql for Val {
 }
 
 impl Db for Lite<'_> {
+    fn engine(&self) -> Engine {
+        Engine::Sqlite
+    }
+
     fn execute(&mut self, sql: &str, args: &[Val]) -> Result<usize, StoreError> {
         let mut stmt = self.0.prepare_cached(sql)?;
         Ok(stmt.execute(rusqlite::params_from_iter(args))?)

@@ -16,9 +16,10 @@ pub struct Config {
     /// SQLite store: sessions, memory, schedules, audit log.
     #[serde(default)]
     pub state_dir: Option<String>,
-    /// Where schedules and their fires live: unset or `sqlite://` (the file in `state_dir`),
-    /// or `postgres://USER:PASSWORD@HOST:PORT/DB?sslmode=require`, shared by every daemon
-    /// that names it so each fire runs once across them (docs/scale-out.md).
+    /// Where the state daemons must agree on lives (sessions, memory, schedules and fires,
+    /// approvals, the audit log, MCP pins, the channels' inbox): unset or `sqlite://` (the
+    /// file in `state_dir`), or `postgres://USER:PASSWORD@HOST:PORT/DB?sslmode=require`,
+    /// shared by every daemon that names it (docs/scale-out.md).
     #[serde(default)]
     pub state_url: Option<Secret>,
     /// Default workspace for fs and shell tools.

@@ -122,6 +122,22 @@ fn canonical(value: &Value, out: &mut HashWriter) {
 pub(crate) const DETAIL_COLUMNS: &str =
     "layer, args_digest, result_digest, arguments, arguments_cut";
 
+/// The detail from [`DETAIL_COLUMNS`] starting at column `at`.
+pub(crate) fn detail_from(
+    r: &crate::sql::Row,
+    at: usize,
+) -> Result<AuditDetail, crate::StoreError> {
+    Ok(AuditDetail {
+        layer: r.text(at)?,
+        args_digest: r.opt_text(at + 1)?,
+        result_digest: r.opt_text(at + 2)?,
+        arguments: r.opt_text(at + 3)?,
+        arguments_cut: r.flag(at + 4)?,
+    })
+}
+
+/// [`detail_from`] on a row SQLite returned directly, for tests that rewrite the file.
+#[cfg(test)]
 pub(crate) fn detail_from_row(r: &rusqlite::Row<'_>, at: usize) -> rusqlite::Result<AuditDetail> {
     Ok(AuditDetail {
         layer: r.get(at)?,

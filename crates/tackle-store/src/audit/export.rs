@@ -1,10 +1,12 @@
 //! Records with their row id and place in the chain, for `tackle audit export`.
 
-use super::detail::{detail_from_row, AuditDetail, DETAIL_COLUMNS};
-use super::{checked, entry_from_row, AuditEntry, AuditQuery, ENTRY_COLUMNS, ENTRY_COLUMN_COUNT};
+use super::detail::{detail_from, AuditDetail, DETAIL_COLUMNS};
+use super::{
+    checked, entry_from, limit_of, AuditEntry, AuditQuery, ENTRY_COLUMNS, ENTRY_COLUMN_COUNT,
+};
 use crate::error::StoreError;
+use crate::sql::vals;
 use crate::Store;
-use rusqlite::params;
 use serde::Serialize;
 
 /// One record as exported: its id, its chain position and hash (absent while its call runs,
@@ -28,41 +30,35 @@ impl Store {
             None => None,
             Some(since) => since.lower_bound()?,
         };
-        let limit = query
-            .limit
-            .map(|n| i64::try_from(n).unwrap_or(i64::MAX))
-            .unwrap_or(-1);
-        self.with_conn(move |conn| {
-            let mut stmt = conn.prepare(&format!(
-                "SELECT id, chain_seq, hash, {ENTRY_COLUMNS}, {DETAIL_COLUMNS}
-                 FROM (SELECT * FROM audit
-                       WHERE (?1 IS NULL OR session_id = ?1)
-                         AND (?2 IS NULL OR tool = ?2)
-                         AND (?3 IS NULL OR ts >= ?3)
-                       ORDER BY id DESC LIMIT ?4)
-                 ORDER BY id"
-            ))?;
-            let rows = stmt.query_map(params![query.session, query.tool, since, limit], |r| {
-                Ok((
-                    r.get::<_, i64>(0)?,
-                    r.get::<_, Option<i64>>(1)?,
-                    r.get::<_, Option<Vec<u8>>>(2)?,
-                    entry_from_row(r, 3)?,
-                    detail_from_row(r, 3 + ENTRY_COLUMN_COUNT)?,
-                ))
-            })?;
-            let mut out = Vec::new();
-            for row in rows {
-                let (id, chain_seq, hash, entry, detail) = row?;
-                out.push(ExportedEntry {
-                    id,
-                    chain_seq,
-                    hash: hash.map(|h| super::key::hex(&h)),
-                    entry: checked(entry)?,
-                    detail,
-                });
-            }
-            Ok(out)
+        let limit = limit_of(query.limit);
+        self.with_db(move |db| {
+            let rows = db.query(
+                &format!(
+                    "SELECT id, chain_seq, hex(hash), {ENTRY_COLUMNS}, {DETAIL_COLUMNS}
+                     FROM (SELECT * FROM audit
+                           WHERE (CAST(?1 AS TEXT) IS NULL OR session_id = ?1)
+                             AND (CAST(?2 AS TEXT) IS NULL OR tool = ?2)
+                             AND (CAST(?3 AS TEXT) IS NULL OR ts >= ?3)
+                           ORDER BY id DESC LIMIT ?4) AS newest
+                     ORDER BY id"
+                ),
+                vals![query.session, query.tool, since, limit],
+            )?;
+            rows.iter()
+                .map(|r| {
+                    Ok(ExportedEntry {
+                        id: r.int(0)?,
+                        chain_seq: r.opt_int(1)?,
+                        // SQLite's hex() is upper case and gives '' for no hash.
+                        hash: r
+                            .opt_text(2)?
+                            .filter(|h| !h.is_empty())
+                            .map(|h| h.to_ascii_lowercase()),
+                        entry: checked(entry_from(r, 3)?)?,
+                        detail: detail_from(r, 3 + ENTRY_COLUMN_COUNT)?,
+                    })
+                })
+                .collect()
         })
         .await
     }

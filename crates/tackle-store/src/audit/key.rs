@@ -67,15 +67,13 @@ pub(crate) fn verify(
 /// The key of the store whose database is `db_path` (`None` or empty: in memory), made when
 /// `create` and there is none yet. Loaded once per process.
 pub(crate) fn key_for(
-    db_path: Option<&str>,
+    db_path: Option<&Path>,
     create: bool,
 ) -> Result<Option<Arc<AuditKey>>, StoreError> {
     static KEYS: OnceLock<Mutex<HashMap<PathBuf, Arc<AuditKey>>>> = OnceLock::new();
-    let state_dir = match db_path.filter(|p| !p.is_empty() && *p != ":memory:") {
-        Some(db) => Path::new(db)
-            .parent()
-            .map(Path::to_path_buf)
-            .unwrap_or_default(),
+    let in_memory = |p: &Path| p.as_os_str().is_empty() || p == Path::new(":memory:");
+    let state_dir = match db_path.filter(|p| !in_memory(p)) {
+        Some(db) => db.parent().map(Path::to_path_buf).unwrap_or_default(),
         // One key per process for every in-memory store.
         None => PathBuf::new(),
     };
@@ -154,13 +152,15 @@ fn parse(text: &str, path: &Path) -> Result<AuditKey, StoreError> {
     AuditKey::from_seed(&seed)
 }
 
-/// Lower-case hex.
+/// Lower-case hex. By table, not `write!`: every chained write encodes two hashes.
 pub fn hex(bytes: &[u8]) -> String {
-    use std::fmt::Write as _;
-    bytes.iter().fold(String::new(), |mut s, b| {
-        let _ = write!(s, "{b:02x}");
-        s
-    })
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    let mut s = String::with_capacity(bytes.len() * 2);
+    for b in bytes {
+        s.push(char::from(DIGITS[usize::from(b >> 4)]));
+        s.push(char::from(DIGITS[usize::from(b & 0x0f)]));
+    }
+    s
 }
 
 /// Bytes from hex, `None` when it is not hex.

@@ -5,6 +5,11 @@
 //!
 //! When the identity cannot be read (no `/proc`), the owner is the bare pid and is never
 //! judged gone: an intent left open is better than a running call marked interrupted.
+//!
+//! On a shared engine daemons of several machines write one log, and another machine's boot
+//! id is not a sign of a restart: the owner there ends with the host's name, and only a
+//! process of that host judges it. Two machines with one host name would judge each other's
+//! intents by their own boot id: host names must be unique among the daemons sharing a log.
 
 use std::sync::OnceLock;
 
@@ -43,6 +48,39 @@ pub(crate) fn is_gone(owner: &str) -> bool {
         },
         Err(e) => e.kind() == std::io::ErrorKind::NotFound,
     }
+}
+
+/// This host's name (`/proc/sys/kernel/hostname`), empty when it cannot be read.
+pub(crate) fn host() -> &'static str {
+    static HOST: OnceLock<String> = OnceLock::new();
+    HOST.get_or_init(|| {
+        std::fs::read_to_string("/proc/sys/kernel/hostname")
+            .ok()
+            .and_then(|h| word(&h))
+            .unwrap_or_default()
+    })
+}
+
+/// This process's identity as stored on a shared engine, where daemons of several machines
+/// write one log: [`this_process`] followed by the host's name. Without a readable identity
+/// or host name it is the bare pid, which no process ever judges gone.
+pub(crate) fn this_process_on_host() -> &'static str {
+    static ME: OnceLock<String> = OnceLock::new();
+    ME.get_or_init(|| match (Identity::of_self(), host()) {
+        (Some(me), host) if !host.is_empty() => format!("{me} {host}"),
+        _ => std::process::id().to_string(),
+    })
+}
+
+/// [`is_gone`] for an owner written by [`this_process_on_host`]: judged only when it names
+/// this host, so a call running on another machine (whose boot id is simply another one) is
+/// never taken for a call of a process that ended. An owner without a host is never gone.
+pub(crate) fn is_gone_here(owner: &str) -> bool {
+    let Some((identity, host)) = owner.rsplit_once(' ') else {
+        return false;
+    };
+    let here = self::host();
+    !here.is_empty() && host == here && is_gone(identity)
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -162,6 +200,30 @@ mod tests {
         assert!(is_gone(&ended.to_string()));
         for unknown in ["", "123", "1 2 3", "x 2 3 4", "1 2 3 4 5"] {
             assert!(!is_gone(unknown), "{unknown:?}");
+        }
+    }
+
+    #[test]
+    fn on_a_shared_engine_only_this_hosts_ended_processes_are_gone() {
+        let me = this_process_on_host();
+        assert!(!is_gone_here(me));
+        let Some(id) = Identity::parse(this_process()) else {
+            return;
+        };
+        let ended = Identity {
+            pid: u32::MAX,
+            ..id.clone()
+        };
+        let rebooted = Identity {
+            boot: "another-boot".into(),
+            ..id
+        };
+        for dead in [&ended, &rebooted] {
+            assert!(is_gone_here(&format!("{dead} {}", host())));
+            // The same identity on another machine: its boot id and pids are its own.
+            assert!(!is_gone_here(&format!("{dead} another-host")));
+            // No host recorded: which machine it ran on is unknown.
+            assert!(!is_gone_here(&dead.to_string()));
         }
     }
 }
