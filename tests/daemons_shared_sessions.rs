@@ -92,8 +92,9 @@ fn answer(body: &Value) -> (&str, Option<&str>) {
     )
 }
 
-/// One conversation of `turns` turns, turn `t` on daemon `(s + t) % DAEMONS`; every `calc`-th
-/// turn makes a `calculate` call. Its session id and the expressions it had computed.
+/// One conversation of `turns` turns, turn `t` on daemon `(s + t) % DAEMONS`, a turn where
+/// `s + t` is a multiple of 4 making a `calculate` call. Its session id and the expressions it
+/// had computed.
 fn conversation(apis: &[Api], s: usize, turns: usize) -> Result<(String, Vec<String>), String> {
     let model = format!("tackle:load{}", s % AGENTS);
     let nonce = format!("s{s:03}");
