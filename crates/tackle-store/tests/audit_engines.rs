@@ -3,101 +3,14 @@
 //! intents and outcomes, the hash chain and its checkpoints, tampering named by `verify`,
 //! and concurrent writers that leave one chain.
 
-#[cfg(feature = "postgres")]
-#[path = "../../../tests/common/postgres.rs"]
-#[allow(dead_code)]
-mod postgres_db;
+mod engines;
 
+use engines::engines;
 use std::collections::HashMap;
 use tackle_protocol::Verdict;
 use tackle_store::{
-    AuditDetail, AuditEntry, AuditOutcome, AuditQuery, AuditRecord, ChainProblem, Store, DB_FILE,
-    RUNNING,
+    AuditDetail, AuditEntry, AuditOutcome, AuditQuery, AuditRecord, ChainProblem, Store, RUNNING,
 };
-
-/// One engine to run a case on. On SQLite every daemon opens the one state directory; on
-/// PostgreSQL each daemon has a state directory (and signing key) of its own and they share
-/// the database.
-struct Engine {
-    name: &'static str,
-    dirs: Vec<tempfile::TempDir>,
-    url: Option<String>,
-}
-
-impl Engine {
-    /// Daemon `n`'s handle, with its own connection.
-    fn open(&self, n: usize) -> Store {
-        let dir = match self.url {
-            Some(_) => &self.dirs[n],
-            None => &self.dirs[0],
-        };
-        Store::open_with_url(dir.path(), self.url.as_deref()).unwrap()
-    }
-
-    /// Runs `sql` as it is, on the engine's database: what someone with write access to it
-    /// can do behind the store's back.
-    fn raw(&self, sql: &str) {
-        match &self.url {
-            None => rusqlite::Connection::open(self.dirs[0].path().join(DB_FILE))
-                .unwrap()
-                .execute_batch(sql)
-                .unwrap(),
-            #[cfg(feature = "postgres")]
-            Some(url) => {
-                postgres_db::rows(url, sql);
-            }
-            #[cfg(not(feature = "postgres"))]
-            Some(_) => unreachable!("no PostgreSQL in this build"),
-        }
-    }
-
-    /// The first column of every row `sql` returns, as text.
-    fn column(&self, sql: &str) -> Vec<Option<String>> {
-        match &self.url {
-            None => {
-                let conn = rusqlite::Connection::open(self.dirs[0].path().join(DB_FILE)).unwrap();
-                let mut stmt = conn.prepare(sql).unwrap();
-                stmt.query_map([], |r| {
-                    let v: rusqlite::types::Value = r.get(0)?;
-                    Ok(match v {
-                        rusqlite::types::Value::Null => None,
-                        rusqlite::types::Value::Integer(i) => Some(i.to_string()),
-                        rusqlite::types::Value::Text(t) => Some(t),
-                        other => Some(format!("{other:?}")),
-                    })
-                })
-                .unwrap()
-                .collect::<Result<_, _>>()
-                .unwrap()
-            }
-            #[cfg(feature = "postgres")]
-            Some(url) => postgres_db::rows(url, sql)
-                .into_iter()
-                .map(|mut r| r.remove(0))
-                .collect(),
-            #[cfg(not(feature = "postgres"))]
-            Some(_) => unreachable!("no PostgreSQL in this build"),
-        }
-    }
-}
-
-#[cfg_attr(not(feature = "postgres"), allow(unused_mut))]
-fn engines() -> Vec<Engine> {
-    let mut all = vec![Engine {
-        name: "sqlite",
-        dirs: vec![tempfile::tempdir().unwrap()],
-        url: None,
-    }];
-    #[cfg(feature = "postgres")]
-    if let Some(url) = postgres_db::fresh_database() {
-        all.push(Engine {
-            name: "postgresql",
-            dirs: vec![tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap()],
-            url: Some(url),
-        });
-    }
-    all
-}
 
 fn entry(session: &str, tool: &str, summary: &str) -> AuditEntry {
     AuditEntry {
@@ -155,7 +68,7 @@ async fn records(store: &Store, n: usize) {
 #[tokio::test]
 async fn records_are_queried_and_exported_alike_on_both_engines() {
     for engine in engines() {
-        let store = engine.open(0);
+        let store = engine.daemon(0);
         records(&store, 6).await;
         let all = store.audit_query(AuditQuery::default()).await.unwrap();
         let summaries: Vec<_> = all.iter().map(|r| r.args_summary.as_str()).collect();
@@ -212,7 +125,7 @@ async fn records_are_queried_and_exported_alike_on_both_engines() {
 #[tokio::test]
 async fn an_intent_runs_outside_the_chain_until_its_outcome_joins_it() {
     for engine in engines() {
-        let store = engine.open(0);
+        let store = engine.daemon(0);
         records(&store, 2).await;
         let s = "{\"path\":\"notes.md\"}";
         let id = store
@@ -263,7 +176,7 @@ async fn an_intent_runs_outside_the_chain_until_its_outcome_joins_it() {
 #[tokio::test]
 async fn verify_names_a_record_altered_or_removed_behind_the_stores_back() {
     for engine in engines() {
-        let store = engine.open(0);
+        let store = engine.daemon(0);
         records(&store, 6).await;
         store.seal_audit().await.unwrap();
         let v = store.verify_audit(None).await.unwrap();
@@ -338,7 +251,7 @@ async fn verify_names_a_record_altered_or_removed_behind_the_stores_back() {
 #[tokio::test]
 async fn a_checkpoint_counts_only_when_a_trusted_key_signed_it() {
     for engine in engines() {
-        let store = engine.open(0);
+        let store = engine.daemon(0);
         records(&store, 3).await;
         store.seal_audit().await.unwrap();
         let own = store.audit_public_key().await.unwrap();
@@ -381,7 +294,7 @@ async fn two_daemons_appending_at_once_leave_one_chain_with_every_record_once() 
     const TASKS: usize = 4;
     const PER_TASK: usize = 60;
     for engine in engines() {
-        let daemons = [engine.open(0), engine.open(1)];
+        let daemons = [engine.daemon(0), engine.daemon(1)];
         let mut tasks = Vec::new();
         for (d, store) in daemons.iter().enumerate() {
             for t in 0..TASKS {
@@ -491,7 +404,7 @@ fn appends_from_threads_of_two_daemons_form_one_chain() {
     const THREADS: usize = 3;
     const PER_THREAD: usize = 40;
     for engine in engines() {
-        let daemons = [engine.open(0), engine.open(1)];
+        let daemons = [engine.daemon(0), engine.daemon(1)];
         std::thread::scope(|scope| {
             for (d, store) in daemons.iter().enumerate() {
                 for t in 0..THREADS {
@@ -538,7 +451,7 @@ async fn only_this_hosts_ended_intents_are_closed_as_interrupted() {
     let Some(engine) = engines().into_iter().find(|e| e.url.is_some()) else {
         return;
     };
-    let store = engine.open(0);
+    let store = engine.daemon(0);
     let live = store
         .begin_audit(entry("s", "calculate", "live"))
         .await
@@ -565,7 +478,7 @@ async fn only_this_hosts_ended_intents_are_closed_as_interrupted() {
         ));
     }
     // Another daemon on this host starts.
-    let other = engine.open(1);
+    let other = engine.daemon(1);
     let outcomes: HashMap<String, String> = other
         .audit_query(AuditQuery::default())
         .await

@@ -3,50 +3,15 @@
 //! same behaviour: the same hits for the same queries, the same grants and refusals, the
 //! same limits; and two daemons over one database see each other's bank writes.
 
-#[cfg(feature = "postgres")]
-#[path = "../../../tests/common/postgres.rs"]
-#[allow(dead_code)]
-mod postgres_db;
+mod engines;
 
+use engines::engines;
 use std::collections::BTreeMap;
 use tackle_protocol::config::MemoryBankConfig;
 use tackle_store::{
-    BankPerm, LongtermSet, MemoryAccess, MemoryHit, NewSkill, RecallQuery, Store, StoreError,
+    BankPerm, LongtermSet, MemoryAccess, MemoryHit, NewSkill, RecallQuery, StoreError,
     MAX_SKILLS_PER_PLACE, MAX_STORED_SKILL_BYTES, PINNED,
 };
-
-struct Engine {
-    name: &'static str,
-    dir: tempfile::TempDir,
-    url: Option<String>,
-}
-
-impl Engine {
-    /// A handle with its own connection, as one daemon has.
-    fn open(&self) -> Store {
-        Store::open_with_url(self.dir.path(), self.url.as_deref()).unwrap()
-    }
-}
-
-/// SQLite, and PostgreSQL on a fresh database when the test cluster is reachable (otherwise
-/// `fresh_database` prints why it skips, as every shared-engine suite does).
-#[cfg_attr(not(feature = "postgres"), allow(unused_mut))]
-fn engines() -> Vec<Engine> {
-    let mut all = vec![Engine {
-        name: "sqlite",
-        dir: tempfile::tempdir().unwrap(),
-        url: None,
-    }];
-    #[cfg(feature = "postgres")]
-    if let Some(url) = postgres_db::fresh_database() {
-        all.push(Engine {
-            name: "postgresql",
-            dir: tempfile::tempdir().unwrap(),
-            url: Some(url),
-        });
-    }
-    all
-}
 
 fn q(query: &str) -> RecallQuery {
     RecallQuery {
@@ -763,12 +728,10 @@ async fn stored_skills_follow_the_bank_grants_on_both_engines() {
 #[cfg(feature = "postgres")]
 #[tokio::test]
 async fn two_daemons_over_one_database_share_banks_grants_and_longterm_entries() {
-    let Some(url) = postgres_db::fresh_database() else {
+    let Some(engine) = engines::shared() else {
         return;
     };
-    let (dir_a, dir_b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
-    let one = Store::open_with_url(dir_a.path(), Some(&url)).unwrap();
-    let two = Store::open_with_url(dir_b.path(), Some(&url)).unwrap();
+    let (one, two) = (engine.daemon(0), engine.daemon(1));
     let none = BTreeMap::new();
     one.grant_memory_bank("team", "alice", BankPerm::Write)
         .await
@@ -881,13 +844,12 @@ async fn two_daemons_over_one_database_share_banks_grants_and_longterm_entries()
 #[cfg(feature = "postgres")]
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn two_daemons_writing_one_bank_at_once_lose_nothing() {
-    let Some(url) = postgres_db::fresh_database() else {
+    let Some(engine) = engines::shared() else {
         return;
     };
-    let (dir_a, dir_b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
     let stores = [
-        std::sync::Arc::new(Store::open_with_url(dir_a.path(), Some(&url)).unwrap()),
-        std::sync::Arc::new(Store::open_with_url(dir_b.path(), Some(&url)).unwrap()),
+        std::sync::Arc::new(engine.daemon(0)),
+        std::sync::Arc::new(engine.daemon(1)),
     ];
     let config = banks(&[("shared", &[], &["w"])]);
     let mut tasks = Vec::new();

@@ -2,45 +2,12 @@
 //! build has (SQLite, and PostgreSQL where a server is reachable: `.ci/postgres-peers.sh`),
 //! and over a shared engine two daemons see one set of pins, one inbox, one list of reminders.
 
-#[cfg(feature = "postgres")]
-#[path = "../../../tests/common/postgres.rs"]
-#[allow(dead_code)]
-mod postgres_db;
+mod engines;
 
+use engines::engines;
 use serde_json::json;
-use tackle_store::{Entry, EntryKind, NewReminder, ReminderStatus, SessionId, Store, ToolPin};
+use tackle_store::{Entry, EntryKind, NewReminder, ReminderStatus, SessionId, ToolPin};
 use time::OffsetDateTime;
-
-/// One engine: a daemon's state directory, and the shared database's URL for PostgreSQL.
-struct Engine {
-    name: &'static str,
-    url: Option<String>,
-}
-
-impl Engine {
-    /// A handle with its own connection and state directory, as one daemon has.
-    fn daemon(&self) -> (tempfile::TempDir, Store) {
-        let dir = tempfile::tempdir().unwrap();
-        let store = Store::open_with_url(dir.path(), self.url.as_deref()).unwrap();
-        (dir, store)
-    }
-}
-
-#[cfg_attr(not(feature = "postgres"), allow(unused_mut))]
-fn engines() -> Vec<Engine> {
-    let mut all = vec![Engine {
-        name: "sqlite",
-        url: None,
-    }];
-    #[cfg(feature = "postgres")]
-    if let Some(url) = postgres_db::fresh_database() {
-        all.push(Engine {
-            name: "postgresql",
-            url: Some(url),
-        });
-    }
-    all
-}
 
 fn pin(server: &str, tool: &str, digest: &str, by: &str) -> ToolPin {
     ToolPin {
@@ -56,7 +23,7 @@ fn pin(server: &str, tool: &str, digest: &str, by: &str) -> ToolPin {
 #[tokio::test]
 async fn the_first_pin_wins_the_operator_replaces_it_and_pins_read_back_whole() {
     for engine in engines() {
-        let (_dir, store) = engine.daemon();
+        let store = engine.open();
         let kept = store
             .pin_mcp_tool_if_absent(pin("calc", "add", "sha256:a", "first use"))
             .await
@@ -113,7 +80,7 @@ async fn the_first_pin_wins_the_operator_replaces_it_and_pins_read_back_whole() 
 #[tokio::test]
 async fn an_inbox_batch_its_position_and_failures_are_kept_alike() {
     for engine in engines() {
-        let (_dir, store) = engine.daemon();
+        let store = engine.open();
         let never = store.channel_state("tg").await.unwrap();
         assert_eq!(
             (never.position, never.polled, never.unanswered),
@@ -166,7 +133,7 @@ async fn an_inbox_batch_its_position_and_failures_are_kept_alike() {
 #[tokio::test]
 async fn a_turn_that_ended_is_told_from_one_cut_off() {
     for engine in engines() {
-        let (_dir, store) = engine.daemon();
+        let store = engine.open();
         let session = SessionId::from("chat-1");
         store.ensure_session(&session, "helper").await.unwrap();
         store
@@ -218,15 +185,10 @@ async fn a_turn_that_ended_is_told_from_one_cut_off() {
 #[cfg(feature = "postgres")]
 #[tokio::test]
 async fn two_daemons_share_one_set_of_pins_and_one_inbox() {
-    let Some(url) = postgres_db::fresh_database() else {
+    let Some(engine) = engines::shared() else {
         return;
     };
-    let engine = Engine {
-        name: "postgresql",
-        url: Some(url),
-    };
-    let (_a_dir, a) = engine.daemon();
-    let (_b_dir, b) = engine.daemon();
+    let (a, b) = (engine.daemon(0), engine.daemon(1));
     a.set_mcp_pin(pin("calc", "add", "sha256:x", "operator"))
         .await
         .unwrap();
@@ -269,7 +231,7 @@ fn reminder(title: &str, category: &str) -> NewReminder {
 #[tokio::test]
 async fn reminders_are_numbered_per_agent_filtered_updated_and_removed_alike() {
     for engine in engines() {
-        let (_dir, store) = engine.daemon();
+        let store = engine.open();
         let first = store
             .add_reminder("default", reminder("milk", "shopping"))
             .await
@@ -359,15 +321,10 @@ async fn reminders_are_numbered_per_agent_filtered_updated_and_removed_alike() {
 #[cfg(feature = "postgres")]
 #[tokio::test]
 async fn two_daemons_adding_reminders_at_once_keep_each_under_its_own_number() {
-    let Some(url) = postgres_db::fresh_database() else {
+    let Some(engine) = engines::shared() else {
         return;
     };
-    let engine = Engine {
-        name: "postgresql",
-        url: Some(url),
-    };
-    let (_a_dir, a) = engine.daemon();
-    let (_b_dir, b) = engine.daemon();
+    let (a, b) = (engine.daemon(0), engine.daemon(1));
     let mut adds = Vec::new();
     for i in 0..6 {
         let store = if i % 2 == 0 { a.clone() } else { b.clone() };

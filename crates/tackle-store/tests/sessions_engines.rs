@@ -3,85 +3,12 @@
 //! taint and extensions; signed entries verify on every daemon that shares them; and one
 //! daemon at a time serves a session.
 
-#[cfg(feature = "postgres")]
-#[path = "../../../tests/common/postgres.rs"]
-#[allow(dead_code)]
-mod postgres_db;
+mod engines;
 
+use engines::{engines, Engine};
 use serde_json::json;
-use tackle_store::{
-    Entry, EntryKind, EntryProblem, KeyAnchor, SessionId, Store, StoreError, TaintRecord,
-};
+use tackle_store::{Entry, EntryKind, EntryProblem, KeyAnchor, SessionId, StoreError, TaintRecord};
 use time::{Duration, OffsetDateTime};
-
-/// One engine, and how a second daemon reaches the same sessions.
-struct Engine {
-    name: &'static str,
-    /// The first daemon's state directory.
-    dir: tempfile::TempDir,
-    /// The shared database; `None`: SQLite, where sharing means one state directory.
-    url: Option<String>,
-}
-
-impl Engine {
-    /// The first daemon's handle.
-    fn open(&self) -> Store {
-        Store::open_with_url(self.dir.path(), self.url.as_deref()).unwrap()
-    }
-
-    /// Another daemon's handle on the same sessions: on PostgreSQL one with a state directory
-    /// (and key files) of its own; on SQLite a second process on the same directory.
-    fn other_daemon(&self) -> (Option<tempfile::TempDir>, Store) {
-        match &self.url {
-            Some(url) => {
-                let dir = tempfile::tempdir().unwrap();
-                let store = Store::open_with_url(dir.path(), Some(url)).unwrap();
-                (Some(dir), store)
-            }
-            None => (None, self.open()),
-        }
-    }
-
-    fn is_shared(&self) -> bool {
-        self.url.is_some()
-    }
-
-    /// Runs one statement on the engine's database, behind the store's back (what someone
-    /// with access to the database could do).
-    fn tamper(&self, sql: &str) {
-        match &self.url {
-            #[cfg(feature = "postgres")]
-            Some(url) => {
-                postgres_db::rows(url, sql);
-            }
-            #[cfg(not(feature = "postgres"))]
-            Some(_) => unreachable!("no PostgreSQL in this build"),
-            None => {
-                let conn = rusqlite::Connection::open(self.dir.path().join(tackle_store::DB_FILE))
-                    .unwrap();
-                conn.execute_batch(sql).unwrap();
-            }
-        }
-    }
-}
-
-#[cfg_attr(not(feature = "postgres"), allow(unused_mut))]
-fn engines() -> Vec<Engine> {
-    let mut all = vec![Engine {
-        name: "sqlite",
-        dir: tempfile::tempdir().unwrap(),
-        url: None,
-    }];
-    #[cfg(feature = "postgres")]
-    if let Some(url) = postgres_db::fresh_database() {
-        all.push(Engine {
-            name: "postgresql",
-            dir: tempfile::tempdir().unwrap(),
-            url: Some(url),
-        });
-    }
-    all
-}
 
 fn user(text: &str) -> Entry {
     Entry::new(EntryKind::User, json!({ "role": "user", "content": text }))
@@ -287,7 +214,7 @@ async fn a_child_session_is_linked_to_its_parent_and_starts_with_its_task() {
 async fn taint_only_grows_and_disabled_extensions_are_replaced_whole() {
     for engine in engines() {
         let store = engine.open();
-        let (_dir, other) = engine.other_daemon();
+        let other = engine.daemon(1);
         let s = store.create_session("default").await.unwrap();
         assert_eq!(store.session_taint(s.as_str()).await.unwrap(), None);
         let two = TaintRecord {
@@ -366,7 +293,7 @@ async fn taint_only_grows_and_disabled_extensions_are_replaced_whole() {
 async fn a_session_written_by_two_daemons_verifies_on_both() {
     for engine in engines() {
         let a = engine.open();
-        let (_dir_b, b) = engine.other_daemon();
+        let b = engine.daemon(1);
         let s = a.create_session("default").await.unwrap();
         a.append(&s, user("asked on a")).await.unwrap();
         b.append(&s, assistant("answered on b")).await.unwrap();
@@ -392,7 +319,7 @@ async fn a_session_written_by_two_daemons_verifies_on_both() {
         }
 
         // An entry changed in the database fails on every daemon.
-        engine.tamper(&format!(
+        engine.raw(&format!(
             "UPDATE entries SET content = '{{\"role\":\"assistant\",\"content\":\"forged\"}}' WHERE session_id = '{}' AND seq = 2",
             s.as_str()
         ));
@@ -412,7 +339,7 @@ async fn a_session_written_by_two_daemons_verifies_on_both() {
 async fn a_rotation_on_one_daemon_keeps_its_entries_verifying_on_the_other() {
     for engine in engines() {
         let a = engine.open();
-        let (_dir_b, b) = engine.other_daemon();
+        let b = engine.daemon(1);
         let s = a.create_session("default").await.unwrap();
         a.append(&s, user("before")).await.unwrap();
         b.append(&s, assistant("from b")).await.unwrap();
@@ -435,13 +362,13 @@ async fn a_rotation_on_one_daemon_keeps_its_entries_verifying_on_the_other() {
 async fn a_key_no_daemon_recorded_is_not_trusted_by_the_others() {
     for engine in engines().into_iter().filter(Engine::is_shared) {
         let a = engine.open();
-        let (_dir_b, b) = engine.other_daemon();
+        let b = engine.daemon(1);
         let s = a.create_session("default").await.unwrap();
         a.append(&s, user("from a")).await.unwrap();
         b.append(&s, assistant("from b")).await.unwrap();
         let b_key = b.verify_session(&s).await.unwrap().keys[0].clone();
         // B's key taken off the shared record: A no longer accepts what B signed.
-        engine.tamper(&format!("DELETE FROM agent_keys WHERE key_id = '{b_key}'"));
+        engine.raw(&format!("DELETE FROM agent_keys WHERE key_id = '{b_key}'"));
         let v = a.verify_session(&s).await.unwrap();
         let problems: Vec<_> = v
             .failures
@@ -461,7 +388,7 @@ async fn a_key_no_daemon_recorded_is_not_trusted_by_the_others() {
 async fn appends_from_two_daemons_at_once_number_without_gaps() {
     for engine in engines() {
         let a = engine.open();
-        let (_dir_b, b) = engine.other_daemon();
+        let b = engine.daemon(1);
         let s = a.create_session("default").await.unwrap();
         let mut tasks = Vec::new();
         for i in 0..10 {
@@ -485,7 +412,7 @@ async fn appends_from_two_daemons_at_once_number_without_gaps() {
 async fn one_daemon_at_a_time_serves_a_session_until_its_lease_lapses() {
     for engine in engines() {
         let a = engine.open();
-        let (_dir_b, b) = engine.other_daemon();
+        let b = engine.daemon(1);
         let s = a.create_session("default").await.unwrap();
         let other = a.create_session("default").await.unwrap();
         let t0 = OffsetDateTime::from_unix_timestamp(1_800_000_000).unwrap();

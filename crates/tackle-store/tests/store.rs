@@ -1,7 +1,4 @@
-#[cfg(feature = "postgres")]
-#[path = "../../../tests/common/postgres.rs"]
-#[allow(dead_code)]
-mod postgres_db;
+mod engines;
 
 use serde_json::json;
 use tackle_protocol::Verdict;
@@ -362,41 +359,10 @@ async fn messages_round_trip_through_entries_with_kinds_from_roles() {
 /// The schedules suite runs on every engine this build has: SQLite, and PostgreSQL where a
 /// server is reachable (`.ci/postgres-peers.sh`).
 mod schedules {
+    use super::engines::engines;
     use super::*;
     use tackle_store::{NewSchedule, ScheduleKind, ScheduleUpdate};
     use time::{Duration, OffsetDateTime};
-
-    /// One engine: its state directory, and the shared database's URL for PostgreSQL.
-    struct Engine {
-        name: &'static str,
-        dir: tempfile::TempDir,
-        url: Option<String>,
-    }
-
-    impl Engine {
-        /// A handle with its own connection, as one daemon has.
-        fn open(&self) -> Store {
-            Store::open_with_url(self.dir.path(), self.url.as_deref()).unwrap()
-        }
-    }
-
-    #[cfg_attr(not(feature = "postgres"), allow(unused_mut))]
-    fn engines() -> Vec<Engine> {
-        let mut all = vec![Engine {
-            name: "sqlite",
-            dir: tempfile::tempdir().unwrap(),
-            url: None,
-        }];
-        #[cfg(feature = "postgres")]
-        if let Some(url) = super::postgres_db::fresh_database() {
-            all.push(Engine {
-                name: "postgresql",
-                dir: tempfile::tempdir().unwrap(),
-                url: Some(url),
-            });
-        }
-        all
-    }
 
     fn new(name: &str, kind: ScheduleKind, next: Option<OffsetDateTime>) -> NewSchedule {
         NewSchedule {
