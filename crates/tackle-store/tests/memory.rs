@@ -409,67 +409,6 @@ async fn an_empty_query_lists_newest_first_and_a_later_value_supersedes() {
 }
 
 #[tokio::test]
-async fn tags_must_all_match_ignoring_case_and_are_searched_as_words() {
-    let store = Store::open_in_memory().unwrap();
-    let me = MemoryAccess::own_only("default");
-    let t = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
-    store
-        .remember(&me, None, "a", "alpha", &t(&["Work", "urgent"]))
-        .await
-        .unwrap();
-    store
-        .remember(&me, None, "b", "beta", &t(&["work"]))
-        .await
-        .unwrap();
-    store
-        .remember(&me, None, "c", "gamma", &t(&["home"]))
-        .await
-        .unwrap();
-    let with = |tags: &[&str], query: &str| RecallQuery {
-        query: query.into(),
-        tags: t(tags),
-        limit: 10,
-    };
-    let mut got = keys(&store.recall(&me, None, &with(&["WORK"], "")).await.unwrap())
-        .into_iter()
-        .map(str::to_string)
-        .collect::<Vec<_>>();
-    got.sort();
-    assert_eq!(got, ["a", "b"]);
-    assert_eq!(
-        keys(
-            &store
-                .recall(&me, None, &with(&["work", "Urgent"], ""))
-                .await
-                .unwrap()
-        ),
-        ["a"]
-    );
-    assert!(store
-        .recall(&me, None, &with(&["work", "home"], ""))
-        .await
-        .unwrap()
-        .is_empty());
-    assert_eq!(
-        keys(
-            &store
-                .recall(&me, None, &with(&["work"], "beta"))
-                .await
-                .unwrap()
-        ),
-        ["b"]
-    );
-    // A tag is a searchable word too.
-    assert_eq!(
-        keys(&store.recall(&me, None, &q("urgent")).await.unwrap()),
-        ["a"]
-    );
-    let hit = &store.recall(&me, None, &q("alpha")).await.unwrap()[0];
-    assert_eq!(hit.tags, ["work", "urgent"]);
-    assert!(!hit.updated_at.is_empty());
-}
-
-#[tokio::test]
 async fn recall_treats_fts_operators_as_plain_words() {
     let store = Store::open_in_memory().unwrap();
     let me = MemoryAccess::own_only("default");
