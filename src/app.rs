@@ -431,8 +431,9 @@ impl Extension for WithoutAgentTools {
     }
 }
 
-/// The state store; without it no decision could be audited, so it is required. Schedules
-/// live in the database `state_url` names when it is PostgreSQL (shared by several daemons).
+/// The state store; without it no decision could be audited, so it is required. The state
+/// daemons share lives in the database `state_url` names when it is PostgreSQL
+/// (docs/scale-out.md).
 pub fn open_store(config: &Config) -> Result<Store> {
     let state_dir = App::state_dir_for(config);
     let url = config
