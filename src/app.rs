@@ -88,21 +88,70 @@ pub fn load_config(global: &Global) -> Result<Loaded> {
     Ok(loaded)
 }
 
-impl App {
-    pub fn build(global: &Global, selection: &Selection) -> Result<Self> {
+/// What every front end starts from: the config loaded (its warnings printed once), the state
+/// store open and the agent chosen. [`AppBuilder::app`] builds the tools for a front end
+/// without a model (`tools`, `mcp serve`, `doctor`); `AppBuilder::runtime` (in `runtime.rs`)
+/// adds the model, the tree of agents and the loop (`run`, `chat`, the daemon's turns). Both
+/// end in [`AppBuilder::build`], the one place tools, host and dispatcher are put together.
+pub struct AppBuilder<'a> {
+    pub global: &'a Global,
+    pub selection: &'a Selection,
+    pub loaded: Loaded,
+    pub store: Store,
+    /// The agent `--agent` names, else the config's default one (none configured: `None`).
+    pub agent: Option<AgentConfig>,
+}
+
+impl<'a> AppBuilder<'a> {
+    /// Load the config the global flags point at and open its store.
+    pub fn new(global: &'a Global, selection: &'a Selection) -> Result<Self> {
         let loaded = load_config(global)?;
         let store = open_store(&loaded.config)?;
-        Self::from_loaded(global, selection, loaded, None, store)
+        Self::with_loaded(global, selection, loaded, store)
     }
 
-    /// Build from an already loaded config; `agents` serves the agent tools (`compact`, …).
-    pub fn from_loaded(
-        global: &Global,
-        selection: &Selection,
+    /// From a config already loaded and its store (`doctor` reports a store that failed and
+    /// goes on with a throw-away one). Fails when `--agent` names no configured agent.
+    pub fn with_loaded(
+        global: &'a Global,
+        selection: &'a Selection,
         loaded: Loaded,
-        agents: Option<Arc<dyn AgentServices>>,
         store: Store,
     ) -> Result<Self> {
+        let agent = match &selection.agent {
+            Some(name) => Some(
+                loaded
+                    .config
+                    .agent(Some(name))
+                    .cloned()
+                    .ok_or_else(|| crate::exit::unknown_agent(&loaded.config, name))?,
+            ),
+            None => loaded.config.agent(None).cloned(),
+        };
+        Ok(Self {
+            global,
+            selection,
+            loaded,
+            store,
+            agent,
+        })
+    }
+
+    /// The app of a front end with no agent running: the agent tools (`compact`, `spawn_*` …)
+    /// are listed but answer that they work only inside a conversation.
+    pub fn app(self) -> Result<App> {
+        self.build(None)
+    }
+
+    /// Tools, host and dispatcher; `agents` serves the agent tools (`compact`, …).
+    pub fn build(self, agents: Option<Arc<dyn AgentServices>>) -> Result<App> {
+        let Self {
+            global,
+            selection,
+            loaded,
+            store,
+            agent,
+        } = self;
         let Loaded {
             config,
             source,
@@ -116,15 +165,6 @@ impl App {
         // `$HOME` when absolute, else the password database's: never the current directory.
         let home = config::home::home();
         let state_dir = resolve_state_dir(config.state_dir.as_deref(), home.as_deref());
-        let agent = match &selection.agent {
-            Some(name) => Some(
-                config
-                    .agent(Some(name))
-                    .cloned()
-                    .ok_or_else(|| crate::exit::unknown_agent(&config, name))?,
-            ),
-            None => config.agent(None).cloned(),
-        };
         let tool_profile = crate::profiles::for_agent(&config, agent.as_ref())?;
         let serve_tools =
             tackle_agent::profiles::ToolSelection::compile(config.mcp.serve_tools.as_deref())?;
@@ -145,29 +185,16 @@ impl App {
             )
         };
         let services = crate::services::settings(&config.services, home.as_deref());
-        let mut extensions = extensions(&config, agent.as_ref(), coding_tools, &store, &services);
-        if agent
-            .as_ref()
-            .is_none_or(|a| a.extensions.is_enabled(tackle_tools::schedule::NAME))
-        {
-            extensions.push(tackle_tools::schedule::extension(
-                crate::schedules::settings(&config, &store)?,
-            ));
-        }
-        if agent
-            .as_ref()
-            .is_none_or(|a| a.extensions.is_enabled(tackle_tools::skills::NAME))
-        {
-            extensions.push(crate::skills::extension(
-                &config.skills,
-                &workspace,
-                home.as_deref(),
-                tackle_tools::skills::StoredSkills {
-                    store: store.clone(),
-                    banks: config.memory_banks.clone(),
-                },
-            ));
-        }
+        let inputs = crate::extensions::Inputs {
+            config: &config,
+            workspace: &workspace,
+            home: home.as_deref(),
+            store: &store,
+            coding_tools,
+            services: &services,
+        };
+        let mut extensions = crate::extensions::build(&inputs, agent.as_ref())?;
+        let extension_secrets = crate::extensions::secrets(&inputs);
         let plugins = load_plugins(
             &config,
             &workspace,
@@ -176,10 +203,7 @@ impl App {
             &mcp_configured,
             !selection.plugins_reported,
         );
-        if agent
-            .as_ref()
-            .is_none_or(|a| a.extensions.is_enabled(tackle_tools::plugins::NAME))
-        {
+        if crate::extensions::enabled(agent.as_ref(), tackle_tools::plugins::NAME) {
             extensions.push(plugins.clone());
         }
         let plugin_watch = selection
@@ -193,11 +217,12 @@ impl App {
             extensions = extensions.into_iter().map(without_agent_tools).collect();
         }
         if let Some(manager) = &mcp {
-            extensions.extend(manager.extensions().into_iter().filter(|ext| {
-                agent
-                    .as_ref()
-                    .is_none_or(|a| a.extensions.is_enabled(ext.name()))
-            }));
+            extensions.extend(
+                manager
+                    .extensions()
+                    .into_iter()
+                    .filter(|ext| crate::extensions::enabled(agent.as_ref(), ext.name())),
+            );
         }
         let registry =
             Arc::new(Registry::new(extensions).map_err(|e| anyhow::anyhow!("tool registry: {e}"))?);
@@ -215,7 +240,7 @@ impl App {
             services.operator_urls(),
             honeytokens.as_deref(),
         );
-        let redact = redactor(&secrets, extra_secrets(&config, &services));
+        let redact = redactor(&secrets, extra_secrets(&config, extension_secrets));
         crate::log_redact::install(redact.clone());
         let sanitizer = Sanitizer::new(config.tools.output_limit_bytes).with_redactor(redact);
         let security = config.security.clone();
@@ -241,7 +266,7 @@ impl App {
         if let Some(agents) = agents {
             dispatcher = dispatcher.with_agents(agents);
         }
-        Ok(Self {
+        Ok(App {
             config_source: source,
             workspace,
             state_dir,
@@ -265,6 +290,11 @@ impl App {
 }
 
 impl App {
+    /// The app of a front end with no agent running ([`AppBuilder::app`]).
+    pub fn build(global: &Global, selection: &Selection) -> Result<Self> {
+        AppBuilder::new(global, selection)?.app()
+    }
+
     /// Wait (up to each server's start-up timeout) until every MCP server is ready or failed,
     /// then pick up their tools.
     pub async fn settle_mcp(&self) {
@@ -304,65 +334,6 @@ impl App {
     pub fn state_dir_for(config: &Config) -> PathBuf {
         resolve_state_dir(config.state_dir.as_deref(), config::home::home().as_deref())
     }
-}
-
-/// The built-in extensions, minus those the agent disables.
-fn extensions(
-    config: &Config,
-    agent: Option<&AgentConfig>,
-    coding_tools: bool,
-    store: &Store,
-    services: &tackle_tools::services::ServicesSettings,
-) -> Vec<Arc<dyn Extension>> {
-    use tackle_tools::{core, dev, devices, fs, memory, system, web};
-    // Read only by the services extension.
-    #[cfg(not(feature = "services"))]
-    let _ = services;
-    let all: Vec<Arc<dyn Extension>> = vec![
-        system::extension(),
-        core::extension_with_channels(config.channels.clone()),
-        fs::extension(coding_tools),
-        web::extension(web::WebSettings::from_config(&config.web_search)),
-        dev::extension(dev::DevSettings {
-            // The config's token wins; `$GITHUB_TOKEN` is the fallback it always was.
-            github_token: config
-                .services
-                .github
-                .token
-                .as_deref()
-                .filter(|t| !t.is_empty())
-                .map(str::to_string)
-                .or_else(|| env_var("GITHUB_TOKEN").filter(|t| !t.is_empty())),
-            github_api_base: config.services.github.api_base.clone(),
-        }),
-        devices::extension(devices::DevicesSettings::from_config(&config.devices)),
-        memory::extension(memory::MemorySettings {
-            store: store.clone(),
-            banks: config.memory_banks.clone(),
-        }),
-        // Left out of a build without the feature (the edge build): the linker then drops
-        // their tools (docs/decisions/0039-edge-build.md).
-        #[cfg(feature = "services")]
-        tackle_tools::services::extension(services.clone()),
-        #[cfg(feature = "media")]
-        tackle_tools::media::extension(tackle_tools::media::MediaSettings {
-            transcribe: config.transcribe.clone(),
-            screenshot: config.screenshot.clone(),
-        }),
-    ];
-    // Tools whose configuration is missing are not offered (see `unconfigured`).
-    let missing = crate::unconfigured::missing(config);
-    let mut enabled: Vec<Arc<dyn Extension>> = all
-        .into_iter()
-        .map(|ext| crate::unconfigured::without(ext, &missing))
-        .filter(|ext| agent.is_none_or(|a| a.extensions.is_enabled(ext.name())))
-        .collect();
-    // Owns no tools: it only answers for the feature-gated tools this build lacks.
-    enabled.push(tackle_tools::gated::extension());
-    // Owns no tools: it answers for the extensions this build leaves out (the edge build).
-    #[cfg(not(all(feature = "services", feature = "media")))]
-    enabled.push(crate::not_built::extension());
-    enabled
 }
 
 /// Every plugin, its problems reported once at start-up: a bad plugin is skipped, never fatal.
@@ -631,16 +602,12 @@ fn honeytokens(
         .map_err(|e| anyhow::anyhow!("security.honeytokens: {e}"))
 }
 
-/// Credentials Tackle holds or hands on outside the config file: a service-account key's
-/// private key, `$GITHUB_TOKEN` (the `project` tool's fallback), the backend keys discovery
-/// reads (`$OPENAI_API_KEY`, …), and variables passed through to
+/// Credentials Tackle holds or hands on outside the config file: the extensions' own (a
+/// service-account key's private key, `$GITHUB_TOKEN`: each catalogue row's `secrets`), the
+/// backend keys discovery reads (`$OPENAI_API_KEY`, …), and variables passed through to
 /// commands under a credential's name (`security.env_passthrough`), which `printenv` shows.
-fn extra_secrets(
-    config: &Config,
-    services: &tackle_tools::services::ServicesSettings,
-) -> Vec<String> {
-    let mut out = services.secrets();
-    out.extend(env_var("GITHUB_TOKEN"));
+fn extra_secrets(config: &Config, extensions: Vec<String>) -> Vec<String> {
+    let mut out = extensions;
     // A backend key discovery may take from the environment (no `backends:` configured).
     out.extend(tackle_llm::EnvSnapshot::from_vars(std::env::vars()).keys());
     out.extend(tackle_protocol::env::inherited_credentials(

@@ -37,6 +37,7 @@ mod config;
 mod elicit;
 mod errors;
 mod exit;
+mod extensions;
 mod fs_watch;
 #[cfg(feature = "gateway")]
 mod gateway;
@@ -50,7 +51,6 @@ mod log_redact;
 mod mcp_pins;
 mod mcp_service;
 mod net_bridge;
-mod not_built;
 mod plugin_watch;
 mod plugins;
 mod profiles;
@@ -66,7 +66,6 @@ mod skills;
 mod spill;
 mod term;
 mod turn;
-mod unconfigured;
 mod waiter;
 
 use clap::Parser;

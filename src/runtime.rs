@@ -1,6 +1,6 @@
 //! Everything `run` and `chat` need: the app, a provider, the session store, the loop.
 
-use crate::app::{load_config, App, Selection};
+use crate::app::{App, AppBuilder, Selection};
 use crate::cli::Global;
 use crate::exit::usage;
 use anyhow::Result;
@@ -22,21 +22,42 @@ pub struct Runtime {
 }
 
 impl Runtime {
+    /// Load the config, open the store and build the agent's runtime ([`AppBuilder::runtime`]).
     pub async fn build(global: &Global, selection: &Selection) -> Result<Self> {
-        let loaded = load_config(global)?;
-        let agent = match &selection.agent {
-            Some(name) => Some(
-                loaded
-                    .config
-                    .agent(Some(name))
-                    .cloned()
-                    .ok_or_else(|| crate::exit::unknown_agent(&loaded.config, name))?,
-            ),
-            None => loaded.config.agent(None).cloned(),
+        AppBuilder::new(global, selection)?.runtime().await
+    }
+
+    /// Whether the store holds a session with this id.
+    pub async fn session_exists(&self, id: &str) -> Result<bool> {
+        Ok(self
+            .store
+            .session_exists(&tackle_store::SessionId(id.to_string()))
+            .await?)
+    }
+
+    /// Resume `--session ID` or start a new stored session.
+    pub async fn session(&self, id: Option<&str>) -> Result<Session> {
+        let session = match id {
+            Some(id) => Session::resume(self.store.clone(), id, &self.agent_name).await?,
+            None => Session::create(self.store.clone(), &self.agent_name).await?,
         };
-        let (provider, model, stream) =
-            select_provider_with(&loaded.config, agent.as_ref(), &selection.llm).await?;
-        let store = crate::app::open_store(&loaded.config)?;
+        Ok(session)
+    }
+}
+
+impl AppBuilder<'_> {
+    /// The agent's runtime: its model (the command line's choice, else the agent's, else
+    /// discovery), the tree of agents it may start, the app with the agent tools served, and
+    /// the loop.
+    pub async fn runtime(self) -> Result<Runtime> {
+        let (provider, model, stream) = select_provider_with(
+            &self.loaded.config,
+            self.agent.as_ref(),
+            &self.selection.llm,
+        )
+        .await?;
+        let store = self.store.clone();
+        let (loaded, agent, selection) = (&self.loaded, self.agent.clone(), self.selection);
         let compactor = Arc::new(Compactor::new(
             Arc::clone(&provider),
             model.clone(),
@@ -72,13 +93,7 @@ impl Runtime {
         });
         let budget = Arc::new(Budget::new(max_iterations));
         let root = tree.root_node(Arc::clone(&budget));
-        let app = App::from_loaded(
-            global,
-            selection,
-            loaded,
-            Some(root as Arc<dyn tackle_protocol::AgentServices>),
-            store.clone(),
-        )?;
+        let app = self.build(Some(root as Arc<dyn tackle_protocol::AgentServices>))?;
         tree.attach(&app.dispatcher);
         app.settle_mcp().await;
         let mut config = LoopConfig::new(model);
@@ -109,7 +124,7 @@ impl Runtime {
         let agent_loop = AgentLoop::new(provider, Arc::clone(&app.dispatcher), config)
             .with_compactor(Arc::clone(&compactor))
             .with_inbox(Arc::clone(tree.inbox()));
-        Ok(Self {
+        Ok(Runtime {
             app,
             agent_loop,
             store,
@@ -117,23 +132,6 @@ impl Runtime {
             agent_name,
             tree,
         })
-    }
-
-    /// Whether the store holds a session with this id.
-    pub async fn session_exists(&self, id: &str) -> Result<bool> {
-        Ok(self
-            .store
-            .session_exists(&tackle_store::SessionId(id.to_string()))
-            .await?)
-    }
-
-    /// Resume `--session ID` or start a new stored session.
-    pub async fn session(&self, id: Option<&str>) -> Result<Session> {
-        let session = match id {
-            Some(id) => Session::resume(self.store.clone(), id, &self.agent_name).await?,
-            None => Session::create(self.store.clone(), &self.agent_name).await?,
-        };
-        Ok(session)
     }
 }
 

@@ -7,7 +7,7 @@ mod honeytokens;
 mod render;
 mod skills;
 
-use crate::app::{open_store, App, Selection};
+use crate::app::{open_store, App, AppBuilder, Selection};
 use crate::cli::{DoctorArgs, Global};
 use crate::exit;
 use anyhow::Result;
@@ -33,14 +33,15 @@ const MCP_STARTUP_DEFAULT_SECS: u64 = 30;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
 #[serde(rename_all = "lowercase")]
-enum Status {
+pub(crate) enum Status {
     Ok,
     Warn,
     Fail,
 }
 
+/// One line of the report.
 #[derive(Debug, Clone, Serialize)]
-struct Check {
+pub(crate) struct Check {
     name: String,
     status: Status,
     detail: String,
@@ -121,7 +122,8 @@ pub async fn run(global: &Global, args: DoctorArgs) -> Result<i32> {
         plugins_reported: true,
         ..Selection::default()
     };
-    let app = match App::from_loaded(global, &selection, loaded, None, store) {
+    let app = match AppBuilder::with_loaded(global, &selection, loaded, store).and_then(|b| b.app())
+    {
         Ok(app) => app,
         Err(e) => {
             checks.push(Check::fail("config", format!("{e:#}")).quoting());
@@ -174,10 +176,18 @@ pub async fn run(global: &Global, args: DoctorArgs) -> Result<i32> {
         format!("{} registered", app.dispatcher.registry().specs().len()),
     ));
     checks.extend(plugin_checks(&app.plugins.report()));
-    checks.extend(skills::checks(
-        &config.skills,
-        &app.workspace,
-        home.as_deref(),
+    // Each built-in extension's own checks (its catalogue row's `doctor`).
+    let account_home = crate::config::home::home();
+    let services = crate::services::settings(&config.services, account_home.as_deref());
+    checks.extend(crate::extensions::doctor_checks(
+        &crate::extensions::Inputs {
+            config: &config,
+            workspace: &app.workspace,
+            home: account_home.as_deref(),
+            store: &app.store,
+            coding_tools: config.tools.coding_tools,
+            services: &services,
+        },
     ));
     match detected {
         // Nothing configured: what was found, then its probe.
@@ -208,6 +218,15 @@ pub async fn run(global: &Global, args: DoctorArgs) -> Result<i32> {
         .collect();
     secrets.retain(|s| !s.trim().is_empty());
     finish(&checks, args.json, None, &secrets)
+}
+
+/// The `skills` extension's checks: every `skills.dirs` directory read as `tackle run` reads it.
+pub(crate) fn skill_checks(
+    config: &tackle_protocol::config::SkillsConfig,
+    workspace: &Path,
+    home: Option<&Path>,
+) -> Vec<Check> {
+    skills::checks(config, workspace, home)
 }
 
 /// The config as `app::load_config` loads it, without printing its warnings to stderr: the report

@@ -1,6 +1,6 @@
 //! `tackle tools list | describe | call`.
 
-use crate::app::{load_config, App, Selection};
+use crate::app::{load_config, App, AppBuilder, Selection};
 use crate::approval::approver_for_cli;
 use crate::cli::{Global, ToolsCommand};
 use crate::errors::plain;
@@ -85,7 +85,7 @@ async fn list(global: &Global, selection: &Selection, as_json: bool) -> Result<i
     // A listing reads no state: the database is opened only if something asks for it.
     let loaded = load_config(global)?;
     let store = Store::open_deferred(&App::state_dir_for(&loaded.config));
-    let app = App::from_loaded(global, selection, loaded, None, store)?;
+    let app = AppBuilder::with_loaded(global, selection, loaded, store)?.app()?;
     app.settle_mcp().await;
     let printed = print_list(&app, as_json);
     if app.mcp.is_none() && !app.mcp_configured.is_empty() {

@@ -7,7 +7,7 @@
 //! reference is the same on every machine. Tools that only some builds have (a cargo
 //! feature) get one line each, whether this build has them or not, for the same reason.
 
-use crate::app::{App, Selection};
+use crate::app::{App, AppBuilder, Selection};
 use crate::cli::Global;
 use crate::config::{parse_with_secrets, Loaded};
 use crate::exit;
@@ -80,7 +80,7 @@ fn registry_app(global: &Global, yaml: &str) -> Result<App> {
         lists_only: true,
         ..Selection::default()
     };
-    App::from_loaded(global, &selection, loaded, None, store)
+    AppBuilder::with_loaded(global, &selection, loaded, store)?.app()
 }
 
 fn render(specs: &[ToolSpec], needs: &dyn Fn(&str) -> Option<String>) -> String {

@@ -9,34 +9,12 @@ use tackle_protocol::config::Config;
 use tackle_protocol::{Extension, Tool};
 
 /// Each tool of the built-in extensions that needs configuration, with the message naming
-/// what to add, when that configuration is missing.
+/// what to add, when that configuration is missing (each row's `unconfigured`).
 pub fn missing(config: &Config) -> BTreeMap<&'static str, String> {
-    let s = &config.services;
-    let service = |name: &'static str, present: bool| {
-        (!present).then(|| {
-            (
-                name,
-                format!(
-                    "services.{name} is not configured; add a `services.{name}` section to the config"
-                ),
-            )
-        })
-    };
-    [
-        service("whatsapp", s.whatsapp.is_some()),
-        service("gsheets", s.gsheets.is_some()),
-        service("stripe", s.stripe.is_some()),
-        service("r8r", s.r8r.is_some()),
-        config.web_search.backends.is_empty().then(|| {
-            (
-                "web_search",
-                "web_search has no backends configured: add at least one under `web_search.backends` in the config (e.g. `- type: duckduckgo`, or `- type: searxng` with `url:`)".to_string(),
-            )
-        }),
-    ]
-    .into_iter()
-    .flatten()
-    .collect()
+    super::CATALOGUE
+        .iter()
+        .flat_map(|row| (row.unconfigured)(config))
+        .collect()
 }
 
 /// `inner` without the tools in `missing`; asked for one of them, it says what to configure.

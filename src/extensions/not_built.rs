@@ -2,27 +2,18 @@
 //! docs/decisions/0039-edge-build.md): their tools are not registered, and naming one gets an
 //! answer that says how to get it, as tackle-tools' `gated` does for single tools.
 
-// A build with every extension registers none of this; its test still reads the table.
-#![cfg_attr(all(feature = "services", feature = "media"), allow(dead_code))]
-
 use std::sync::Arc;
 use tackle_protocol::{Extension, Tool};
 
-/// A tool, the feature of the binary that registers its extension, and whether this build has it.
-const LEFT_OUT: &[(&str, &str, bool)] = &[
-    ("whatsapp", "services", cfg!(feature = "services")),
-    ("gsheets", "services", cfg!(feature = "services")),
-    ("stripe", "services", cfg!(feature = "services")),
-    ("r8r", "services", cfg!(feature = "services")),
-    ("transcribe", "media", cfg!(feature = "media")),
-];
-
-/// Why `tool` cannot be called in this build, naming the feature that registers it.
+/// Why `tool` cannot be called in this build, naming the feature that registers its
+/// extension (the catalogue row that lists it).
 fn not_built(tool: &str) -> Option<String> {
-    LEFT_OUT
+    super::CATALOGUE
         .iter()
-        .find(|(name, _, built)| *name == tool && !built)
-        .map(|(_, feature, _)| {
+        .filter(|row| !row.is_built())
+        .find(|row| row.tools.contains(&tool))
+        .and_then(|row| row.feature)
+        .map(|feature| {
             format!(
                 "`{tool}` is not in this build: its extension is built with the cargo feature \
                  `{feature}` (cargo build --release --features {feature})"
@@ -58,13 +49,16 @@ mod tests {
 
     #[test]
     fn a_left_out_tool_names_its_feature_and_a_built_one_is_not_answered() {
-        for (tool, feature, built) in LEFT_OUT {
-            match not_built(tool) {
-                Some(why) => {
-                    assert!(!built, "{tool} is built, yet answered: {why}");
-                    assert!(why.contains(feature) && why.contains(tool), "{why}");
+        for row in super::super::CATALOGUE {
+            for tool in row.tools {
+                match not_built(tool) {
+                    Some(why) => {
+                        assert!(!row.is_built(), "{tool} is built, yet answered: {why}");
+                        let feature = row.feature.unwrap_or_default();
+                        assert!(why.contains(feature) && why.contains(tool), "{why}");
+                    }
+                    None => assert!(row.is_built(), "{tool} is left out, yet not answered"),
                 }
-                None => assert!(built, "{tool} is left out, yet not answered"),
             }
         }
         assert_eq!(not_built("read_file"), None);
