@@ -53,6 +53,7 @@ impl EnvSnapshot {
 /// A backend discovery found, ready to hand to [`crate::provider_from_config`].
 #[derive(Debug, Clone, PartialEq)]
 pub struct DiscoveredBackend {
+    /// The backend as if configured under `backends:` (name, type, base, key).
     pub backend: BackendConfig,
     /// The model to use: a sensible default for hosted APIs, the first listed for local servers.
     pub model: String,

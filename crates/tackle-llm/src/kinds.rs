@@ -19,6 +19,7 @@ pub enum KeyHeader {
 /// One kind of provider API (the `type` of a `backends:` entry).
 #[derive(Debug, PartialEq, Eq)]
 pub struct ProviderKind {
+    /// The config enum value this row describes.
     pub kind: BackendType,
     /// The `type` as written in the config.
     pub name: &'static str,
@@ -33,6 +34,7 @@ pub struct ProviderKind {
     /// Whether every server of this kind needs a key (an OpenAI-compatible local server
     /// usually needs none).
     pub key_required: bool,
+    /// How requests carry the key.
     pub key_header: KeyHeader,
     /// A header every request carries (the API version the wire format is written for).
     pub version_header: Option<(&'static str, &'static str)>,
@@ -106,10 +108,15 @@ pub const ANTHROPIC: ProviderKind = ProviderKind {
 pub struct HostedService {
     /// The backend's name once found.
     pub name: &'static str,
+    /// The wire format the service speaks.
     pub kind: &'static ProviderKind,
+    /// The environment variable whose presence (non-empty) makes discovery pick the service.
     pub key_var: &'static str,
+    /// The service's API base, used unless `base_var` is set.
     pub api_base: &'static str,
+    /// The variable that overrides `api_base`, if the vendor's SDKs read one.
     pub base_var: Option<&'static str>,
+    /// The model discovery picks for the service.
     pub model: &'static str,
 }
 

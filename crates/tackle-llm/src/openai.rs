@@ -31,6 +31,8 @@ impl OpenAiProvider {
         })
     }
 
+    /// Replaces the retry policy (default [`RetryPolicy::default`]: 4 tries, 0.5 s base delay,
+    /// 60 s cap); [`RetryPolicy::none`] disables retries.
     pub fn with_retry(mut self, retry: RetryPolicy) -> Self {
         self.transport.retry = retry;
         self

@@ -119,6 +119,7 @@ impl Timeouts {
 pub enum Progress {
     /// Nothing of the answer has arrived yet; given every [`WAITING_NOTICE_EVERY`].
     Waiting {
+        /// The backend's configured name.
         backend: String,
         /// Since the request was first sent (retries included).
         elapsed: Duration,
@@ -127,10 +128,13 @@ pub enum Progress {
     },
     /// A try failed in a way worth retrying; the next starts after `wait`.
     Retrying {
+        /// The backend's configured name.
         backend: String,
         /// The try that failed, from 1.
         attempt: u32,
+        /// The total tries allowed ([`crate::RetryPolicy::max_attempts`]).
         max_attempts: u32,
+        /// The backoff (or the server's `Retry-After`) before the next try.
         wait: Duration,
         /// Why the try failed (the error's message).
         reason: String,
@@ -176,10 +180,12 @@ impl fmt::Display for Progress {
 pub struct ProgressHook(Arc<dyn Fn(&Progress) + Send + Sync>);
 
 impl ProgressHook {
+    /// Wraps a closure that receives every notice of the requests it is attached to.
     pub fn new(f: impl Fn(&Progress) + Send + Sync + 'static) -> Self {
         Self(Arc::new(f))
     }
 
+    /// Hands `progress` to the closure, on the caller's thread.
     pub fn call(&self, progress: &Progress) {
         (self.0)(progress)
     }

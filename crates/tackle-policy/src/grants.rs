@@ -15,7 +15,9 @@ pub const NOTHING: &str = "\u{0}nothing";
 /// A three-state list: everything, or only these entries (possibly none).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Allowlist<T> {
+    /// No restriction: every entry is allowed (a config list left empty).
     Permissive,
+    /// Only these entries; an empty vector allows nothing.
     Only(Vec<T>),
 }
 

@@ -32,6 +32,8 @@
     not(test),
     deny(clippy::unwrap_used, clippy::expect_used, clippy::panic)
 )]
+// Every public item says what it is and what a caller must know.
+#![warn(missing_docs)]
 
 pub mod grants;
 pub mod net;

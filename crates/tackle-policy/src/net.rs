@@ -31,9 +31,11 @@ use url::{Host, Url};
 /// A URL that passed the guard, with the destination the host must connect to.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CheckedUrl {
+    /// The parsed URL, normalised by the `url` crate; this is what the host must request.
     pub url: Url,
     /// The host as it must be resolved: a lowercase domain without trailing dot, or an IP.
     pub host: String,
+    /// The port to connect to: the explicit one, else the scheme's default (80 if unknown).
     pub port: u16,
     /// Set when the URL names an IP address directly (nothing to resolve).
     pub ip: Option<IpAddr>,

@@ -13,14 +13,18 @@ use tackle_protocol::{Decision, FsGrant};
 /// Which kind of access a path check is for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Access {
+    /// Reading or listing, checked against `grants.fs.allow_read`.
     Read,
+    /// Creating or modifying, checked against `grants.fs.allow_write`.
     Write,
 }
 
 /// The absolute roots a grant allows, per access kind.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct FsRoots {
+    /// Roots reads may happen under (from `allow_read`, else the workspace).
     pub read: Vec<PathBuf>,
+    /// Roots writes may happen under (from `allow_write`, else the workspace).
     pub write: Vec<PathBuf>,
 }
 

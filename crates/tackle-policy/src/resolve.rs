@@ -15,7 +15,9 @@ use tackle_protocol::{
 /// The policy a call runs under, with the layers that shaped it (for `--explain`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ResolvedPolicy {
+    /// Whether the call must be approved by a person first, after every layer.
     pub approval: ApprovalMode,
+    /// The grants the call runs under, after every layer.
     pub grants: Grants,
     /// Config paths of every layer that contributed, lowest first.
     pub sources: Vec<String>,
@@ -24,8 +26,11 @@ pub struct ResolvedPolicy {
 /// Grants synthesised from the deprecated keys, and the warning to print once at start-up.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LegacyGrants {
+    /// From `security.shell_allowlist` / `shell_denylist`; applies to the `shell` tool only.
     pub shell: Option<ShellGrant>,
+    /// From `security.allowed_endpoints`; applies to `web_fetch` and `http_request` only.
     pub network: Option<NetworkGrant>,
+    /// The deprecation notice naming the keys used and where the setting now belongs.
     pub warning: String,
 }
 

@@ -23,12 +23,15 @@ pub enum ChildKind {
 /// One child run to start.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SpawnRequest {
+    /// What the child is made from (a peer agent, a worker template, a role, a background copy).
     pub kind: ChildKind,
+    /// The task the child is given as its first user message.
     pub task: String,
     /// Appended to the task, for what the child needs to know.
     pub context: Option<String>,
     /// Narrows the child's tools further; every name must be in its scope.
     pub tools: Option<Vec<String>>,
+    /// A model of the child's backend; unset: what its template or agent sets, else the caller's.
     pub model: Option<String>,
     /// A name under `presets:`; unknown names are refused before anything starts.
     pub preset: Option<String>,
@@ -39,6 +42,7 @@ pub struct SpawnRequest {
 }
 
 impl SpawnRequest {
+    /// A foreground request for `kind` to do `task`, with no other narrowing.
     pub fn new(kind: ChildKind, task: impl Into<String>) -> Self {
         Self {
             kind,
@@ -64,6 +68,7 @@ pub struct SpawnResult {
     pub task: Option<(String, String)>,
 }
 
+/// The agent runtime as tools see it: compaction, children and messages to the session.
 #[async_trait]
 pub trait AgentServices: Send + Sync {
     /// Summarise the calling session's history and write a Summary entry; returns the summary.

@@ -9,7 +9,9 @@ use serde_json::Value;
 /// What the person is asked to approve.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ApprovalRequest {
+    /// The tool the call is for.
     pub tool: String,
+    /// The call's arguments as the model sent them, shown to the person.
     pub arguments: Value,
     /// One line per capability the call plans to use (`shell ls -la`, `GET https://…`).
     pub summary: String,
@@ -23,6 +25,7 @@ pub struct ApprovalRequest {
     pub remedy: String,
 }
 
+/// What the person answered.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum ApprovalAnswer {
@@ -40,10 +43,12 @@ pub enum ApprovalAnswer {
 #[error("{0}")]
 pub struct ApprovalUnavailable(pub String);
 
+/// A front end that can put an [`ApprovalRequest`] to a person (or say no one can answer).
 #[async_trait]
 pub trait Approver: Send + Sync {
     /// The name recorded in the audit log as who approved (`tty`, `--yes`, `mcp-elicitation`).
     fn name(&self) -> &str;
+    /// Asks and waits for the answer; [`ApprovalUnavailable`] when no one can be asked.
     async fn ask(&self, req: &ApprovalRequest) -> Result<ApprovalAnswer, ApprovalUnavailable>;
 
     /// As [`Approver::ask`], with who answered, which the audit log records: [`Approver::name`]
@@ -70,7 +75,9 @@ pub trait Approver: Send + Sync {
 pub enum FormReply {
     /// Filled in: one value per answered field.
     Accept(serde_json::Map<String, Value>),
+    /// The person declined to fill it in.
     Decline,
+    /// The person dismissed it without answering.
     Cancel,
 }
 
@@ -83,6 +90,7 @@ pub struct FormUnavailable(pub String);
 /// end, on behalf of `from` (who is named to them).
 #[async_trait]
 pub trait FormAsker: Send + Sync {
+    /// Asks the person and waits; [`FormUnavailable`] when this front end cannot put it to anyone.
     async fn ask_form(
         &self,
         from: &str,

@@ -8,7 +8,9 @@ use serde_json::Value;
 pub struct ToolCall {
     /// Provider-assigned id, echoed back with the result.
     pub id: String,
+    /// The tool the model asked for.
     pub name: String,
+    /// The arguments object as the model sent it (not yet checked against the schema).
     pub arguments: Value,
 }
 
@@ -26,6 +28,7 @@ pub struct ToolOutput {
 }
 
 impl ToolOutput {
+    /// A successful result with this text for the model.
     pub fn text(content: impl Into<String>) -> Self {
         Self {
             content: content.into(),
@@ -34,11 +37,13 @@ impl ToolOutput {
         }
     }
 
+    /// Adds a machine-readable result beside the text.
     pub fn with_structured(mut self, value: Value) -> Self {
         self.structured = Some(value);
         self
     }
 
+    /// A result the tool reports as a failure in-band (the call itself completed).
     pub fn error_text(content: impl Into<String>) -> Self {
         Self {
             content: content.into(),

@@ -6,7 +6,9 @@ use serde::{Deserialize, Serialize};
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Verdict {
+    /// The action may go ahead.
     Allow,
+    /// The action is refused.
     Deny,
     /// Allowed only with a person's yes.
     Ask,
@@ -15,6 +17,7 @@ pub enum Verdict {
 /// `Decision { verdict, rule, why }` (docs/architecture.md): every check returns one.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Decision {
+    /// Allow, deny or ask.
     pub verdict: Verdict,
     /// The rule that decided, in config terms (e.g. `tool_policies.shell.grants.shell.deny[0] = "rm"`).
     pub rule: String,
@@ -23,6 +26,7 @@ pub struct Decision {
 }
 
 impl Decision {
+    /// An allowing decision by `rule`, explained by `why`.
     pub fn allow(rule: impl Into<String>, why: impl Into<String>) -> Self {
         Self {
             verdict: Verdict::Allow,
@@ -31,6 +35,7 @@ impl Decision {
         }
     }
 
+    /// A denying decision by `rule`, explained by `why`.
     pub fn deny(rule: impl Into<String>, why: impl Into<String>) -> Self {
         Self {
             verdict: Verdict::Deny,
@@ -39,6 +44,7 @@ impl Decision {
         }
     }
 
+    /// A decision to ask a person first, by `rule`, explained by `why`.
     pub fn ask(rule: impl Into<String>, why: impl Into<String>) -> Self {
         Self {
             verdict: Verdict::Ask,
@@ -47,10 +53,12 @@ impl Decision {
         }
     }
 
+    /// Whether the verdict is [`Verdict::Allow`] (`Ask` is not).
     pub fn is_allowed(&self) -> bool {
         self.verdict == Verdict::Allow
     }
 
+    /// Whether the verdict is [`Verdict::Deny`].
     pub fn is_denied(&self) -> bool {
         self.verdict == Verdict::Deny
     }

@@ -8,15 +8,22 @@ use std::fmt;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum ErrorKind {
+    /// The arguments do not match the tool's schema or make no sense; the model should fix them.
     InvalidArguments,
+    /// The file, tool or thing named does not exist.
     NotFound,
+    /// The policy (or a person asked) refused the call; it did not run.
     Denied,
+    /// The call needs a person's approval and none could be given; it did not run.
     NeedsApproval,
+    /// The call ran past its time limit.
     Timeout,
+    /// Anything else that went wrong while the call ran.
     Failed,
 }
 
 impl ErrorKind {
+    /// The `snake_case` name used in JSON and messages (`invalid_arguments`, …).
     pub fn as_str(self) -> &'static str {
         match self {
             ErrorKind::InvalidArguments => "invalid_arguments",
@@ -42,7 +49,9 @@ const DECLINED_RULE: &str = "approval: ";
 #[derive(Debug, Clone, PartialEq, thiserror::Error, Serialize, Deserialize)]
 #[error("{kind}: {message}")]
 pub struct ToolError {
+    /// What kind of failure, for the model, the JSON output and the exit code.
     pub kind: ErrorKind,
+    /// The message shown to the model and the user; says what to do when it can.
     pub message: String,
     /// The policy decision behind a `denied` or `needs_approval`, when there is one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -50,6 +59,7 @@ pub struct ToolError {
 }
 
 impl ToolError {
+    /// An error of `kind` with no policy decision attached.
     pub fn new(kind: ErrorKind, message: impl Into<String>) -> Self {
         Self {
             kind,
@@ -58,18 +68,22 @@ impl ToolError {
         }
     }
 
+    /// Bad arguments: the model should fix them and call again.
     pub fn invalid_arguments(message: impl Into<String>) -> Self {
         Self::new(ErrorKind::InvalidArguments, message)
     }
 
+    /// The thing named does not exist.
     pub fn not_found(message: impl Into<String>) -> Self {
         Self::new(ErrorKind::NotFound, message)
     }
 
+    /// The call ran and failed.
     pub fn failed(message: impl Into<String>) -> Self {
         Self::new(ErrorKind::Failed, message)
     }
 
+    /// The call ran past its time limit.
     pub fn timeout(message: impl Into<String>) -> Self {
         Self::new(ErrorKind::Timeout, message)
     }
@@ -83,6 +97,7 @@ impl ToolError {
         }
     }
 
+    /// The call needs an approval it could not get (no one to ask, or the wait ran out).
     pub fn needs_approval(message: impl Into<String>) -> Self {
         Self::new(ErrorKind::NeedsApproval, message)
     }

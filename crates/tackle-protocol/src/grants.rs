@@ -9,10 +9,14 @@ use serde::{Deserialize, Serialize};
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Grants {
+    /// Which commands shell lines may run (`grants.shell`); `None`: this layer leaves the kind
+    /// alone.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub shell: Option<ShellGrant>,
+    /// Where network requests may go (`grants.network`); `None`: this layer leaves the kind alone.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub network: Option<NetworkGrant>,
+    /// Which paths may be read and written (`grants.fs`); `None`: this layer leaves the kind alone.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fs: Option<FsGrant>,
 }
@@ -21,8 +25,10 @@ pub struct Grants {
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ShellGrant {
+    /// Command prefixes that may run (`git`, `git status`); empty: every command not denied.
     #[serde(default)]
     pub allow: Vec<String>,
+    /// Command prefixes that never run, whatever `allow` says.
     #[serde(default)]
     pub deny: Vec<String>,
     /// What happens, while any rule is in force, to a line whose programs the analyser cannot
@@ -43,6 +49,7 @@ pub enum OpaqueMode {
 }
 
 impl OpaqueMode {
+    /// True for the default, [`OpaqueMode::Deny`] (so it is left out when serialised).
     pub fn is_deny(&self) -> bool {
         *self == OpaqueMode::Deny
     }
@@ -52,6 +59,7 @@ impl OpaqueMode {
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct NetworkGrant {
+    /// The allowed destinations; empty: any public host.
     #[serde(default)]
     pub endpoints: Vec<Endpoint>,
     /// Loopback, private, link-local and internal names are blocked unless this is true.
@@ -63,9 +71,13 @@ pub struct NetworkGrant {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Endpoint {
+    /// The host name, a `*.domain` glob or an IP, optionally with `:PORT`.
     pub host: String,
+    /// Only paths under this prefix, compared segment by segment (`/v1` does not cover `/v10`);
+    /// unset: any path.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub path_prefix: Option<String>,
+    /// Only these HTTP methods; unset: any method.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub methods: Option<Vec<String>>,
 }
@@ -74,8 +86,11 @@ pub struct Endpoint {
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct FsGrant {
+    /// Paths that may be read (`~` and workspace-relative entries allowed); empty: the workspace.
     #[serde(default)]
     pub allow_read: Vec<String>,
+    /// Paths that may be written (`~` and workspace-relative entries allowed); empty: the
+    /// workspace.
     #[serde(default)]
     pub allow_write: Vec<String>,
 }
@@ -83,12 +98,15 @@ pub struct FsGrant {
 /// A tool's policy: its approval mode and the grants its calls run under.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ToolPolicy {
+    /// Whether a call must be approved by a person first.
     pub approval: ApprovalMode,
+    /// The grants calls run under before config and agent overlays.
     #[serde(default)]
     pub grants: Grants,
 }
 
 impl ToolPolicy {
+    /// A policy with this approval mode and no grants set.
     pub fn new(approval: ApprovalMode) -> Self {
         Self {
             approval,
@@ -96,6 +114,7 @@ impl ToolPolicy {
         }
     }
 
+    /// Sets the grants its calls run under by default, replacing any set before.
     pub fn with_grants(mut self, grants: Grants) -> Self {
         self.grants = grants;
         self

@@ -16,23 +16,33 @@ use std::time::Duration;
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum Capability {
+    /// Reading a file, or listing or searching under a directory.
     FileRead {
+        /// The path as the tool asked for it (checked after symlinks are resolved).
         path: PathBuf,
     },
+    /// Creating or changing a file.
     FileWrite {
+        /// The path as the tool asked for it (checked after symlinks are resolved).
         path: PathBuf,
     },
     /// A shell line, run as `sh -c LINE` after the analyser has checked every command in it.
     Shell {
+        /// The whole line as the model wrote it.
         command: String,
     },
     /// A program run with argv, no shell (e.g. `git`). Checked as the words `program args…`.
     Exec {
+        /// The program as named (a bare name or a path).
         program: String,
+        /// Its arguments, no shell expansion.
         args: Vec<String>,
     },
+    /// An HTTP request, checked against the network grant.
     Network {
+        /// The HTTP method, e.g. `GET`.
         method: String,
+        /// The URL as asked for, before any redirect.
         url: String,
     },
 }
@@ -53,6 +63,7 @@ impl Capability {
 /// Read (part of) a file.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ReadRequest {
+    /// The file to read, absolute or relative to the workspace.
     pub path: PathBuf,
     /// Byte offset to start at.
     pub offset: u64,
@@ -61,6 +72,7 @@ pub struct ReadRequest {
 }
 
 impl ReadRequest {
+    /// A request for the whole file from its start, up to the host's cap.
     pub fn whole(path: impl Into<PathBuf>) -> Self {
         Self {
             path: path.into(),
@@ -75,7 +87,9 @@ impl ReadRequest {
 pub struct FileContent {
     /// The canonical path that was read.
     pub path: PathBuf,
+    /// The bytes read, at most the request's `max_bytes` (or the host's cap).
     pub bytes: Vec<u8>,
+    /// The file's size in bytes, whatever part was read.
     pub total_size: u64,
     /// Which file this was, to hand back in [`WriteRequest::expected`] so a write of an
     /// edited copy fails instead of silently losing a change made since the read.
@@ -87,11 +101,17 @@ pub struct FileContent {
 /// a same-size rewrite within a few milliseconds).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct FileVersion {
+    /// The device the file lives on.
     pub dev: u64,
+    /// The inode number.
     pub ino: u64,
+    /// The file's size in bytes in that state.
     pub size: u64,
+    /// Last modification time, in nanoseconds since the Unix epoch.
     pub mtime_ns: i128,
+    /// Last status change time, in nanoseconds since the Unix epoch.
     pub ctime_ns: i128,
+    /// A hash of the whole content (change detection, not integrity); `None` after a partial read.
     pub digest: Option<u64>,
 }
 
@@ -117,7 +137,9 @@ impl FileVersion {
 /// Write a whole file, atomically.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct WriteRequest {
+    /// The file to write, absolute or relative to the workspace.
     pub path: PathBuf,
+    /// The complete new content.
     pub data: Vec<u8>,
     /// Create missing parent directories (inside the grant).
     pub create_dirs: bool,
@@ -127,9 +149,12 @@ pub struct WriteRequest {
     pub expected: Option<FileVersion>,
 }
 
+/// What a successful [`ToolHost::write`] did.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct WriteReport {
+    /// The canonical path that was written.
     pub path: PathBuf,
+    /// The size of the new content, in bytes.
     pub bytes_written: u64,
     /// The file did not exist before.
     pub created: bool,
@@ -138,49 +163,71 @@ pub struct WriteReport {
 /// List a directory tree (respecting .gitignore by default), or find paths by glob.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ListRequest {
+    /// The directory to list (or search by glob), absolute or relative to the workspace.
     pub path: PathBuf,
+    /// How many levels below `path` to descend; `None`: no limit.
     pub max_depth: Option<usize>,
+    /// Include dot files and dot directories.
     pub include_hidden: bool,
+    /// Skip what `.gitignore` (and the like) ignores.
     pub respect_gitignore: bool,
     /// Only entries whose workspace-relative path matches this glob (`**/*.rs`).
     pub glob: Option<String>,
+    /// Stop after this many entries; the caller reports the cut.
     pub max_entries: usize,
 }
 
+/// One entry of a [`ToolHost::list`] answer.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct DirEntry {
     /// Path relative to the listed root when inside it, else absolute.
     pub path: PathBuf,
+    /// Whether the entry is a directory.
     pub is_dir: bool,
+    /// Size in bytes from the entry's metadata.
     pub size: u64,
 }
 
 /// Search file contents by regex, in-process (ripgrep's crates).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SearchRequest {
+    /// The directory to search under, absolute or relative to the workspace.
     pub root: PathBuf,
+    /// The regular expression (Rust `regex` syntax) each line is matched against.
     pub pattern: String,
+    /// Match regardless of case.
     pub case_insensitive: bool,
+    /// Only files whose relative path matches this glob (`**/*.rs`).
     pub glob: Option<String>,
+    /// Include dot files and dot directories.
     pub include_hidden: bool,
+    /// Stop after this many matching lines.
     pub max_results: usize,
 }
 
+/// One matching line of a [`ToolHost::search`] answer.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SearchHit {
+    /// The file the line is in.
     pub path: PathBuf,
+    /// The line's number, from 1.
     pub line_number: u64,
+    /// The line's text (invalid UTF-8 replaced).
     pub line: String,
 }
 
 /// Run a process. `Shell` lines are checked by the shell analyser before they run.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ExecRequest {
+    /// What to run: a shell line or an argv.
     pub command: ExecCommand,
+    /// Working directory; `None`: the workspace. Must be readable under the grant.
     pub cwd: Option<PathBuf>,
+    /// The command is killed after this long and the result says `timed_out`.
     pub timeout: Duration,
     /// Extra environment on top of the scrubbed base.
     pub env: Vec<(String, String)>,
+    /// Bytes fed to the command's standard input; `None`: no input.
     pub stdin: Option<Vec<u8>>,
     /// Each of stdout and stderr is capped at this many bytes while streaming.
     pub max_output_bytes: usize,
@@ -214,33 +261,53 @@ impl PartialEq for OutputLines {
 
 impl Eq for OutputLines {}
 
+/// What an [`ExecRequest`] runs.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ExecCommand {
+    /// A shell line, run as `sh -c LINE` after the analyser has checked every command in it.
     Shell(String),
-    Argv { program: String, args: Vec<String> },
+    /// A program run directly with these arguments, no shell.
+    Argv {
+        /// The program as named (a bare name or a path).
+        program: String,
+        /// Its arguments, passed as written.
+        args: Vec<String>,
+    },
 }
 
+/// What a finished (or killed) command left.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ExecOutput {
     /// `None` when killed by a signal.
     pub exit_code: Option<i32>,
+    /// Standard output, lossily decoded, capped at `max_output_bytes`.
     pub stdout: String,
+    /// Standard error, lossily decoded, capped at `max_output_bytes`.
     pub stderr: String,
+    /// Wall-clock time from start to exit.
     pub duration: Duration,
     /// Output was longer than `max_output_bytes` and was cut.
     pub truncated: bool,
+    /// The command ran past the request's `timeout` and was killed.
     pub timed_out: bool,
 }
 
 /// An HTTP request through the SSRF-guarded, DNS-pinned client.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct HttpRequest {
+    /// The HTTP method, e.g. `GET`.
     pub method: String,
+    /// The URL; checked against the network grant (every redirect hop too).
     pub url: String,
+    /// Request headers, in order.
     pub headers: Vec<(String, String)>,
+    /// The request body, if any.
     pub body: Option<Vec<u8>>,
+    /// At most this many body bytes are read (the host may cap lower); the rest is cut.
     pub max_bytes: u64,
+    /// Time limit for the whole exchange, body included.
     pub timeout: Duration,
+    /// Follow redirects (each hop checked, at most 10); off: a redirect is returned as is.
     pub follow_redirects: bool,
     /// The destination was written by the operator in config (a search backend's `url`), not
     /// supplied by the model: trusted as written, still pinned, capped and timed out, and every
@@ -248,10 +315,14 @@ pub struct HttpRequest {
     pub operator_configured: bool,
 }
 
+/// The answer to an [`HttpRequest`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct HttpResponse {
+    /// The final response's status code.
     pub status: u16,
+    /// The final response's headers, in order.
     pub headers: Vec<(String, String)>,
+    /// The body, at most the request's `max_bytes`.
     pub body: Vec<u8>,
     /// The URL that answered, after redirects.
     pub final_url: String,
@@ -274,25 +345,40 @@ impl HttpResponse {
 /// Why the host did not do what was asked.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum HostError {
+    /// The policy refused; the decision says which rule and why.
     #[error("{}", .0.why)]
     Denied(Decision),
     #[error("{path}: no such file or directory")]
-    NotFound { path: PathBuf },
+    /// The path does not exist.
+    NotFound {
+        /// The path as the caller gave it.
+        path: PathBuf,
+    },
+    /// The request itself cannot be carried out as asked (a bad URL or method, a path naming no
+    /// file); the text says what.
     #[error("{0}")]
     Invalid(String),
+    /// The file system or a process failed; the text says how.
     #[error("{0}")]
     Io(String),
+    /// A network or HTTP failure (DNS, connect, TLS, too many redirects).
     #[error("{0}")]
     Network(String),
+    /// The operation ran past its time limit.
     #[error("timed out after {0:?}")]
     Timeout(Duration),
+    /// The call was cancelled before it finished.
     #[error("cancelled")]
     Cancelled,
+    /// This host does not offer the operation named (e.g. a host for tests).
     #[error("{0} is not supported by this host")]
     Unsupported(&'static str),
     /// The file is no longer what the caller read or saw: nothing was written.
     #[error("{} changed since read — re-read and retry (nothing was written)", .path.display())]
-    Conflict { path: PathBuf },
+    Conflict {
+        /// The file that changed.
+        path: PathBuf,
+    },
 }
 
 impl From<HostError> for ToolError {
@@ -316,11 +402,17 @@ pub trait ToolHost: Send + Sync {
     /// Would this capability be allowed? Used for `--explain` and for denying before asking
     /// for approval. Never performs the action.
     async fn check(&self, capability: &Capability) -> Decision;
+    /// Reads (part of) a file inside the read grant.
     async fn read(&self, req: ReadRequest) -> Result<FileContent, HostError>;
+    /// Writes a whole file atomically inside the write grant; see [`WriteRequest::expected`].
     async fn write(&self, req: WriteRequest) -> Result<WriteReport, HostError>;
+    /// Lists a directory tree inside the read grant.
     async fn list(&self, req: ListRequest) -> Result<Vec<DirEntry>, HostError>;
+    /// Searches file contents inside the read grant.
     async fn search(&self, req: SearchRequest) -> Result<Vec<SearchHit>, HostError>;
+    /// Runs a command in the sandbox, after the shell or argv checks.
     async fn exec(&self, req: ExecRequest) -> Result<ExecOutput, HostError>;
+    /// Sends an HTTP request through the guarded, DNS-pinned client.
     async fn http(&self, req: HttpRequest) -> Result<HttpResponse, HostError>;
 
     /// The one name of the file `path` denotes (links resolved, `..` folded; a missing tail
@@ -342,6 +434,7 @@ pub trait ToolHost: Send + Sync {
 /// Makes a [`ToolHost`] for one call: the dispatcher resolves the policy, then asks for a host
 /// scoped to it.
 pub trait HostProvider: Send + Sync {
+    /// A host that enforces `scope`'s grants, workspace and session for one call.
     fn scoped(&self, scope: &CallScope) -> Arc<dyn ToolHost>;
 
     /// The process is ending: remove what the host kept for every session it served (each

@@ -21,8 +21,11 @@ pub const BANK_MAX: usize = 64;
 /// What an id names; it picks the wording of the error and, for banks, the stricter rule.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum IdKind {
+    /// A session id (`--session`).
     Session,
+    /// A schedule id.
     Schedule,
+    /// An agent's name.
     Agent,
     /// A shared memory bank: lowercase only, so one bank has exactly one spelling.
     Bank,
@@ -56,9 +59,11 @@ impl IdKind {
 /// An id the rule refuses, with the reason in plain words.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub struct InvalidId {
+    /// What the id was meant to name.
     pub kind: IdKind,
     /// The id as given, shortened and with control characters escaped for display.
     pub shown: String,
+    /// Why it was refused (`it is empty`, `it reads as a path`, …).
     pub why: &'static str,
 }
 

@@ -21,13 +21,16 @@ pub struct FoundManifest {
     pub plugin_dir: PathBuf,
     /// The manifest file that was read.
     pub path: PathBuf,
+    /// The manifest's content, at most the `max_bytes` the scan was given.
     pub bytes: Vec<u8>,
 }
 
 /// What one directory held: the manifests read, in name order, and why others were skipped.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ManifestScan {
+    /// The manifests read, in plugin-name order.
     pub found: Vec<FoundManifest>,
+    /// One line per entry skipped (too large, a link, unreadable), saying why.
     pub warnings: Vec<String>,
 }
 

@@ -23,6 +23,7 @@ pub struct Secret(String);
 const MARK: &str = "tackle_protocol::Secret";
 
 impl Secret {
+    /// Wraps a credential so it serialises as one and is found by [`secrets_in`].
     pub fn new(value: impl Into<String>) -> Self {
         Self(value.into())
     }
@@ -32,6 +33,7 @@ impl Secret {
         &self.0
     }
 
+    /// The value, consuming the wrapper; for handing it on to what stores or sends it.
     pub fn into_inner(self) -> String {
         self.0
     }
@@ -94,7 +96,9 @@ impl Serialize for Secret {
 /// `mcp_servers.gh.headers.Authorization`, the path syntax of config errors) and its value.
 #[derive(Clone, PartialEq, Eq)]
 pub struct Found {
+    /// Where the credential is, in the path syntax of config errors (`backends[0].api_key`).
     pub path: String,
+    /// The credential itself; never printed by `Debug`.
     pub value: String,
 }
 

@@ -19,13 +19,16 @@ pub struct FoundSkill {
     pub path: PathBuf,
     /// The skill's own directory (`{baseDir}` in its body): `<dir>/<name>` or `<dir>`.
     pub base_dir: PathBuf,
+    /// The file's content, at most the `max_bytes` the scan was given.
     pub bytes: Vec<u8>,
 }
 
 /// What one directory held: the files read, in name order, and why others were skipped.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ScanReport {
+    /// The skill files read, in name order.
     pub found: Vec<FoundSkill>,
+    /// One line per entry skipped (too large, a link, unreadable), saying why.
     pub warnings: Vec<String>,
 }
 
@@ -40,24 +43,41 @@ pub struct SkillInstall {
     pub files: Vec<(String, Vec<u8>)>,
     /// A file only an install writes; an existing `<dir>/<name>/` is replaced only when it has one.
     pub marker: String,
+    /// The content written to `marker` (what the install came from).
     pub marker_body: Vec<u8>,
 }
 
+/// What [`SkillDirs::install`] placed.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct InstallReport {
+    /// The skill's directory as installed, `<dir>/<name>`.
     pub path: PathBuf,
     /// A previous install was replaced.
     pub replaced: bool,
 }
 
+/// Why a skill could not be read or installed.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum SkillDirError {
+    /// The target exists and was not written by an install, so it is left alone.
     #[error("{} already exists and was not installed from a registry (no {marker}); remove it or install under another name", .path.display())]
-    NotOurs { path: PathBuf, marker: String },
+    NotOurs {
+        /// The directory that is in the way.
+        path: PathBuf,
+        /// The marker file it lacks.
+        marker: String,
+    },
+    /// The request itself is unusable (a bad name or relative path); the text says which.
     #[error("{0}")]
     Invalid(String),
+    /// Reading or writing the disk failed.
     #[error("{}: {message}", .path.display())]
-    Io { path: PathBuf, message: String },
+    Io {
+        /// The path the operation failed on.
+        path: PathBuf,
+        /// The operating system's error.
+        message: String,
+    },
 }
 
 /// Disk access for the skill catalogue and `install_skill`.

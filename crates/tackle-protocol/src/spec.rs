@@ -59,18 +59,32 @@ pub struct ToolName(String);
 /// Why a string is not a valid [`ToolName`].
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum NameError {
+    /// The name is the empty string.
     #[error("a tool name cannot be empty")]
     Empty,
+    /// The name is longer than [`ToolName::MAX_LEN`] bytes.
     #[error("tool name `{name}` is {len} bytes long; providers accept at most 64")]
-    TooLong { name: String, len: usize },
+    TooLong {
+        /// The name as given.
+        name: String,
+        /// Its length in bytes.
+        len: usize,
+    },
+    /// The name holds a character other than an ASCII letter, a digit, `_` or `-`.
     #[error("tool name `{name}` contains `{ch}`; only ASCII letters, digits, `_` and `-` are accepted by every provider")]
-    BadChar { name: String, ch: char },
+    BadChar {
+        /// The name as given.
+        name: String,
+        /// The first character outside the allowed set.
+        ch: char,
+    },
 }
 
 impl ToolName {
     /// The longest name every provider accepts.
     pub const MAX_LEN: usize = 64;
 
+    /// Checks `name` against `^[a-zA-Z0-9_-]{1,64}$`; the error says which rule it breaks.
     pub fn parse(name: &str) -> Result<Self, NameError> {
         if name.is_empty() {
             return Err(NameError::Empty);
@@ -93,6 +107,7 @@ impl ToolName {
         Ok(Self(name.to_string()))
     }
 
+    /// The validated name, as sent to providers.
     pub fn as_str(&self) -> &str {
         &self.0
     }
@@ -107,10 +122,13 @@ impl fmt::Display for ToolName {
 /// Everything the model and the policy engine know about a tool before calling it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ToolSpec {
+    /// The name the model calls it by; must pass [`ToolName::parse`].
     pub name: String,
+    /// What the tool does, written for the model (profiles may shorten it to its first sentence).
     pub description: String,
     /// JSON Schema of the arguments object.
     pub parameters: Value,
+    /// How much harm a call can do, as shown in tool listings.
     pub risk: Risk,
     /// The tool's default approval; config may change it (docs/architecture.md, "The call pipeline").
     pub approval: ApprovalMode,
@@ -137,16 +155,19 @@ impl ToolSpec {
         }
     }
 
+    /// Sets the JSON Schema of the arguments object.
     pub fn parameters(mut self, schema: Value) -> Self {
         self.parameters = schema;
         self
     }
 
+    /// Sets the risk (default [`Risk::Low`]).
     pub fn risk(mut self, risk: Risk) -> Self {
         self.risk = risk;
         self
     }
 
+    /// Sets the default approval (default [`ApprovalMode::Never`]).
     pub fn approval(mut self, approval: ApprovalMode) -> Self {
         self.approval = approval;
         self

@@ -74,7 +74,9 @@ pub enum Provenance {
 /// `tools()` is called again whenever the registry refreshes, so an extension whose tool set
 /// changes at run time (an MCP server's `tools/list_changed`) returns its current tools.
 pub trait Extension: Send + Sync {
+    /// The extension's name, as `agents[].extensions.enable` / `disable` list it.
     fn name(&self) -> &str;
+    /// The tools it provides now; called again on every registry refresh.
     fn tools(&self) -> Vec<Arc<dyn Tool>>;
     /// Why `tool` (a name this extension would own) cannot be called right now, e.g.
     /// "MCP server `time` is still starting". Used instead of a bare "unknown tool".
@@ -86,11 +88,17 @@ pub trait Extension: Send + Sync {
 /// Who is calling, for what, under which grants: what the host provider needs to scope a host.
 #[derive(Debug, Clone)]
 pub struct CallScope {
+    /// The tool being called.
     pub tool: String,
+    /// The session the call belongs to.
     pub session_id: String,
+    /// The agent making the call.
     pub agent: String,
+    /// The workspace the call's relative paths resolve against.
     pub workspace: PathBuf,
+    /// The resolved grants the host must enforce for this call.
     pub grants: Grants,
+    /// Cancelled on Ctrl-C or timeout; the host stops the I/O under way.
     pub cancel: CancellationToken,
     /// A person approved this very call after being told what the policy could not check
     /// (e.g. a shell line under `opaque: ask`). Never carried over to another call.
@@ -100,11 +108,15 @@ pub struct CallScope {
 /// Everything a running tool may use. Built by the dispatcher for each call.
 #[derive(Clone)]
 pub struct ToolContext {
+    /// The workspace the call runs in (from its [`CallScope`]).
     pub workspace: PathBuf,
     /// The originating front end (`cli`, `chat`, `mcp`, …).
     pub channel: String,
+    /// The conversation within `channel` (a chat or room id); empty when the front end has none.
     pub chat_id: String,
+    /// The session the call belongs to.
     pub session_id: String,
+    /// The agent making the call.
     pub agent: String,
     /// Cancelled on Ctrl-C or timeout; long-running tools should watch it.
     pub cancel: CancellationToken,
@@ -125,6 +137,7 @@ pub struct ToolContext {
 /// Lines a running tool reports as it goes (a command's output), for a front end that shows
 /// progress. The dispatcher cleans and redacts each line before the front end sees it.
 pub trait ProgressSink: Send + Sync {
+    /// Reports one line as it happens; the tool waits for this call, so it should be quick.
     fn line(&self, text: &str);
 }
 
@@ -137,6 +150,8 @@ pub trait ToolCatalog: Send + Sync {
 }
 
 impl ToolContext {
+    /// A context for one call under `scope`, with `host`; agents, catalog, forms and progress are
+    /// added by the `with_*` methods.
     pub fn new(scope: &CallScope, channel: &str, host: Arc<dyn ToolHost>) -> Self {
         Self {
             workspace: scope.workspace.clone(),
@@ -156,16 +171,19 @@ impl ToolContext {
         }
     }
 
+    /// Gives agent tools (spawn, compact, message) the runtime they act on.
     pub fn with_agents(mut self, agents: Arc<dyn AgentServices>) -> Self {
         self.agents = Some(agents);
         self
     }
 
+    /// Sets the conversation within the channel, the `message` tool's default destination there.
     pub fn with_chat_id(mut self, chat_id: impl Into<String>) -> Self {
         self.chat_id = chat_id.into();
         self
     }
 
+    /// Gives discovery tools (`describe_tool`) read access to the registry.
     pub fn with_catalog(mut self, catalog: Arc<dyn ToolCatalog>) -> Self {
         self.catalog = Some(catalog);
         self

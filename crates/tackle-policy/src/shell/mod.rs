@@ -79,10 +79,13 @@ pub use values::{values_stay_data, ValueNotData};
 /// Why a shell line could not be analysed.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ShellError {
+    /// The parser rejected the line (or it holds a NUL byte); the text says where.
     #[error("the line cannot be parsed: {0}")]
     Parse(String),
+    /// Brackets or command substitutions nest deeper than the limit given.
     #[error("the line nests commands more than {0} deep")]
     TooDeep(usize),
+    /// The line is longer than the limit given, in bytes (256 KiB).
     #[error("the line is longer than {0} bytes")]
     TooLong(usize),
 }

@@ -32,7 +32,9 @@ impl std::fmt::Display for RuleLayer {
 pub struct RuleEnforcement {
     /// `allow` or `deny`.
     pub list: &'static str,
+    /// The rule as written in the grant.
     pub rule: String,
+    /// Whether the sandbox or only the analyser enforces it.
     pub layer: RuleLayer,
 }
 
@@ -47,6 +49,7 @@ pub struct ProgramRules {
 }
 
 impl ProgramRules {
+    /// True when the grant names no program: nothing to mask or confine in the sandbox.
     pub fn is_empty(&self) -> bool {
         self.denied.is_empty() && self.allowed.is_none()
     }

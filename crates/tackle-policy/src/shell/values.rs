@@ -76,7 +76,9 @@ fn walk_marked(
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("an argument value would not reach `{program}` as plain data: {why}")]
 pub struct ValueNotData {
+    /// The program the value was meant for (`argv[0]`).
     pub program: String,
+    /// Why the value would not stay data; a clause that ends the error message.
     pub why: String,
 }
 

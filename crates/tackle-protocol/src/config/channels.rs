@@ -13,6 +13,8 @@ pub enum ChannelConfig {
     Webhook {
         /// A credential too: some webhooks carry their token in the path.
         url: Secret,
+        /// Headers sent with every POST (e.g. `Authorization`); values are credentials, kept out of
+        /// output.
         #[serde(default)]
         headers: BTreeMap<String, Secret>,
         /// Seconds one POST may take (default 10).
@@ -21,6 +23,8 @@ pub enum ChannelConfig {
     },
     /// A Telegram bot: `POST {api_base}/bot{bot_token}/sendMessage`.
     Telegram {
+        /// The bot's token from BotFather (usually `${TELEGRAM_BOT_TOKEN}`); part of the request
+        /// path.
         bot_token: Secret,
         /// The chat sent to when the call names none.
         #[serde(default)]
@@ -28,6 +32,7 @@ pub enum ChannelConfig {
         /// Unset = `https://api.telegram.org`.
         #[serde(default)]
         api_base: Option<String>,
+        /// Seconds one request may take (default 10).
         #[serde(default)]
         timeout_secs: Option<u64>,
         /// Set: `tackle daemon` also reads the bot's messages (`getUpdates` long polling) and
@@ -37,6 +42,7 @@ pub enum ChannelConfig {
     },
     /// A Slack app: `POST {api_base}/chat.postMessage`, `Authorization: Bearer {bot_token}`.
     Slack {
+        /// The bot token (`xoxb-…`), sent as `Authorization: Bearer`.
         bot_token: Secret,
         /// The channel id (or name) sent to when the call names none.
         #[serde(default)]
@@ -44,6 +50,7 @@ pub enum ChannelConfig {
         /// Unset = `https://slack.com/api`.
         #[serde(default)]
         api_base: Option<String>,
+        /// Seconds one request may take (default 10).
         #[serde(default)]
         timeout_secs: Option<u64>,
         /// The app-level token (`xapp-…`, scope `connections:write`) Socket Mode connects
@@ -58,6 +65,7 @@ pub enum ChannelConfig {
     /// A Discord bot: `POST {api_base}/channels/{channel_id}/messages`,
     /// `Authorization: Bot {bot_token}`.
     Discord {
+        /// The bot token, sent as `Authorization: Bot …`.
         bot_token: Secret,
         /// The channel sent to when the call names none (a snowflake id).
         #[serde(default)]
@@ -65,12 +73,14 @@ pub enum ChannelConfig {
         /// Unset = `https://discord.com/api/v10`.
         #[serde(default)]
         api_base: Option<String>,
+        /// Seconds one request may take (default 10).
         #[serde(default)]
         timeout_secs: Option<u64>,
     },
     /// The WhatsApp Cloud API: `POST {api_base}/v18.0/{phone_number_id}/messages`, as
     /// `services.whatsapp` sends it.
     Whatsapp {
+        /// The Cloud API access token, sent as `Authorization: Bearer …`.
         access_token: Secret,
         /// The sending number's id (digits).
         phone_number_id: String,
@@ -80,17 +90,22 @@ pub enum ChannelConfig {
         /// Unset = `https://graph.facebook.com` (as `services.whatsapp.api_base`).
         #[serde(default)]
         api_base: Option<String>,
+        /// Seconds one request may take (default 10).
         #[serde(default)]
         timeout_secs: Option<u64>,
     },
     /// A Matrix account (client-server API), read by `tackle daemon` (`/sync` long polling)
     /// when `inbound` is set; each room it is in is a conversation.
     Matrix {
+        /// The bot account's access token.
         access_token: Secret,
         /// The homeserver's base URL (`https://matrix.example.org`).
         homeserver: String,
+        /// Seconds one request may take (default 10).
         #[serde(default)]
         timeout_secs: Option<u64>,
+        /// Set: `tackle daemon` reads the rooms (`/sync` long polling) and answers them with an
+        /// agent.
         #[serde(default)]
         inbound: Option<InboundConfig>,
     },
@@ -203,6 +218,9 @@ fn default_inbound_poll_secs() -> u64 {
 
 /// The providers' public API bases, used when a channel sets no `api_base`.
 pub const DEFAULT_TELEGRAM_API: &str = "https://api.telegram.org";
+/// Slack's public API base, used when a `slack` channel sets no `api_base`.
 pub const DEFAULT_SLACK_API: &str = "https://slack.com/api";
+/// Discord's public API base (v10), used when a `discord` channel sets no `api_base`.
 pub const DEFAULT_DISCORD_API: &str = "https://discord.com/api/v10";
+/// The WhatsApp Cloud API's public base, used when a `whatsapp` channel sets no `api_base`.
 pub const DEFAULT_WHATSAPP_API: &str = "https://graph.facebook.com";

@@ -20,8 +20,10 @@ pub struct GatewayConfig {
     /// `host:port`; a non-loopback address is refused unless `allow_remote` is set.
     #[serde(default = "default_gateway_bind")]
     pub bind: String,
+    /// Allow a non-loopback `bind` (default false).
     #[serde(default)]
     pub allow_remote: bool,
+    /// The bearer tokens accepted (`gateway.tokens[]`); none: every request is refused.
     #[serde(default)]
     pub tokens: Vec<GatewayToken>,
     /// Larger request bodies are refused with 413.
@@ -65,8 +67,11 @@ impl Default for GatewayConfig {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct GatewayToken {
+    /// What the audit log records for requests with this token (never the token itself).
     pub name: String,
+    /// Hex SHA-256 of the token (`printf %s "$TOKEN" | sha256sum`); the token is never kept.
     pub sha256: String,
+    /// What the token may do; `admin` implies every other scope. Default: nothing.
     #[serde(default)]
     pub scopes: Vec<GatewayScope>,
 }
@@ -75,9 +80,13 @@ pub struct GatewayToken {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum GatewayScope {
+    /// `GET /v1/models`.
     Read,
+    /// `POST /v1/chat/completions`.
     Chat,
+    /// `GET` / `POST /v1/approvals`: list and answer pending approvals.
     Approve,
+    /// Every endpoint, whatever its scope.
     Admin,
 }
 

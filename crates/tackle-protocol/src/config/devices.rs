@@ -6,12 +6,15 @@ use serde::{Deserialize, Serialize};
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct DevicesConfig {
+    /// The `android` tool (cargo feature `android`): default device and whether `shell` is allowed.
     #[serde(default)]
     pub android: AndroidConfig,
+    /// The `hardware` tool (cargo feature `hardware`): baud rate and named serial ports.
     #[serde(default)]
     pub hardware: HardwareConfig,
 }
 
+/// `devices.android`: how the `android` tool drives devices over `adb`.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct AndroidConfig {
@@ -24,6 +27,7 @@ pub struct AndroidConfig {
     pub allow_shell: bool,
 }
 
+/// `devices.hardware`: the serial boards the `hardware` tool may talk to.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct HardwareConfig {

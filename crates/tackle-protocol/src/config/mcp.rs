@@ -9,15 +9,19 @@ use std::collections::BTreeMap;
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct McpServerConfig {
+    /// The program to start as a stdio server; exclusive with `url`.
     #[serde(default)]
     pub command: Option<String>,
+    /// Arguments passed to `command`.
     #[serde(default)]
     pub args: Vec<String>,
     /// Every value is treated as a credential: redacted wherever it appears.
     #[serde(default)]
     pub env: BTreeMap<String, Secret>,
+    /// The directory the stdio server starts in; unset: Tackle's own working directory.
     #[serde(default)]
     pub cwd: Option<String>,
+    /// The Streamable HTTP endpoint of a remote server; exclusive with `command`.
     #[serde(default)]
     pub url: Option<String>,
     /// Every value is treated as a credential: redacted wherever it appears.

@@ -24,8 +24,11 @@ pub struct TranscribeConfig {
 }
 
 impl TranscribeConfig {
+    /// The base used when `api_base` is unset.
     pub const DEFAULT_API_BASE: &'static str = "https://api.openai.com/v1";
+    /// The model asked for when `model` is unset.
     pub const DEFAULT_MODEL: &'static str = "whisper-1";
+    /// Seconds one request may take when `timeout_secs` is unset.
     pub const DEFAULT_TIMEOUT_SECS: u64 = 60;
 }
 
@@ -40,5 +43,6 @@ pub struct ScreenshotConfig {
 }
 
 impl ScreenshotConfig {
+    /// The browser started when `chromium_path` is unset.
     pub const DEFAULT_CHROMIUM_PATH: &'static str = "/usr/bin/chromium";
 }

@@ -6,8 +6,10 @@ use serde::{Deserialize, Serialize};
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct MemoryBankConfig {
+    /// Agents that may recall from the bank and use its skills.
     #[serde(default)]
     pub read: Vec<String>,
+    /// Agents that may also remember into it and `skill_save` there (write implies read).
     #[serde(default)]
     pub write: Vec<String>,
 }

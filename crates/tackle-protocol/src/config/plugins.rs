@@ -6,6 +6,8 @@ use serde::{Deserialize, Serialize};
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct PluginsConfig {
+    /// Directories holding `<plugin>/plugin.json`; relative entries are inside the workspace.
+    /// Empty: `~/.config/tackle/plugins`.
     #[serde(default)]
     pub dirs: Vec<String>,
     /// Plugin names that may load; empty: every plugin not blocked.

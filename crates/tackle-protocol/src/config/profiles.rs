@@ -2,20 +2,28 @@
 
 use serde::{Deserialize, Serialize};
 
+/// How much of one tool's definition the model is shown.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum ProfileMode {
+    /// The whole description and parameter schema.
     Full,
+    /// The first sentence of the description, and the schema without descriptions.
     Brief,
+    /// The name only; the model asks `describe_tool` for the rest.
     Summary,
+    /// Not sent to the model at all; the tool stays callable.
     Hidden,
 }
 
+/// `tool_profiles.NAME`: a mode per tool name or glob, and one for the rest.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ToolProfileConfig {
+    /// The mode of tools no rule names (default `full`).
     #[serde(default = "ToolProfileConfig::default_mode")]
     pub default: ProfileMode,
+    /// `pattern: mode` rules (`tools:`): exact name first, then the longest matching glob.
     #[serde(default)]
     pub tools: ProfileRules,
 }
@@ -27,6 +35,7 @@ pub struct ToolProfileConfig {
 pub struct ProfileRules(pub Vec<(String, ProfileMode)>);
 
 impl ProfileRules {
+    /// The rules in the order they were written.
     pub fn iter(&self) -> impl Iterator<Item = &(String, ProfileMode)> {
         self.0.iter()
     }

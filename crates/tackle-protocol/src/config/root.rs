@@ -10,6 +10,7 @@ use crate::secret::Secret;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
+/// The whole configuration document (`config.yaml`); every section is optional.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Config {
@@ -25,12 +26,16 @@ pub struct Config {
     /// Default workspace for fs and shell tools.
     #[serde(default)]
     pub workspace: Option<String>,
+    /// Model servers (`backends[]`); none: a backend is discovered from the environment.
     #[serde(default)]
     pub backends: Vec<BackendConfig>,
+    /// Agents (`agents[]`); the first is the default. None: a built-in default agent.
     #[serde(default)]
     pub agents: Vec<AgentConfig>,
+    /// Approvals, tool policies and grants, the sandbox mode and taint rules (`security:`).
     #[serde(default)]
     pub security: SecurityConfig,
+    /// Named tool profiles (`tool_profiles.NAME`), picked by `agents[].tool_profile`.
     #[serde(default)]
     pub tool_profiles: BTreeMap<String, ToolProfileConfig>,
     /// Named bundles of model, backend, tool profile, `max_iterations` and a system-prompt
@@ -38,16 +43,23 @@ pub struct Config {
     /// `preset` argument of `spawn_agent` / `spawn_worker`.
     #[serde(default)]
     pub presets: BTreeMap<String, PresetConfig>,
+    /// MCP servers whose tools agents get (`mcp_servers.NAME`), each a command or a URL.
     #[serde(default)]
     pub mcp_servers: BTreeMap<String, McpServerConfig>,
+    /// What `tackle mcp serve` exposes (`mcp:`).
     #[serde(default)]
     pub mcp: McpServeConfig,
+    /// The `web_search` tool's backends (`web_search.backends`); none: the tool fails until one is
+    /// set.
     #[serde(default)]
     pub web_search: WebSearchConfig,
+    /// Limits of every tool call (`tools:`).
     #[serde(default)]
     pub tools: ToolsConfig,
+    /// Where argv-template plugins are loaded from, and which may load (`plugins:`).
     #[serde(default)]
     pub plugins: PluginsConfig,
+    /// Where skills are read and installed from (`skills:`).
     #[serde(default)]
     pub skills: SkillsConfig,
     /// Shared memory banks and which agents may read or write each (`memory_banks.NAME`).

@@ -51,8 +51,10 @@ impl Default for SchedulesConfig {
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum CatchUp {
+    /// Missed fires are recorded as missed and not run (the default).
     #[default]
     Skip,
+    /// One catch-up fire runs, however many were missed.
     Once,
 }
 

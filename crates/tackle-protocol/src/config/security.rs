@@ -5,11 +5,14 @@ use crate::spec::ApprovalMode;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
+/// `security:`: approvals, per-tool policies and grants, the sandbox, env and taint rules.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct SecurityConfig {
+    /// Tools whose `unless_auto_approved` calls run without asking (default none).
     #[serde(default)]
     pub auto_approved_tools: Vec<String>,
+    /// Per-tool approval, grants and taint rule (`tool_policies.TOOL`), over each tool's default.
     #[serde(default)]
     pub tool_policies: BTreeMap<String, ToolPolicyConfig>,
     /// Deprecated: synthesised into `shell` grants with one warning.
@@ -56,8 +59,11 @@ pub enum SandboxMode {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ToolPolicyConfig {
+    /// `never`, `unless_auto_approved` or `always`; unset: the tool's default approval.
     #[serde(default)]
     pub approval: Option<ApprovalMode>,
+    /// Replaces the default grants kind by kind (`shell`, `network`, `fs`); unset: the default
+    /// grants.
     #[serde(default)]
     pub grants: Option<Grants>,
     /// What a call of this tool that can carry data out (a sink) does once the session has

@@ -9,12 +9,16 @@ use serde::{Deserialize, Serialize};
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ServicesConfig {
+    /// The `whatsapp` tool's Cloud API credentials; unset: the tool fails as not configured.
     #[serde(default)]
     pub whatsapp: Option<WhatsappConfig>,
+    /// The `gsheets` tool's key or token; unset: the tool fails as not configured.
     #[serde(default)]
     pub gsheets: Option<GsheetsConfig>,
+    /// The `stripe` tool's key; unset: the tool fails as not configured.
     #[serde(default)]
     pub stripe: Option<StripeConfig>,
+    /// The `r8r` tool's server; unset: the tool fails as not configured.
     #[serde(default)]
     pub r8r: Option<R8rConfig>,
     /// The `project` tool's GitHub issues.
@@ -103,6 +107,7 @@ pub struct R8rConfig {
 }
 
 impl R8rConfig {
+    /// The base used when `url` is unset.
     pub const DEFAULT_URL: &'static str = "http://localhost:8080";
 
     /// The configured base URL, or the default.
@@ -120,8 +125,11 @@ impl R8rConfig {
 #[derive(Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct GithubServiceConfig {
+    /// Sent as `Authorization: Bearer …`; unset: `$GITHUB_TOKEN`, else anonymous (public issues
+    /// only).
     #[serde(default)]
     pub token: Option<Secret>,
+    /// Unset: `https://api.github.com`; trusted as operator-written even when private.
     #[serde(default)]
     pub api_base: Option<String>,
 }

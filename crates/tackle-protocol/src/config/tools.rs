@@ -3,35 +3,49 @@
 use crate::secret::Secret;
 use serde::{Deserialize, Serialize};
 
+/// `web_search:`: the backends of the `web_search` tool.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct WebSearchConfig {
+    /// Backends tried in order; only an error moves on to the next. Empty: `web_search` fails.
     #[serde(default)]
     pub backends: Vec<SearchBackendConfig>,
 }
 
+/// `web_search.backends[].type`: which search API a backend speaks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum SearchBackendType {
+    /// Kagi Search API; needs `api_key`.
     Kagi,
+    /// Tavily Search API; needs `api_key`.
     Tavily,
+    /// Brave Search API; needs `api_key`.
     Brave,
+    /// Serper (Google results); needs `api_key`.
     Serper,
+    /// A SearXNG instance; needs `url`, no key.
     Searxng,
+    /// DuckDuckGo's HTML results; no key.
     Duckduckgo,
 }
 
+/// `web_search.backends[]`: one search backend.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct SearchBackendConfig {
+    /// `type`: the search API.
     #[serde(rename = "type")]
     pub kind: SearchBackendType,
+    /// The API key (usually `${VAR}`); required by every type but `searxng` and `duckduckgo`.
     #[serde(default)]
     pub api_key: Option<Secret>,
+    /// The API base; unset: the type's public endpoint (`searxng` has none and needs one).
     #[serde(default)]
     pub url: Option<String>,
 }
 
+/// `tools:`: limits that apply to every tool call.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ToolsConfig {
@@ -47,6 +61,7 @@ pub struct ToolsConfig {
 }
 
 impl ToolsConfig {
+    /// Default of `output_limit_bytes`: 51,200 bytes (50 KB) of output per call.
     pub const DEFAULT_OUTPUT_LIMIT: usize = 51_200;
 
     fn default_output_limit() -> usize {
