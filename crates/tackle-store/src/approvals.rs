@@ -38,6 +38,7 @@ pub enum ApprovalStatus {
     Allowed,
     /// Yes, and the tool for the rest of the calling session.
     AllowedForSession,
+    /// No: the call ended denied.
     Denied,
     /// No answer before the deadline: the call ended `needs_approval`.
     Expired,
@@ -46,6 +47,7 @@ pub enum ApprovalStatus {
 }
 
 impl ApprovalStatus {
+    /// The name stored in the `status` column and shown by `tackle approvals`.
     pub fn as_str(self) -> &'static str {
         match self {
             ApprovalStatus::Pending => "pending",
@@ -57,6 +59,7 @@ impl ApprovalStatus {
         }
     }
 
+    /// The status a stored name means; `None` for an unknown one.
     pub fn parse(s: &str) -> Option<Self> {
         Some(match s {
             "pending" => ApprovalStatus::Pending,
@@ -74,8 +77,11 @@ impl ApprovalStatus {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum ApprovalReply {
+    /// Yes, this call only.
     Allow,
+    /// Yes, and the tool for the rest of the calling session.
     AllowForSession,
+    /// No.
     Deny,
 }
 
@@ -92,9 +98,11 @@ impl ApprovalReply {
 /// A call to queue for approval.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct NewApproval {
+    /// The agent whose call waits.
     pub agent: String,
     /// The calling session (empty for a call outside one).
     pub session_id: String,
+    /// The tool called.
     pub tool: String,
     /// What the terminal prompt shows: why, what the call will do (command, diff, content)
     /// and the grants in force. Already redacted.
@@ -113,18 +121,27 @@ pub struct NewApproval {
 pub struct Approval {
     /// Random and URL-safe (`[0-9a-f]{24}`), so it can be put in a path and not guessed.
     pub id: String,
+    /// When it was queued.
     #[serde(with = "time::serde::timestamp::milliseconds")]
     pub created: OffsetDateTime,
+    /// Unanswered by then, it expires.
     #[serde(with = "time::serde::timestamp::milliseconds")]
     pub deadline: OffsetDateTime,
+    /// The agent whose call waits.
     pub agent: String,
+    /// The calling session (empty for a call outside one).
     pub session_id: String,
+    /// The tool called.
     pub tool: String,
+    /// What the prompt shows: why, what the call will do and the grants in force; redacted.
     pub preview: String,
+    /// Who may answer (token scopes or approver names); empty: any front end.
     pub approvers: Vec<String>,
+    /// Where it stands.
     pub status: ApprovalStatus,
     /// Who answered (`cli:alice`, a token's name); for `expired` / `cancelled`, what ended it.
     pub answered_by: Option<String>,
+    /// When it was answered or ended (`None` while pending).
     #[serde(with = "time::serde::timestamp::milliseconds::option")]
     pub answered_at: Option<OffsetDateTime>,
     /// The process waiting for the answer (see [`NewApproval::waiter`]).

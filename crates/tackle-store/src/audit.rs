@@ -47,11 +47,15 @@ pub const INTERRUPTED: &str = "interrupted";
 pub struct AuditRecord {
     /// RFC 3339 UTC; left empty, the store fills in now.
     pub ts: String,
+    /// The calling session (`None`: a call outside one).
     pub session_id: Option<String>,
+    /// The agent that called.
     pub agent: String,
+    /// The tool called.
     pub tool: String,
     /// A short, already-redacted summary of the arguments, never the arguments themselves.
     pub args_summary: String,
+    /// What policy decided.
     pub verdict: Verdict,
     /// The rule that decided (the decision's `rule`).
     pub rule: String,
@@ -62,12 +66,14 @@ pub struct AuditRecord {
     /// `ok`, or the error kind the call ended in (`denied`, `failed`, …), [`RUNNING`] or
     /// [`INTERRUPTED`].
     pub outcome: String,
+    /// Wall-clock time of the call in milliseconds (`None` while running or when unknown).
     pub duration_ms: Option<u64>,
 }
 
 /// A record with who made the call, as `tackle audit` shows it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct AuditEntry {
+    /// The call as recorded.
     #[serde(flatten)]
     pub record: AuditRecord,
     /// `model` (an agent's model), `mcp` (an MCP client), `cli` (`tackle tools call`); empty
@@ -80,8 +86,11 @@ pub struct AuditEntry {
 pub struct AuditOutcome {
     /// `ok`, or the error kind the call ended in.
     pub outcome: String,
+    /// The rule that decided in the end (it may differ from the intent's after an approval).
     pub rule: String,
+    /// The decision's `why`, final.
     pub why: String,
+    /// Wall-clock time of the call in milliseconds.
     pub duration_ms: Option<u64>,
     /// The layer whose rule the record names now (see [`AuditDetail::layer`]); empty keeps
     /// the one the intent recorded.

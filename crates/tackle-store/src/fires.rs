@@ -19,7 +19,9 @@ use time::OffsetDateTime;
 pub enum FireStatus {
     /// Claimed; the run has not reported back (or its daemon died).
     Running,
+    /// The run finished.
     Ok,
+    /// The run failed; `detail` says why.
     Failed,
     /// Not run: the previous run of the schedule was still going.
     Skipped,
@@ -30,6 +32,7 @@ pub enum FireStatus {
 }
 
 impl FireStatus {
+    /// The name stored in the `status` column.
     pub fn as_str(self) -> &'static str {
         match self {
             FireStatus::Running => "running",
@@ -41,6 +44,7 @@ impl FireStatus {
         }
     }
 
+    /// The status a stored name means; `None` for an unknown one.
     pub fn parse(s: &str) -> Option<Self> {
         Some(match s {
             "running" => FireStatus::Running,
@@ -57,17 +61,24 @@ impl FireStatus {
 /// One row of the fire log.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct FireRecord {
+    /// Row id of this fire.
     pub id: i64,
+    /// The schedule that fired.
     pub schedule_id: i64,
+    /// The agent it ran as.
     pub agent: String,
+    /// The schedule's name when it fired.
     pub name: String,
     /// The instant the schedule was due.
     #[serde(with = "time::serde::timestamp::milliseconds")]
     pub due: OffsetDateTime,
+    /// When the run started (`None`: not run).
     #[serde(with = "time::serde::timestamp::milliseconds::option")]
     pub started: Option<OffsetDateTime>,
+    /// When the run finished (`None`: not run, or still running).
     #[serde(with = "time::serde::timestamp::milliseconds::option")]
     pub finished: Option<OffsetDateTime>,
+    /// What became of it.
     pub status: FireStatus,
     /// Why it failed, was skipped or missed; empty for a plain `ok`.
     pub detail: String,
@@ -78,9 +89,11 @@ pub struct FireRecord {
 /// A claim on one due fire of one schedule.
 #[derive(Debug, Clone)]
 pub struct FireClaim {
+    /// The schedule to fire.
     pub schedule_id: i64,
     /// The `next_fire` the caller saw; the claim fails if another process moved it.
     pub due: OffsetDateTime,
+    /// The claimer's clock: leases and bounds are judged against it.
     pub now: OffsetDateTime,
     /// When the schedule fires after this one; `None` when it never does again.
     pub next: Option<OffsetDateTime>,
@@ -95,7 +108,9 @@ pub struct FireClaim {
 pub enum Claimed {
     /// Run it: the schedule as it was claimed (`fire_count` already counts this run).
     Run {
+        /// The fire record to report the outcome on.
         fire_id: i64,
+        /// The schedule as claimed.
         schedule: Box<Schedule>,
     },
     /// The previous run still holds the lease; recorded as skipped, moved to `next`.

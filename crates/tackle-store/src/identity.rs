@@ -348,11 +348,13 @@ impl KeyCache {
 /// A key rotation as recorded.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct KeyRotation {
+    /// The agent whose key was rotated.
     pub agent: String,
     /// The retired key (public key, hex).
     pub old_key: String,
     /// Its successor, which signs from now on.
     pub new_key: String,
+    /// When it was rotated, RFC 3339 UTC.
     pub rotated_at: String,
 }
 

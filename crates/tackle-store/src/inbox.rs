@@ -19,9 +19,13 @@ use time::OffsetDateTime;
 /// A message a channel took and has not finished answering.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct InboxMessage {
+    /// Row id; the handle for marking it started or answered.
     pub id: i64,
+    /// The platform's chat it came from.
     pub chat: String,
+    /// Who sent it, as the platform names them.
     pub sender: String,
+    /// The message text.
     pub text: String,
     /// Set once its turn started ([`Store::channel_started`]).
     pub started_mark: Option<i64>,
@@ -33,6 +37,7 @@ pub type NewInboxMessage = (String, String, String);
 /// How a channel's reading stands, as the daemon last wrote it.
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize)]
 pub struct ChannelState {
+    /// The channel's name.
     pub channel: String,
     /// Where it reads on (an offset, a sync token).
     #[serde(skip)]
@@ -42,6 +47,7 @@ pub struct ChannelState {
     pub polled: Option<OffsetDateTime>,
     /// Its last failure to receive, already free of credentials.
     pub error: Option<String>,
+    /// When the last failure happened (`None`: no failure recorded).
     #[serde(with = "time::serde::rfc3339::option")]
     pub error_at: Option<OffsetDateTime>,
     /// Messages taken and not yet answered.

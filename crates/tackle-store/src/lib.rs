@@ -21,6 +21,8 @@
 //! # Ok::<(), tackle_store::StoreError>(()) }).unwrap();
 //! ```
 
+// Every public item says what it is for: undocumented API fails CI.
+#![warn(missing_docs)]
 // Outside tests, data from outside never panics the process: no unwrap, expect or panic.
 #![cfg_attr(
     not(test),

@@ -10,7 +10,9 @@ use serde::Serialize;
 /// One child session's link to its parent.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct SessionLink {
+    /// The child session.
     pub id: SessionId,
+    /// The session of the agent that started it.
     pub parent: SessionId,
     /// The child agent's path in the tree (`default › researcher`).
     pub path: String,

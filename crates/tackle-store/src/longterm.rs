@@ -19,14 +19,23 @@ const HALF_LIFE_DAYS: f64 = 30.0;
 /// One long-term entry.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct LongtermEntry {
+    /// Its key, unique per agent.
     pub key: String,
+    /// The stored text.
     pub value: String,
+    /// Free grouping label; [`PINNED`] entries go into every prompt and never decay.
     pub category: String,
+    /// Its tags, lower-cased.
     pub tags: Vec<String>,
+    /// Weight as set (non-negative; 1.0 by default in the tool), before decay.
     pub importance: f64,
+    /// When it was first set, RFC 3339 UTC.
     pub created_at: String,
+    /// When it was last set, RFC 3339 UTC.
     pub updated_at: String,
+    /// When it was last read, RFC 3339 UTC; decay counts from here.
     pub last_accessed: String,
+    /// How many times it was read.
     pub access_count: i64,
 }
 
@@ -47,17 +56,24 @@ impl LongtermEntry {
 /// What `set` writes.
 #[derive(Debug, Clone, PartialEq)]
 pub struct LongtermSet {
+    /// Its key; setting an existing key replaces that entry.
     pub key: String,
+    /// The text to store (at most [`MAX_VALUE_BYTES`]).
     pub value: String,
+    /// Free grouping label; [`PINNED`] pins it.
     pub category: String,
+    /// Its tags; stored lower-cased.
     pub tags: Vec<String>,
+    /// Weight, non-negative; decays while nobody reads the entry.
     pub importance: f64,
 }
 
 /// A search result and its score (higher is better).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct LongtermHit {
+    /// The entry found.
     pub entry: LongtermEntry,
+    /// Relevance; compare only within one search.
     pub score: f64,
 }
 

@@ -26,6 +26,7 @@ pub const MAX_KEY_CHARS: usize = 256;
 pub const MAX_VALUE_BYTES: usize = 64 * 1024;
 /// Most tags on one memory, and longest tag in characters.
 pub const MAX_TAGS: usize = 32;
+/// Longest tag, in characters.
 pub const MAX_TAG_CHARS: usize = 64;
 /// Query words beyond this many are ignored.
 const MAX_QUERY_TERMS: usize = 32;
@@ -34,11 +35,14 @@ const MAX_QUERY_TERMS: usize = 32;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum BankPerm {
+    /// Recall and list its memories.
     Read,
+    /// Also remember, update and forget them.
     Write,
 }
 
 impl BankPerm {
+    /// The name stored in grant rows and given to `tackle memory grant`.
     pub fn as_str(self) -> &'static str {
         match self {
             BankPerm::Read => "read",
@@ -54,6 +58,7 @@ impl BankPerm {
         }
     }
 
+    /// The permission a stored or given name means; `None` for an unknown one.
     pub fn parse(s: &str) -> Option<Self> {
         match s {
             "read" => Some(BankPerm::Read),
@@ -92,16 +97,22 @@ pub struct MemoryAccess {
 /// A bank grant as stored by `tackle memory grant`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct StoredGrant {
+    /// The shared bank granted.
     pub bank: String,
+    /// The agent it is granted to.
     pub agent: String,
+    /// What the agent may do with it.
     pub perm: BankPerm,
+    /// When it was granted, RFC 3339 UTC.
     pub granted_at: String,
 }
 
 /// One line of `list_memory_banks`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct BankListing {
+    /// The name the agent uses for it (`self` for its own memory).
     pub name: String,
+    /// What the agent may do with it.
     pub perm: BankPerm,
     /// Where the bank lives in the store: `agent:NAME` for own memory, `bank:NAME` for a
     /// shared bank.
@@ -241,10 +252,15 @@ pub(crate) struct Scope {
 /// One stored memory.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct MemoryHit {
+    /// The bank it is in (`self` for the agent's own memory).
     pub bank: String,
+    /// Its key, unique within the bank.
     pub key: String,
+    /// The stored text.
     pub value: String,
+    /// Its tags, lower-cased.
     pub tags: Vec<String>,
+    /// When it was last written, RFC 3339 UTC.
     pub updated_at: String,
     /// Relevance, higher is better (BM25 on SQLite, `ts_rank` on PostgreSQL, so scores
     /// compare only within one engine); 0 when listed without a query.
@@ -258,6 +274,7 @@ pub struct RecallQuery {
     pub query: String,
     /// Every one must be on a memory (case-insensitive).
     pub tags: Vec<String>,
+    /// Most memories returned; 0 counts as 1.
     pub limit: usize,
 }
 

@@ -24,6 +24,7 @@ pub struct ToolPin {
     pub digest: String,
     /// The canonical JSON the digest was taken of.
     pub definition: String,
+    /// When it was pinned.
     #[serde(with = "time::serde::timestamp::milliseconds")]
     pub pinned_at: OffsetDateTime,
     /// Who pinned it: `first use`, or `operator` (`tackle mcp trust`).

@@ -8,15 +8,20 @@ use crate::{now_rfc3339, Store};
 use serde::{Deserialize, Serialize};
 use time::OffsetDateTime;
 
+/// Where a reminder stands; only `pending` ones are shown as open.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum ReminderStatus {
+    /// Open, waiting for its due time (or for no time at all).
     Pending,
+    /// Done; kept for the record until removed.
     Done,
+    /// Put off: open again at its new due time.
     Snoozed,
 }
 
 impl ReminderStatus {
+    /// The name stored in the `status` column and taken by the `reminder` tool.
     pub fn as_str(self) -> &'static str {
         match self {
             ReminderStatus::Pending => "pending",
@@ -25,6 +30,7 @@ impl ReminderStatus {
         }
     }
 
+    /// The status a stored or given name means; `None` for an unknown one.
     pub fn parse(s: &str) -> Option<Self> {
         Some(match s {
             "pending" => ReminderStatus::Pending,
@@ -35,27 +41,40 @@ impl ReminderStatus {
     }
 }
 
+/// A stored reminder, addressed by its per-agent id.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Reminder {
     /// `r<n>`.
     pub id: String,
+    /// One-line title.
     pub title: String,
+    /// Free text; empty when none was given.
     pub description: String,
+    /// Grouping label (`general` unless the agent names one).
     pub category: String,
+    /// When it is due (`None`: no due time).
     #[serde(with = "time::serde::timestamp::milliseconds::option")]
     pub due_at: Option<OffsetDateTime>,
+    /// The cron expression it repeats on (`None`: it does not repeat).
     pub recurrence: Option<String>,
+    /// Where it stands.
     pub status: ReminderStatus,
+    /// When it was added, RFC 3339 UTC.
     pub created_at: String,
 }
 
 /// A reminder to add.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct NewReminder {
+    /// One-line title.
     pub title: String,
+    /// Free text; may be empty.
     pub description: String,
+    /// Grouping label; the `reminder` tool gives `general` when the agent names none.
     pub category: String,
+    /// When it is due (`None`: no due time).
     pub due_at: Option<OffsetDateTime>,
+    /// The cron expression it repeats on (`None`: it does not repeat).
     pub recurrence: Option<String>,
 }
 
@@ -137,6 +156,7 @@ impl Store {
         .await
     }
 
+    /// `agent`'s reminder `r<n>`; `None` when there is none or `id` is not of that form.
     pub async fn get_reminder(
         &self,
         agent: &str,
@@ -171,6 +191,7 @@ impl Store {
         .await
     }
 
+    /// Deletes `agent`'s reminder `r<n>`; `false` when there was none.
     pub async fn remove_reminder(&self, agent: &str, id: &str) -> Result<bool, StoreError> {
         let agent = agent.to_string();
         let Some(n) = parse_id(id) else {

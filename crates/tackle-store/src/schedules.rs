@@ -22,6 +22,7 @@ pub enum ScheduleKind {
 }
 
 impl ScheduleKind {
+    /// The name stored in the `kind` column and shown by `tackle schedules`.
     pub fn as_str(self) -> &'static str {
         match self {
             ScheduleKind::Cron => "cron",
@@ -30,6 +31,7 @@ impl ScheduleKind {
         }
     }
 
+    /// The kind a stored `kind` column names; `None` for an unknown one.
     pub fn parse(s: &str) -> Option<Self> {
         Some(match s {
             "cron" => ScheduleKind::Cron,
@@ -52,6 +54,7 @@ pub enum Target {
 }
 
 impl Target {
+    /// The name stored in the `target` column.
     pub fn as_str(self) -> &'static str {
         match self {
             Target::Pinned => "pinned",
@@ -59,6 +62,7 @@ impl Target {
         }
     }
 
+    /// The target a stored `target` column names; `None` for an unknown one.
     pub fn parse(s: &str) -> Option<Self> {
         Some(match s {
             "pinned" => Target::Pinned,
@@ -71,13 +75,19 @@ impl Target {
 /// A schedule to add. `name` is unique per agent.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct NewSchedule {
+    /// The agent the fire runs as.
     pub agent: String,
+    /// Its name, unique per agent; how users and tools refer to it.
     pub name: String,
+    /// How `spec` is read.
     pub kind: ScheduleKind,
+    /// The cron expression, interval in seconds or `once` text, per `kind`.
     pub spec: String,
     /// The task the agent is given when it fires.
     pub message: String,
+    /// The first fire time, computed by the caller: the store never reads `spec`.
     pub next_fire: Option<OffsetDateTime>,
+    /// Which session each fire runs in.
     pub target: Target,
     /// The session a pinned schedule reports to.
     pub session_id: Option<String>,
@@ -90,22 +100,35 @@ pub struct NewSchedule {
 /// A stored schedule.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Schedule {
+    /// Row id; stable, but users name schedules by `agent` and `name`.
     pub id: i64,
+    /// The agent each fire runs as.
     pub agent: String,
+    /// Unique per agent.
     pub name: String,
+    /// How `spec` is read.
     pub kind: ScheduleKind,
+    /// The cron expression, interval in seconds or `once` text, per `kind`.
     pub spec: String,
+    /// The task the agent is given when it fires.
     pub message: String,
+    /// A disabled schedule keeps its place but is never due.
     pub enabled: bool,
     /// `None`: nothing planned (a `once` that fired, or not computed yet).
     #[serde(with = "time::serde::timestamp::milliseconds::option")]
     pub next_fire: Option<OffsetDateTime>,
+    /// When it last fired (`None`: never).
     #[serde(with = "time::serde::timestamp::milliseconds::option")]
     pub last_fired: Option<OffsetDateTime>,
+    /// When it was added, RFC 3339 UTC.
     pub created_at: String,
+    /// Which session each fire runs in.
     pub target: Target,
+    /// The session a pinned schedule reports to.
     pub session_id: Option<String>,
+    /// Retire after this many fires (`None`: no bound).
     pub max_fires: Option<u32>,
+    /// Retire at this instant (`None`: no bound).
     #[serde(with = "time::serde::timestamp::milliseconds::option")]
     pub expires_at: Option<OffsetDateTime>,
     /// Runs started; written in the same transaction that claims the fire.
@@ -131,12 +154,17 @@ impl Schedule {
 /// Changes to a schedule; `None` leaves a field as it is.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ScheduleUpdate {
+    /// A new kind; give it together with a matching `spec`.
     pub kind: Option<ScheduleKind>,
+    /// A new cron expression, interval or `once` text.
     pub spec: Option<String>,
+    /// A new task for the agent.
     pub message: Option<String>,
+    /// Enables or disables it without losing its place.
     pub enabled: Option<bool>,
     /// `Some(None)` clears the next fire time.
     pub next_fire: Option<Option<OffsetDateTime>>,
+    /// A new target session policy.
     pub target: Option<Target>,
     /// `Some(None)` clears the bound.
     pub max_fires: Option<Option<u32>>,
@@ -260,6 +288,7 @@ impl Store {
         .await
     }
 
+    /// The schedule `agent` calls `name`, whoever planted it; `None` when there is none.
     pub async fn get_schedule(
         &self,
         agent: &str,

@@ -10,7 +10,9 @@ use serde::{Deserialize, Serialize};
 /// Where a session's untrusted content came from: the first few sources and how many results.
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
 pub struct TaintRecord {
+    /// The first few sources of untrusted content (a URL, a tool), in the order read.
     pub sources: Vec<String>,
+    /// How many untrusted results the session read in all.
     pub count: u64,
 }
 

@@ -40,13 +40,24 @@ pub enum EntryProblem {
     Altered,
     /// Signed by a key that is neither the agent's current one nor reached from it by a
     /// signed rotation.
-    UnknownKey { key_id: String },
+    UnknownKey {
+        /// The signing key's id.
+        key_id: String,
+    },
     /// Signed by a key after that key was rotated out.
-    RetiredKey { key_id: String, rotated_at: String },
+    RetiredKey {
+        /// The signing key's id.
+        key_id: String,
+        /// When it was rotated out, RFC 3339 UTC.
+        rotated_at: String,
+    },
     /// No signature, yet written after signing began (or after signed entries): removed.
     SignatureRemoved,
     /// Entries before this one are missing (the numbers jump from `after`).
-    Gap { after: i64 },
+    Gap {
+        /// The last entry number present before the gap.
+        after: i64,
+    },
 }
 
 impl std::fmt::Display for EntryProblem {
@@ -80,30 +91,38 @@ impl std::fmt::Display for EntryProblem {
 /// One entry that fails, by its number in the session (`seq`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct EntryFailure {
+    /// The entry's number in the session (`seq`).
     pub entry: i64,
+    /// What is wrong with it.
     pub problem: EntryProblem,
 }
 
 /// What `sessions verify` found.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct SessionVerification {
+    /// The session checked.
     pub session: SessionId,
+    /// The agent it belongs to, whose keys sign it.
     pub agent: String,
+    /// Entries checked.
     pub entries: u64,
     /// Entries whose signature verifies under a key of the agent.
     pub signed: u64,
     /// Entries written before signing began (schema version 18): not covered.
     pub unsigned_legacy: u64,
+    /// Where the chain of trusted keys starts.
     pub anchor: KeyAnchor,
     /// The agent's keys the check accepts: the current one first, then each it rotated from.
     pub keys: Vec<String>,
     /// A recorded rotation that does not carry both keys' signatures, where the chain of keys
     /// stops (a key file that was lost and made again): `(old key, new key)`.
     pub unproven_rotation: Option<(String, String)>,
+    /// Every failing entry, in session order; empty when the session verifies.
     pub failures: Vec<EntryFailure>,
 }
 
 impl SessionVerification {
+    /// Whether no entry failed; `unsigned_legacy` and `unproven_rotation` are reported apart.
     pub fn ok(&self) -> bool {
         self.failures.is_empty()
     }

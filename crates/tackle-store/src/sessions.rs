@@ -20,6 +20,7 @@ use tackle_protocol::message::{Message, Role};
 pub struct SessionId(pub String);
 
 impl SessionId {
+    /// The id as text, as stored and shown.
     pub fn as_str(&self) -> &str {
         &self.0
     }
@@ -58,16 +59,22 @@ impl From<&str> for SessionId {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum EntryKind {
+    /// A user's message.
     User,
+    /// A model's reply (text and any tool calls it asked for).
     Assistant,
+    /// A tool call the model made, before its result.
     ToolCall,
+    /// A tool's result as the model sees it (sanitized).
     ToolResult,
     /// A compaction summary: history before it is replaced by it when the loop resumes.
     Summary,
+    /// A system message (instructions, or a note the runtime adds to the history).
     System,
 }
 
 impl EntryKind {
+    /// The name stored in the `kind` column.
     pub fn as_str(self) -> &'static str {
         match self {
             EntryKind::User => "user",
@@ -79,6 +86,7 @@ impl EntryKind {
         }
     }
 
+    /// The kind a stored `kind` column names; `None` for an unknown one.
     pub fn parse(s: &str) -> Option<Self> {
         Some(match s {
             "user" => EntryKind::User,
@@ -95,11 +103,14 @@ impl EntryKind {
 /// An entry to append: its kind and JSON content (the caller's shape, e.g. a `Message`).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Entry {
+    /// What sort of entry it is.
     pub kind: EntryKind,
+    /// The content, in the caller's JSON shape.
     pub content: Value,
 }
 
 impl Entry {
+    /// An entry of `kind` holding `content`.
     pub fn new(kind: EntryKind, content: Value) -> Self {
         Self { kind, content }
     }
@@ -128,11 +139,15 @@ impl StoredEntry {
 /// An entry as stored, with its place in the session.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct StoredEntry {
+    /// Row id, unique across sessions.
     pub id: i64,
+    /// The session it belongs to.
     pub session_id: SessionId,
     /// 1, 2, 3, … within the session, in append order, without gaps.
     pub seq: i64,
+    /// What sort of entry it is.
     pub kind: EntryKind,
+    /// The content, in the caller's JSON shape.
     pub content: Value,
     /// RFC 3339 UTC.
     pub created_at: String,
@@ -141,11 +156,15 @@ pub struct StoredEntry {
 /// A session as listed.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SessionInfo {
+    /// The session's id.
     pub id: SessionId,
+    /// The agent it belongs to.
     pub agent: String,
+    /// When it was created, RFC 3339 UTC.
     pub created_at: String,
     /// When the last entry was appended (or the session created).
     pub updated_at: String,
+    /// How many entries it holds.
     pub entries: i64,
 }
 
@@ -153,9 +172,13 @@ pub struct SessionInfo {
 /// the start of its first user message.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SessionSummary {
+    /// The session's id.
     pub id: SessionId,
+    /// The agent it belongs to.
     pub agent: String,
+    /// When it was created, RFC 3339 UTC.
     pub created_at: String,
+    /// When the last entry was appended (or the session created), RFC 3339 UTC.
     pub updated_at: String,
     /// Every entry, messages or not.
     pub entries: i64,
@@ -198,6 +221,7 @@ impl Store {
         .await
     }
 
+    /// Whether a session with this id exists, on either engine.
     pub async fn session_exists(&self, id: &SessionId) -> Result<bool, StoreError> {
         let id = id.0.clone();
         self.with_db(move |db| exists(db, &id)).await

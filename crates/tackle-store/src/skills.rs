@@ -24,12 +24,15 @@ const MAX_KEY_CHARS: usize = 400;
 /// A skill to save, as the skill file parser read it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct NewSkill {
+    /// The name as written in the skill file.
     pub name: String,
     /// The name as compared: one skill per key in a place.
     pub key: String,
+    /// One line saying what the skill is for; shown in skill listings.
     pub description: String,
     /// The other front matter fields (triggers, requires_tools, …) as a JSON object.
     pub meta: String,
+    /// The instructions, without front matter.
     pub body: String,
 }
 
@@ -38,21 +41,30 @@ pub struct NewSkill {
 pub struct StoredSkill {
     /// `self` for the agent's own store, else the bank's name.
     pub place: String,
+    /// The name as written in the skill file.
     pub name: String,
+    /// The name as compared: one skill per key in a place.
     pub key: String,
+    /// One line saying what the skill is for.
     pub description: String,
+    /// The other front matter fields (triggers, requires_tools, …) as a JSON object.
     pub meta: String,
+    /// When it was first saved, RFC 3339 UTC.
     pub created_at: String,
+    /// When it was last saved, RFC 3339 UTC.
     pub updated_at: String,
 }
 
 /// What [`Store::save_skill`] did.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SavedSkill {
+    /// `self` for the agent's own store, else the bank's name.
     pub place: String,
+    /// The name as saved.
     pub name: String,
     /// A skill of the same key was there and is replaced.
     pub replaced: bool,
+    /// When it was saved, RFC 3339 UTC.
     pub updated_at: String,
 }
 

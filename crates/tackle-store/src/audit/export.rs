@@ -13,12 +13,16 @@ use serde::Serialize;
 /// and for records written before the chain), and the record.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct ExportedEntry {
+    /// Row id, as `#17` in `tackle audit verify`'s findings.
     pub id: i64,
+    /// Chain position (`None` while its call runs, and for records written before the chain).
     pub chain_seq: Option<i64>,
     /// Hex SHA-256.
     pub hash: Option<String>,
+    /// The record.
     #[serde(flatten)]
     pub entry: AuditEntry,
+    /// The fields beyond the summary: layer, digests, redacted arguments.
     #[serde(flatten)]
     pub detail: AuditDetail,
 }

@@ -25,36 +25,67 @@ use crate::Store;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ChainProblem {
     /// The record's content no longer gives its stored hash.
-    Altered { id: i64, seq: i64 },
+    Altered {
+        /// The record's row id.
+        id: i64,
+        /// Its chain position.
+        seq: i64,
+    },
     /// Chain positions `from..=to` are missing.
     Removed {
+        /// First missing chain position.
         from: i64,
+        /// Last missing chain position.
         to: i64,
+        /// Row id of the record before the gap (`None`: the gap is at the start).
         after: Option<i64>,
+        /// Row id of the record after the gap.
         before: i64,
     },
     /// The record does not link to the one before it in the chain.
     Unlinked {
+        /// The record's row id.
         id: i64,
+        /// Its chain position.
         seq: i64,
+        /// Row id of the record before it in the chain (`None`: it is first).
         after: Option<i64>,
     },
     /// The chain up to a checkpoint hashes to something else than was signed: rewritten as a
     /// whole (hashes recomputed) somewhere at or before `seq`.
-    Rewritten { seq: i64, id: i64 },
+    Rewritten {
+        /// The checkpoint's chain position.
+        seq: i64,
+        /// Row id of the record at that position.
+        id: i64,
+    },
     /// A signed checkpoint names a position past the end of the chain: records were removed
     /// from its end.
     Truncated {
+        /// The chain position the signed checkpoint covers.
         checkpoint: i64,
+        /// The last chain position present.
         last: i64,
+        /// Row id of the last record present (`None`: the chain is empty).
         last_id: Option<i64>,
     },
     /// A checkpoint whose signature does not verify with the trusted key that it names.
-    BadSignature { seq: i64 },
+    BadSignature {
+        /// The checkpoint's chain position.
+        seq: i64,
+    },
     /// A checkpoint signed by a key that is not trusted.
-    OtherKey { seq: i64, public_key: String },
+    OtherKey {
+        /// The checkpoint's chain position.
+        seq: i64,
+        /// The untrusted key, hex Ed25519.
+        public_key: String,
+    },
     /// A finished record written after the chain began that is not in it.
-    Outside { id: i64 },
+    Outside {
+        /// The record's row id.
+        id: i64,
+    },
 }
 
 impl std::fmt::Display for ChainProblem {
@@ -145,6 +176,7 @@ pub struct AuditSigner {
     pub public_key: String,
     /// The host it signed from, and its state directory there.
     pub host: String,
+    /// The state directory it signed from, on `host`.
     pub state_dir: String,
     /// When it first signed (RFC 3339).
     pub first_used: String,
