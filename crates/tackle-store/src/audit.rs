@@ -256,28 +256,62 @@ impl Store {
 
     /// [`Self::audit_query`] with who made each call.
     pub async fn audit_entries(&self, query: AuditQuery) -> Result<Vec<AuditEntry>, StoreError> {
+        let matching = Matching::of(query)?;
+        self.with_db(move |db| {
+            let rows = matching.newest(db, ENTRY_COLUMNS)?;
+            rows.iter().map(|r| checked(entry_from(r, 0)?)).collect()
+        })
+        .await
+    }
+}
+
+/// An [`AuditQuery`] as statement values: the one filtered read that `audit query`, `audit
+/// export` and the API's audit routes share.
+pub(crate) struct Matching {
+    session: Option<String>,
+    tool: Option<String>,
+    since: Option<String>,
+    limit: i64,
+}
+
+impl Matching {
+    pub(crate) fn of(query: AuditQuery) -> Result<Self, StoreError> {
         let since = match &query.since {
             None => None,
             Some(since) => since.lower_bound()?,
         };
-        let limit = limit_of(query.limit);
-        self.with_db(move |db| {
-            let rows = db.query(
-                &format!(
-                    // The casts tell PostgreSQL the type of a value that may be NULL.
-                    "SELECT {ENTRY_COLUMNS}
-                     FROM (SELECT * FROM audit
-                           WHERE (CAST(?1 AS TEXT) IS NULL OR session_id = ?1)
-                             AND (CAST(?2 AS TEXT) IS NULL OR tool = ?2)
-                             AND (CAST(?3 AS TEXT) IS NULL OR ts >= ?3)
-                           ORDER BY id DESC LIMIT ?4) AS newest
-                     ORDER BY id"
-                ),
-                vals![query.session, query.tool, since, limit],
-            )?;
-            rows.iter().map(|r| checked(entry_from(r, 0)?)).collect()
+        Ok(Self {
+            session: query.session,
+            tool: query.tool,
+            since,
+            limit: limit_of(query.limit),
         })
-        .await
+    }
+
+    /// `columns` of the newest matching records (at most the limit), oldest first.
+    pub(crate) fn newest(
+        &self,
+        db: &mut dyn crate::sql::Db,
+        columns: &str,
+    ) -> Result<Vec<Row>, StoreError> {
+        db.query(
+            &format!(
+                // The casts tell PostgreSQL the type of a value that may be NULL.
+                "SELECT {columns}
+                 FROM (SELECT * FROM audit
+                       WHERE (CAST(?1 AS TEXT) IS NULL OR session_id = ?1)
+                         AND (CAST(?2 AS TEXT) IS NULL OR tool = ?2)
+                         AND (CAST(?3 AS TEXT) IS NULL OR ts >= ?3)
+                       ORDER BY id DESC LIMIT ?4) AS newest
+                 ORDER BY id"
+            ),
+            vals![
+                self.session.clone(),
+                self.tool.clone(),
+                self.since.clone(),
+                self.limit
+            ],
+        )
     }
 }
 

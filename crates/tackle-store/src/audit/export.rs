@@ -2,10 +2,9 @@
 
 use super::detail::{detail_from, AuditDetail, DETAIL_COLUMNS};
 use super::{
-    checked, entry_from, limit_of, AuditEntry, AuditQuery, ENTRY_COLUMNS, ENTRY_COLUMN_COUNT,
+    checked, entry_from, AuditEntry, AuditQuery, Matching, ENTRY_COLUMNS, ENTRY_COLUMN_COUNT,
 };
 use crate::error::StoreError;
-use crate::sql::vals;
 use crate::Store;
 use serde::Serialize;
 
@@ -30,23 +29,11 @@ pub struct ExportedEntry {
 impl Store {
     /// The records matching `query` (its `limit` keeps the newest), oldest first.
     pub async fn audit_export(&self, query: AuditQuery) -> Result<Vec<ExportedEntry>, StoreError> {
-        let since = match &query.since {
-            None => None,
-            Some(since) => since.lower_bound()?,
-        };
-        let limit = limit_of(query.limit);
+        let matching = Matching::of(query)?;
         self.with_db(move |db| {
-            let rows = db.query(
-                &format!(
-                    "SELECT id, chain_seq, hex(hash), {ENTRY_COLUMNS}, {DETAIL_COLUMNS}
-                     FROM (SELECT * FROM audit
-                           WHERE (CAST(?1 AS TEXT) IS NULL OR session_id = ?1)
-                             AND (CAST(?2 AS TEXT) IS NULL OR tool = ?2)
-                             AND (CAST(?3 AS TEXT) IS NULL OR ts >= ?3)
-                           ORDER BY id DESC LIMIT ?4) AS newest
-                     ORDER BY id"
-                ),
-                vals![query.session, query.tool, since, limit],
+            let rows = matching.newest(
+                db,
+                &format!("id, chain_seq, hex(hash), {ENTRY_COLUMNS}, {DETAIL_COLUMNS}"),
             )?;
             rows.iter()
                 .map(|r| {
