@@ -9,6 +9,7 @@ mod interpolate;
 mod presets;
 mod report;
 pub mod secrets;
+pub mod user_dirs;
 
 use std::path::{Path, PathBuf};
 use tackle_protocol::config::Config;
