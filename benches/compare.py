@@ -4,11 +4,26 @@
 Run through `benches/compare.sh`, which builds the release binary, installs the peers (the
 Python MCP SDK and fakellm in .ci/venv) and runs the criterion benches whose estimates this
 script reads. Figures it cannot take (a peer missing) are printed as `n/a` with the reason.
+
+ZeptoClaw, another Rust agent runtime, is measured beside Tackle in the same run when
+`ZEPTOCLAW_BIN` names its binary (a build of your own; nothing here downloads or builds it):
+
+    ZEPTOCLAW_BIN=/path/to/zeptoclaw benches/compare.sh --quick
+
+Its columns then hold the binary size, `zeptoclaw tools list` wall time and max RSS, and the
+round trip of its `mcp-server` over stdio (the `echo` tool, which does no I/O), each taken
+interleaved with Tackle's so a drift in a shared machine's speed hits both, and the ratio
+Tackle/ZeptoClaw. ZeptoClaw runs with HOME set to a fresh temporary directory (it needs no
+`onboard` or config for these commands, and works offline) and `RUST_LOG=error`, because its
+log lines go to stdout, which is the MCP channel. Without the variable its columns say
+`n/a (set ZEPTOCLAW_BIN)`. `TACKLE_BIN` points at another Tackle build the same way.
 """
 
+import atexit
 import json
 import os
 import pathlib
+import shutil
 import socket
 import statistics
 import subprocess
@@ -21,19 +36,33 @@ ROOT = pathlib.Path(__file__).resolve().parent.parent
 TACKLE = pathlib.Path(os.environ.get("TACKLE_BIN", ROOT / "target/release/tackle"))
 CRITERION = pathlib.Path(os.environ.get("CRITERION_DIR", ROOT / "target/criterion"))
 VENV_BIN = ROOT / ".ci/venv/bin"
+ZEPTOCLAW = pathlib.Path(os.environ["ZEPTOCLAW_BIN"]) if os.environ.get("ZEPTOCLAW_BIN") else None
+NO_ZEPTOCLAW = "n/a (set ZEPTOCLAW_BIN)"
 
 # Yardsticks as issue #21 records them (ZeptoClaw measured on this machine class) and the goals.
 ROWS = []
 
 
-def row(figure, now, goal, yardstick):
-    ROWS.append((figure, now, goal, yardstick))
-    print(f"  {figure}: {now}", file=sys.stderr, flush=True)
+def row(figure, now, goal, yardstick, zeptoclaw="—", ratio="—"):
+    """One line of the table; figures with no ZeptoClaw counterpart leave its columns at —."""
+    ROWS.append((figure, now, zeptoclaw, ratio, goal, yardstick))
+    print(f"  {figure}: {now} | ZeptoClaw {zeptoclaw} | {ratio}", file=sys.stderr, flush=True)
+
+
+def times(ours, theirs):
+    return f"{ours / theirs:.2f}×"
+
+
+def scratch_dir(prefix):
+    """A temporary directory, removed when the script ends."""
+    d = pathlib.Path(tempfile.mkdtemp(prefix=prefix))
+    atexit.register(shutil.rmtree, d, ignore_errors=True)
+    return d
 
 
 def sandbox():
     """A config and workspace of their own, so no user state is read or written."""
-    d = pathlib.Path(tempfile.mkdtemp(prefix="tackle-compare-"))
+    d = scratch_dir("tackle-compare-")
     (d / "ws").mkdir()
     cfg = d / "config.yaml"
     cfg.write_text(f"state_dir: {d / 'state'}\n")
@@ -45,15 +74,61 @@ def clean_env(d):
     return env
 
 
+class Program:
+    """How to start one of the measured programs: `tools list`, its MCP server over stdio and
+    the cheap tool called there, with the environment and directory it runs in."""
+
+    def __init__(self, name, tools_list, mcp_server, tool, arguments, env, cwd):
+        self.name, self.tools_list, self.mcp_server = name, tools_list, mcp_server
+        self.tool, self.arguments, self.env, self.cwd = tool, arguments, env, cwd
+
+
+def tackle_program():
+    d, cfg = sandbox()
+    common = [str(TACKLE), "--config", str(cfg), "--workspace", str(d / "ws")]
+    return Program("Tackle", [*common, "tools", "list"], [*common, "mcp", "serve"], "calculate",
+                   {"expression": "1+1"}, clean_env(d), d)
+
+
+def zeptoclaw_program():
+    """ZeptoClaw in a HOME of its own (it keeps its state under ~/.zeptoclaw and reads no
+    config there when there is none). Its tracing logs at info level to stdout, which is the MCP
+    channel: `RUST_LOG=error` keeps the channel clean (and `tools list` logs nothing either way).
+    `echo` is the one tool of its MCP server that does no I/O."""
+    d = scratch_dir("zeptoclaw-compare-")
+    env = {**clean_env(d), "RUST_LOG": "error"}
+    return Program("ZeptoClaw", [str(ZEPTOCLAW), "tools", "list"], [str(ZEPTOCLAW), "mcp-server"],
+                   "echo", {"message": "2"}, env, d)
+
+
+def programs():
+    return [tackle_program()] + ([zeptoclaw_program()] if ZEPTOCLAW else [])
+
+
+def alternate(progs, i):
+    """The programs in the order of run i: reversed every other run, so neither always goes
+    first (a warm page cache, or a burst of load from the shared machine, favours no one)."""
+    return progs if i % 2 == 0 else progs[::-1]
+
+
+def size_text(size):
+    return f"{size / 1e6:.1f} MB ({size:,} bytes)".replace(",", " ")
+
+
 def binary_size():
     size = TACKLE.stat().st_size
-    row("release binary, default features", f"{size / 1e6:.1f} MB", "≤ 8 MB", "ZeptoClaw 11.1 MB")
+    theirs, ratio = NO_ZEPTOCLAW, NO_ZEPTOCLAW
+    if ZEPTOCLAW:
+        zsize = ZEPTOCLAW.stat().st_size
+        theirs, ratio = size_text(zsize), times(size, zsize)
+    row("release binary, default features", size_text(size), "≤ 8 MB", "ZeptoClaw 11.1 MB",
+        theirs, ratio)
 
 
 GNU_TIME = pathlib.Path("/usr/bin/time")
 
 
-def max_rss_mib(args, d):
+def max_rss_mib(program):
     """The child's own peak RSS. Not wait4's ru_maxrss of a child this script spawns: Linux
     carries the spawner's high-water mark across exec (and subprocess spawns by vfork), so that
     figure is this Python's ~20 MB, whatever the child uses. GNU time forks from its own small
@@ -61,27 +136,53 @@ def max_rss_mib(args, d):
     if not GNU_TIME.exists():
         return None
     with tempfile.NamedTemporaryFile("r") as out:
-        subprocess.run([str(GNU_TIME), "-f", "%M", "-o", out.name, *args], check=True,
-                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=clean_env(d))
+        subprocess.run([str(GNU_TIME), "-f", "%M", "-o", out.name, *program.tools_list],
+                       check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                       env=program.env, cwd=program.cwd)
         return int(out.read().split()[-1]) / 1024  # KiB → MiB
 
 
-def tools_list(runs=31):
-    d, cfg = sandbox()
-    args = [str(TACKLE), "--config", str(cfg), "--workspace", str(d / "ws"), "tools", "list"]
-    walls = []
-    for _ in range(runs):
-        start = time.perf_counter()
-        status = subprocess.call(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                                 env=clean_env(d))
-        walls.append(time.perf_counter() - start)
-        if status != 0:
-            raise RuntimeError(f"tools list exited with status {status}")
-    rss = [max_rss_mib(args, d) for _ in range(5)]
-    rss_text = "n/a (needs GNU time, /usr/bin/time)" if None in rss else f"{max(rss):.1f} MB"
-    row("`tackle tools list` wall / max RSS",
-        f"{statistics.median(walls) * 1e3:.1f} ms / {rss_text} (median of {runs})",
-        "≤ 5 ms / ≤ 8 MB", "ZeptoClaw 4 ms / 8.9 MB")
+def tools_list_wall(program):
+    start = time.perf_counter()
+    status = subprocess.call(program.tools_list, stdout=subprocess.DEVNULL,
+                             stderr=subprocess.DEVNULL, env=program.env, cwd=program.cwd)
+    wall = time.perf_counter() - start
+    if status != 0:
+        raise RuntimeError(f"{program.name} tools list exited with status {status}")
+    return wall
+
+
+def tools_list(runs=31, rss_runs=5):
+    progs = programs()
+    walls = {p.name: [] for p in progs}
+    rss = {p.name: [] for p in progs}
+    for i in range(runs):
+        for p in alternate(progs, i):
+            walls[p.name].append(tools_list_wall(p))
+    for i in range(rss_runs):
+        for p in alternate(progs, i):
+            rss[p.name].append(max_rss_mib(p))
+    wall = {name: statistics.median(w) for name, w in walls.items()}
+    peak = {name: None if None in r else max(r) for name, r in rss.items()}
+
+    def wall_text(name):
+        return f"{wall[name] * 1e3:.1f} ms"
+
+    def rss_text(name):
+        return "n/a (needs GNU time, /usr/bin/time)" if peak[name] is None \
+            else f"{peak[name]:.1f} MB"
+
+    theirs = {"wall": NO_ZEPTOCLAW, "rss": NO_ZEPTOCLAW}
+    ratio = dict(theirs)
+    if ZEPTOCLAW:
+        theirs = {"wall": wall_text("ZeptoClaw"), "rss": rss_text("ZeptoClaw")}
+        ratio["wall"] = times(wall["Tackle"], wall["ZeptoClaw"])
+        ratio["rss"] = "n/a" if None in (peak["Tackle"], peak["ZeptoClaw"]) \
+            else times(peak["Tackle"], peak["ZeptoClaw"])
+    row(f"`tools list` wall (median of {runs})", wall_text("Tackle"), "≤ 5 ms",
+        "ZeptoClaw 4 ms", theirs["wall"], ratio["wall"])
+    row(f"`tools list` max RSS (max of {rss_runs})", rss_text("Tackle"), "≤ 8 MB",
+        "ZeptoClaw 8.9 MB", theirs["rss"], ratio["rss"])
 
 
 RAW_ECHO = r'''
@@ -111,59 +212,91 @@ import asyncio, json, statistics, sys, time
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
-async def main(command, args, calls):
-    params = StdioServerParameters(command=command, args=args, env=json.loads(sys.argv[4]))
+async def main(command, args, calls, env, cwd, tool, arguments):
+    params = StdioServerParameters(command=command, args=args, env=env, cwd=cwd)
     async with stdio_client(params) as (r, w):
         async with ClientSession(r, w) as s:
             await s.initialize()
             for _ in range(20):
-                await s.call_tool("calculate", {"expression": "1+1"})
+                await s.call_tool(tool, arguments)
             times = []
             for _ in range(calls):
                 t = time.perf_counter()
-                res = await s.call_tool("calculate", {"expression": "1+1"})
+                res = await s.call_tool(tool, arguments)
                 times.append(time.perf_counter() - t)
                 if getattr(res, "is_error", None) or getattr(res, "isError", None):
                     raise SystemExit(f"call failed: {res}")
             print(json.dumps({"median": statistics.median(times)}))
 
-asyncio.run(main(sys.argv[1], json.loads(sys.argv[2]), int(sys.argv[3])))
+asyncio.run(main(sys.argv[1], json.loads(sys.argv[2]), int(sys.argv[3]), json.loads(sys.argv[4]),
+                 sys.argv[5], sys.argv[6], json.loads(sys.argv[7])))
 '''
+
+
+MCP_FIGURE = "`mcp serve` stdio round trip, Python SDK client"
+
+
+def mcp_text(ratio, ours, floor, lowest, highest, rounds_of):
+    return (f"{ratio:.2f}× ({ours * 1e3:.3f} ms vs {floor * 1e3:.3f} ms; "
+            f"{lowest:.2f}–{highest:.2f}× over {rounds_of} rounds)")
+
+
+def median_round(rounds, key):
+    """The median round by `key`, with the lowest and highest value of `key` over the rounds."""
+    ranked = sorted(rounds, key=key)
+    return ranked[len(ranked) // 2], key(ranked[0]), key(ranked[-1])
 
 
 def mcp_round_trip(calls=300, rounds_of=5):
     python = VENV_BIN / "python"
-    if not python.exists():
-        row("`mcp serve` stdio round trip", "n/a (no .ci/venv: run .ci/mcp-peers.sh)", "≤ 1.3×",
-            "raw echo")
+    if not python.exists() or subprocess.call([str(python), "-c", "import mcp"],
+                                              stderr=subprocess.DEVNULL) != 0:
+        row(MCP_FIGURE, "n/a (no MCP SDK in .ci/venv: run .ci/mcp-peers.sh)", "≤ 1.3×",
+            "raw echo", NO_ZEPTOCLAW if not ZEPTOCLAW else "n/a (no MCP SDK)", "n/a")
         return
-    d, cfg = sandbox()
-    env = clean_env(d)
+    d, _ = sandbox()
     client = d / "client.py"
     client.write_text(CLIENT)
     echo = d / "echo.py"
     echo.write_text(RAW_ECHO)
+    floor_server = Program("raw echo", [], [str(python), str(echo)], "calculate",
+                           {"expression": "1+1"}, clean_env(d), d)
+    servers = [*programs(), floor_server]
 
-    def median(command, args):
+    def median(p):
         out = subprocess.run(
-            [str(python), str(client), command, json.dumps(args), str(calls), json.dumps(env)],
-            capture_output=True, text=True, check=True, env=env)
+            [str(python), str(client), p.mcp_server[0], json.dumps(p.mcp_server[1:]), str(calls),
+             json.dumps(p.env), str(p.cwd), p.tool, json.dumps(p.arguments)],
+            capture_output=True, text=True, env=p.env, cwd=p.cwd)
+        if out.returncode != 0:
+            raise RuntimeError(f"{p.name} over MCP: {out.stderr.strip()[-300:]}")
         return json.loads(out.stdout)["median"]
 
-    # The two servers take turns, so that a drift in the shared machine's speed hits both;
-    # the figure is the median round's ratio, with the range over the rounds.
+    # The servers take turns, each round starting with the next one, so that a drift in the
+    # shared machine's speed hits all; each figure is the median round's, with the range.
     rounds = []
-    for _ in range(rounds_of):
-        tackle = median(str(TACKLE), ["--config", str(cfg), "--workspace", str(d / "ws"), "mcp",
-                                      "serve"])
-        floor = median(str(python), [str(echo)])
-        rounds.append((tackle / floor, tackle, floor))
-    rounds.sort()
-    ratio, tackle, floor = rounds[len(rounds) // 2]
-    row("`mcp serve` stdio round trip, Python SDK client",
-        f"{ratio:.2f}× ({tackle * 1e3:.3f} ms vs {floor * 1e3:.3f} ms; "
-        f"{rounds[0][0]:.2f}–{rounds[-1][0]:.2f}× over {rounds_of} rounds)", "≤ 1.3×",
-        "the raw echo is the floor")
+    for i in range(rounds_of):
+        taken = {}
+        for p in servers[i % len(servers):] + servers[:i % len(servers)]:
+            taken[p.name] = median(p)
+        rounds.append(taken)
+
+    def over_floor(name):
+        return lambda r: r[name] / r["raw echo"]
+
+    ours, low, high = median_round(rounds, over_floor("Tackle"))
+    now = mcp_text(ours["Tackle"] / ours["raw echo"], ours["Tackle"], ours["raw echo"], low, high,
+                   rounds_of)
+    theirs, ratio = NO_ZEPTOCLAW, NO_ZEPTOCLAW
+    if ZEPTOCLAW:
+        zr, zlow, zhigh = median_round(rounds, over_floor("ZeptoClaw"))
+        theirs = mcp_text(zr["ZeptoClaw"] / zr["raw echo"], zr["ZeptoClaw"], zr["raw echo"],
+                          zlow, zhigh, rounds_of)
+        both, blow, bhigh = median_round(rounds, lambda r: r["Tackle"] / r["ZeptoClaw"])
+        ratio = (f"{both['Tackle'] / both['ZeptoClaw']:.2f}× ({blow:.2f}–{bhigh:.2f}× over "
+                 f"{rounds_of} rounds)")
+    row(f"{MCP_FIGURE} (Tackle `calculate`; ZeptoClaw `mcp-server`, `echo`), median of {calls} "
+        "calls", now, "≤ 1.3×", "the raw echo is the floor", theirs, ratio)
 
 
 def criterion_median(group_glob):
@@ -298,10 +431,25 @@ def grep_vs_rg():
         "≤ 1.0×", "rg itself")
 
 
+def zeptoclaw_version():
+    if not ZEPTOCLAW:
+        return "ZeptoClaw not measured (set ZEPTOCLAW_BIN)"
+    out = subprocess.run([str(ZEPTOCLAW), "--version"], capture_output=True, text=True,
+                         env=zeptoclaw_program().env)
+    return f"ZeptoClaw: {ZEPTOCLAW} ({out.stdout.strip() or 'version unknown'})"
+
+
+def load_average():
+    return ", ".join(f"{x:.2f}" for x in os.getloadavg())
+
+
 def main():
     if not TACKLE.exists():
         sys.exit(f"{TACKLE} is missing: cargo build --release")
-    print(f"measuring {TACKLE}", file=sys.stderr)
+    if ZEPTOCLAW and not os.access(ZEPTOCLAW, os.X_OK):
+        sys.exit(f"ZEPTOCLAW_BIN={ZEPTOCLAW} is not an executable file")
+    print(f"measuring {TACKLE}" + (f" beside {ZEPTOCLAW}" if ZEPTOCLAW else ""), file=sys.stderr)
+    load_before = load_average()
     for measure in (binary_size, tools_list, mcp_round_trip, dispatcher_overhead,
                     concurrent_sleeps, grep_vs_rg):
         try:
@@ -309,8 +457,10 @@ def main():
         except Exception as e:  # one figure failing must not hide the others
             row(measure.__name__, f"n/a ({e})", "", "")
     print(f"\nMeasured {time.strftime('%Y-%m-%d')} on {os.cpu_count()} cores "
-          f"({os.uname().sysname} {os.uname().release}).\n")
-    print("| figure | now | goal | yardstick |\n| --- | --- | --- | --- |")
+          f"({os.uname().sysname} {os.uname().release}), load average {load_before} before and "
+          f"{load_average()} after. Tackle: {TACKLE}. {zeptoclaw_version()}.\n")
+    print("| figure | Tackle now | ZeptoClaw | Tackle/ZeptoClaw | goal | yardstick |\n"
+          "| --- | --- | --- | --- | --- | --- |")
     for r in ROWS:
         print("| " + " | ".join(r) + " |")
 
