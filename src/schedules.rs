@@ -13,7 +13,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 use tackle_agent::tree::scope;
-use tackle_agent::{AgentLoop, DoneReason, FireRunner, Session, TreePlace};
+use tackle_agent::{AgentLoop, DoneReason, FireError, FireRunner, Session, TreePlace};
 use tackle_protocol::config::Config;
 use tackle_store::{Schedule, Store, Target};
 use tackle_tools::schedule::{owner_agents, ScheduleSettings, Zone};
@@ -184,7 +184,7 @@ impl TurnRunner {
         let place = TreePlace {
             path,
             ceilings,
-            tools: Some(scope::without_spawning(tools)),
+            tools: Some(scope::without_spawning(tools, root.registry())),
         };
         let lc = rt.agent_loop.config().clone();
         // The tree node claims from the loop's own pool, so compactions and the loop's
@@ -203,7 +203,7 @@ impl TurnRunner {
 
 #[async_trait]
 impl FireRunner for TurnRunner {
-    async fn run(&self, s: &Schedule, cancel: CancellationToken) -> Result<String, String> {
+    async fn run(&self, s: &Schedule, cancel: CancellationToken) -> Result<String, FireError> {
         let rt = self.runtime(&s.agent).await.map_err(|e| format!("{e:#}"))?;
         // Only work planted by another agent needs the config again (its planters' grants).
         let mut narrowed = None;
@@ -232,7 +232,7 @@ impl FireRunner for TurnRunner {
         let _ = drain.await;
         let id = session.id().to_string();
         let o = outcome.map_err(|e| format!("{e} (session {id})"))?;
-        fire_result(&o, &id)
+        Ok(fire_result(&o, &id)?)
     }
 }
 

@@ -3,7 +3,7 @@
 
 use std::path::{Path, PathBuf};
 use tackle_protocol::config::ServicesConfig;
-use tackle_tools::services::ServicesSettings;
+use tackle_tools::services::{KeyFileError, ServicesSettings};
 
 /// `~/…` in the home; anything else as written.
 fn expand(raw: &str, home: Option<&Path>) -> PathBuf {
@@ -18,7 +18,7 @@ fn expand(raw: &str, home: Option<&Path>) -> PathBuf {
 pub fn settings(config: &ServicesConfig, home: Option<&Path>) -> ServicesSettings {
     let read = |raw: &str| {
         let path = expand(raw, home);
-        std::fs::read_to_string(&path).map_err(|e| format!("cannot read {}: {e}", path.display()))
+        std::fs::read_to_string(&path).map_err(|source| KeyFileError { path, source })
     };
     ServicesSettings::from_config(config, &read)
 }

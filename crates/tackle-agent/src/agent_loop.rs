@@ -36,7 +36,9 @@ pub fn default_prompt(workspace: &std::path::Path) -> String {
 /// How one agent runs.
 #[derive(Debug, Clone)]
 pub struct LoopConfig {
+    /// The model to ask, as the backend names it.
     pub model: String,
+    /// The agent's own system prompt (`None`: the built-in default).
     pub system_prompt: Option<String>,
     /// A preset's `system_prompt`: appended to the prompt above, or to the built-in default
     /// when the agent has none of its own (`presets.NAME.system_prompt`).
@@ -47,6 +49,7 @@ pub struct LoopConfig {
     /// Model requests one user turn of a root may send, its whole tree's included (the last
     /// one is kept for the closing summary; see [`Budget`]).
     pub max_iterations: u32,
+    /// The model's context window in tokens; older history is trimmed to fit.
     pub context_tokens: usize,
     /// Stream the answer (text deltas as they come).
     pub stream: bool,
@@ -66,6 +69,7 @@ pub enum BudgetMode {
 }
 
 impl BudgetMode {
+    /// The pool, whichever owns it.
     pub fn pool(&self) -> &Arc<Budget> {
         match self {
             Self::PerTurn(b) | Self::Shared(b) => b,
@@ -74,6 +78,8 @@ impl BudgetMode {
 }
 
 impl LoopConfig {
+    /// Defaults: the built-in prompt, 25 iterations, the default context window, streaming, full
+    /// tool definitions, a pool of its own.
     pub fn new(model: impl Into<String>) -> Self {
         Self {
             model: model.into(),
@@ -89,10 +95,13 @@ impl LoopConfig {
     }
 }
 
+/// Why a turn stopped before it could end normally.
 #[derive(Debug, thiserror::Error)]
 pub enum LoopError {
+    /// The model provider failed (after the retries it makes itself).
     #[error(transparent)]
     Llm(#[from] LlmError),
+    /// The session could not be read or written.
     #[error("session store: {0}")]
     Store(#[from] tackle_store::StoreError),
 }
@@ -100,11 +109,15 @@ pub enum LoopError {
 /// The final state of one user turn.
 #[derive(Debug, Clone, PartialEq)]
 pub struct TurnOutcome {
+    /// Why the turn ended.
     pub reason: DoneReason,
+    /// The answer (at `max_iterations`, the closing summary); empty when there is none.
     pub text: String,
+    /// Model requests the turn made.
     pub iterations: u32,
     /// Calls that ended denied by policy or needing approval, for the front end's exit code.
     pub denied: usize,
+    /// Calls that ended needing an approval nobody gave.
     pub needs_approval: usize,
     /// Calls the person asked answered no to (not counted in `denied`).
     pub declined: usize,
@@ -122,6 +135,8 @@ const MAX_ITERATIONS_NOTE: &str = "You have used every tool iteration allowed fo
 pub const BUDGET_EXHAUSTED: &str =
     "iteration budget exhausted: the tree's shared `max_iterations` pool is used up";
 
+/// One agent's ReAct loop over a session: model turn, tool calls through the dispatcher,
+/// repeat until an answer or a limit.
 pub struct AgentLoop {
     provider: Arc<dyn Provider>,
     dispatcher: Arc<Dispatcher>,
@@ -141,6 +156,7 @@ struct Tally {
 }
 
 impl AgentLoop {
+    /// A loop with no compactor or inbox until `with_*` adds them.
     pub fn new(
         provider: Arc<dyn Provider>,
         dispatcher: Arc<Dispatcher>,
@@ -167,14 +183,17 @@ impl AgentLoop {
         self
     }
 
+    /// The dispatcher every tool call goes through.
     pub fn dispatcher(&self) -> &Arc<Dispatcher> {
         &self.dispatcher
     }
 
+    /// The model provider it asks.
     pub fn provider(&self) -> &Arc<dyn Provider> {
         &self.provider
     }
 
+    /// The settings it runs with.
     pub fn config(&self) -> &LoopConfig {
         &self.config
     }

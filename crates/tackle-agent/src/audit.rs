@@ -10,10 +10,13 @@ pub const RUNNING: &str = tackle_store::RUNNING;
 /// One decision about one call.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct AuditEvent {
+    /// The calling session (empty: none).
     pub session_id: String,
+    /// The calling agent.
     pub agent: String,
     /// Who made the call: `model` (an agent's model), `mcp` (an MCP client), `cli`.
     pub caller: String,
+    /// The tool called.
     pub tool: String,
     /// A short, redacted summary of the arguments (the redacted arguments whole, bounded, are
     /// in `detail`).
@@ -24,10 +27,13 @@ pub struct AuditEvent {
     /// The outcome: [`RUNNING`], `ok`, `ok_error`, or the error kind (`denied`,
     /// `needs_approval`, `failed`, `timeout`, `invalid_arguments`, `not_found`).
     pub verdict: String,
+    /// The rule that decided, as the decision names it.
     pub rule: String,
+    /// Why it decided so, for the person reading the log.
     pub why: String,
     /// Who approved (`policy`, `session`, `tty`, `--yes`, `mcp-elicitation`), or who said no.
     pub approver: String,
+    /// Milliseconds from dispatch to the end of the call (0 in an intent, written before it runs).
     pub duration_ms: u64,
     /// The layer that decided, the digests of the arguments and the result, the redacted
     /// arguments whole (bounded).
@@ -38,6 +44,8 @@ pub struct AuditEvent {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct IntentId(pub tackle_store::IntentId);
 
+/// Where the dispatcher writes what it decided and what came of it; implemented by
+/// [`tackle_store::Store`] for the audit log.
 #[async_trait::async_trait]
 pub trait AuditSink: Send + Sync {
     /// Append one finished event: a call refused before it ran, or a call that ran without

@@ -27,6 +27,8 @@ pub struct Compactor {
 }
 
 impl Compactor {
+    /// A compactor that asks `provider` for summaries with `model`; the `compact` tool reads
+    /// and writes sessions in `store` (`None`: the tool fails, `/compact` still works).
     pub fn new(provider: Arc<dyn Provider>, model: String, store: Option<Store>) -> Self {
         Self {
             provider,

@@ -29,27 +29,38 @@ use tokio_util::sync::CancellationToken;
 /// What the dispatcher needs besides the registry and the host.
 #[derive(Clone)]
 pub struct DispatcherConfig {
+    /// The directory calls run in and their relative paths resolve against.
     pub workspace: PathBuf,
+    /// The operator's `security` settings: tool policies, shell lists, endpoints, sandbox.
     pub security: SecurityConfig,
     /// The calling agent's name and its grants overlay.
     pub agent: String,
+    /// The agent's own grants, intersected with the tool policy (`None`: no overlay).
     pub agent_grants: Option<Grants>,
     /// Per-call limit for tools that set none.
     pub default_timeout: Duration,
+    /// What cleans and redacts every result before the model sees it.
     pub sanitizer: Sanitizer,
 }
 
 /// One call to dispatch, with who is calling and who can approve.
 pub struct CallRequest {
+    /// The call as the model (or caller) made it.
     pub call: ToolCall,
+    /// Who answers when the policy asks.
     pub approver: Arc<dyn Approver>,
+    /// The calling session, for the audit log and session approvals (empty: none).
     pub session_id: String,
     /// The session's "allow for the session" answers (a fresh, empty set by default: a
     /// one-off call remembers nothing).
     pub approvals: Arc<SessionApprovals>,
+    /// Where the call came from: `cli` (the default), `agent` (a model; audited as `model`),
+    /// `mcp` or a chat channel's name.
     pub channel: String,
     /// The chat the call came from on `channel` (empty: none).
     pub chat_id: String,
+    /// Cancelling it stops the call: the tool's future is dropped and the call ends `failed`.
+    /// The host kills the processes of a cancelled call.
     pub cancel: CancellationToken,
     /// Where the tool's progress lines go (cleaned and redacted first), for a front end that
     /// shows them; `None` = nobody is watching.
@@ -57,6 +68,7 @@ pub struct CallRequest {
 }
 
 impl CallRequest {
+    /// A call from the CLI outside any session, with nothing remembered and nobody watching.
     pub fn new(call: ToolCall, approver: Arc<dyn Approver>) -> Self {
         Self {
             call,
@@ -70,6 +82,7 @@ impl CallRequest {
         }
     }
 
+    /// Names the calling session.
     pub fn session(mut self, session_id: impl Into<String>) -> Self {
         self.session_id = session_id.into();
         self
@@ -81,21 +94,25 @@ impl CallRequest {
         self
     }
 
+    /// Names the front end the call came from.
     pub fn channel(mut self, channel: impl Into<String>) -> Self {
         self.channel = channel.into();
         self
     }
 
+    /// Names the chat on `channel` the call came from.
     pub fn chat_id(mut self, chat_id: impl Into<String>) -> Self {
         self.chat_id = chat_id.into();
         self
     }
 
+    /// Cancels the call when this token is.
     pub fn cancel(mut self, cancel: CancellationToken) -> Self {
         self.cancel = cancel;
         self
     }
 
+    /// Where the tool's progress lines go (cleaned and redacted first).
     pub fn progress(mut self, progress: Option<Arc<dyn ProgressSink>>) -> Self {
         self.progress = progress;
         self
@@ -118,14 +135,18 @@ impl ProgressSink for SanitizedProgress {
 /// `--explain`: the resolved policy and the decision with its why, nothing run.
 #[derive(Debug, Clone, Serialize)]
 pub struct Explanation {
+    /// The tool explained.
     pub tool: String,
+    /// When the resolved policy asks for approval.
     pub approval: ApprovalMode,
+    /// The grants the call would run under, after every overlay and ceiling.
     pub grants: Grants,
     /// Which layers contributed to the policy (tool default, tool_policies, agent overlay).
     pub sources: Vec<String>,
     /// In JSON, `[{"capability", "decision"}]`: named fields, not pairs.
     #[serde(serialize_with = "capability_objects")]
     pub capabilities: Vec<(Capability, Decision)>,
+    /// What the approval step alone decides (before capability denials).
     pub approval_decision: Decision,
     /// The overall outcome: deny if any capability is denied, else the approval decision.
     pub decision: Decision,
@@ -144,6 +165,7 @@ pub struct Explanation {
 /// `--explain`'s view of the taint gate for one call.
 #[derive(Debug, Clone, Serialize)]
 pub struct TaintView {
+    /// What the call would carry out of the session, in words.
     pub sink: String,
     /// `ask`, `deny` or `ignore`, once the session is tainted; a clean session decides as
     /// above.
@@ -165,6 +187,8 @@ fn capability_objects<S: serde::Serializer>(
     }))
 }
 
+/// Runs every tool call through one pipeline: lookup, validation, policy, approval, execution,
+/// sanitizing and audit. Cheap to share behind an `Arc`.
 pub struct Dispatcher {
     registry: Arc<Registry>,
     host: Arc<dyn HostProvider>,
@@ -178,6 +202,8 @@ pub struct Dispatcher {
 }
 
 impl Dispatcher {
+    /// The root agent's dispatcher, with no audit sink, agent services or honeytokens until the
+    /// `with_*` calls add them.
     pub fn new(
         registry: Arc<Registry>,
         host: Arc<dyn HostProvider>,
@@ -213,6 +239,7 @@ impl Dispatcher {
         }
     }
 
+    /// Where this dispatcher's agent sits in the tree of agents (empty for the root).
     pub fn place(&self) -> &TreePlace {
         &self.place
     }
@@ -222,25 +249,30 @@ impl Dispatcher {
         self.place.tools.as_ref().is_none_or(|t| t.contains(name))
     }
 
+    /// Records every call's intent and outcome through `audit`.
     pub fn with_audit(mut self, audit: Arc<dyn AuditSink>) -> Self {
         self.audit = Some(audit);
         self
     }
 
+    /// Refuses any call that carries one of these decoys (`security.honeytokens`).
     pub fn with_honeytokens(mut self, honeytokens: Arc<crate::honeytoken::Honeytokens>) -> Self {
         self.honeytokens = Some(honeytokens);
         self
     }
 
+    /// Gives tools the agent services (compaction, spawning children, messaging the session).
     pub fn with_agents(mut self, agents: Arc<dyn AgentServices>) -> Self {
         self.agents = Some(agents);
         self
     }
 
+    /// The tools this dispatcher looks calls up in.
     pub fn registry(&self) -> &Arc<Registry> {
         &self.registry
     }
 
+    /// The settings it was built with.
     pub fn config(&self) -> &DispatcherConfig {
         &self.config
     }

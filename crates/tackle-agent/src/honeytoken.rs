@@ -25,15 +25,25 @@ const TRIP_LOG: &str = "trips.jsonl";
 /// The rule of every refusal this module makes starts with it.
 pub const RULE: &str = "honeytoken";
 
+/// Why the decoys or the trip log cannot be read or written.
 #[derive(Debug, thiserror::Error)]
 pub enum HoneytokenError {
+    /// The decoy file or trip log cannot be read, written or made.
     #[error("{path}: {source}")]
     Io {
+        /// The file concerned.
         path: PathBuf,
+        /// The I/O error.
         source: std::io::Error,
     },
     #[error("{path} is not a honeytoken file Tackle wrote ({why}); remove it to make new decoys")]
-    Corrupt { path: PathBuf, why: String },
+    /// The decoy file exists but is not one Tackle wrote (or is damaged).
+    Corrupt {
+        /// The decoy file.
+        path: PathBuf,
+        /// What is wrong with it.
+        why: String,
+    },
 }
 
 impl HoneytokenError {
@@ -48,15 +58,20 @@ impl HoneytokenError {
 /// One line of the trip log: a decoy caught leaving, or a session the operator unfroze.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct TripRecord {
+    /// When it happened, RFC 3339 UTC.
     pub at: String,
+    /// The session tripped or unfrozen.
     pub session: String,
     /// The decoy's name (never its value), empty for an unfreeze.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub token: String,
+    /// The tool whose arguments carried the decoy; empty for an unfreeze.
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub tool: String,
+    /// How the decoy was found: `as written`, or the encodings peeled off (`url, base64`).
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub form: String,
+    /// This line unfreezes `session` rather than recording a trip.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub unfrozen: bool,
 }
@@ -64,7 +79,9 @@ pub struct TripRecord {
 /// What the trip log says, for `tackle doctor`.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct TripSummary {
+    /// Trips recorded in all.
     pub tripped: usize,
+    /// The latest line (trip or unfreeze), if any.
     pub last: Option<TripRecord>,
     /// Sessions still frozen (a trip and no unfreeze after it), oldest first.
     pub frozen: Vec<String>,
@@ -126,6 +143,7 @@ impl Freeze {
         }
     }
 
+    /// Why the session was frozen; `None` while it is not.
     pub fn why(&self) -> Option<String> {
         self.0.lock().ok().and_then(|f| f.clone())
     }
@@ -164,6 +182,7 @@ impl Honeytokens {
         })
     }
 
+    /// The decoys planted, for the sandbox and environment to carry.
     pub fn decoys(&self) -> &Decoys {
         &self.decoys
     }

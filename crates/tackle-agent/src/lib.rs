@@ -22,6 +22,8 @@
 //! # }
 //! ```
 
+// Every public item says what it is for: undocumented API fails CI.
+#![warn(missing_docs)]
 // Outside tests, data from outside never panics the process: no unwrap, expect or panic.
 #![cfg_attr(
     not(test),
@@ -57,7 +59,7 @@ pub use events::{AgentEvent, DoneReason, EventSink};
 pub use plan::Plan;
 pub use profiles::{ProfileError, ToolProfile};
 pub use registry::{InvalidSchema, Registry, RegistryError};
-pub use routine::{EngineConfig, FireEvent, FireRunner, RoutineEngine};
+pub use routine::{EngineConfig, FireError, FireEvent, FireRunner, RoutineEngine};
 pub use sanitizer::Sanitizer;
 pub use session::Session;
 pub use session_approvals::SessionApprovals;

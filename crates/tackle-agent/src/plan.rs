@@ -11,8 +11,11 @@ use tackle_protocol::{
     ApprovalMode, CallScope, Capability, Decision, ToolContext, ToolHost, Verdict,
 };
 
+/// Everything decided about one call before it runs: the entry, resolved policy, scope and
+/// host, and each layer's decision. `--explain` shows the same plan.
 pub struct Plan {
     pub(crate) entry: Arc<Entry>,
+    /// The tool's policy after every overlay and ceiling.
     pub policy: ResolvedPolicy,
     pub(crate) scope: CallScope,
     pub(crate) host: Arc<dyn ToolHost>,
@@ -52,6 +55,7 @@ pub enum Layer {
 }
 
 impl Layer {
+    /// The layer's name in the audit log and `--explain` (`lookup`, `policy`, …).
     pub fn as_str(self) -> &'static str {
         match self {
             Layer::Lookup => "lookup",

@@ -9,25 +9,37 @@ use std::collections::HashMap;
 use std::sync::{Arc, OnceLock, RwLock};
 use tackle_protocol::{Extension, NameError, Tool, ToolCatalog, ToolName, ToolPolicy, ToolSpec};
 
+/// Why a set of extensions cannot make a registry (checked at start-up; a refresh keeps the
+/// earlier tool and warns instead).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum RegistryError {
+    /// Two extensions offer a tool of the same name.
     #[error("tool `{name}` is registered twice (by `{first}` and by `{second}`)")]
     Duplicate {
+        /// The tool name both offer.
         name: String,
+        /// The extension registered first.
         first: String,
+        /// The extension registered second.
         second: String,
     },
+    /// An extension offers a tool whose name is not a valid tool name.
     #[error("extension `{extension}`: {source}")]
     InvalidName {
+        /// The extension.
         extension: String,
+        /// What is wrong with the name.
         source: NameError,
     },
 }
 
 /// A registered tool with its spec read once.
 pub struct Entry {
+    /// The tool itself.
     pub tool: Arc<dyn Tool>,
+    /// Its spec, read once at registration (or refresh).
     pub spec: ToolSpec,
+    /// The policy it asks for when the operator sets none.
     pub default_policy: ToolPolicy,
     /// Shared with the entry this one replaced when the spec is the same (see `collect`).
     validator: Arc<OnceLock<Result<jsonschema::Validator, InvalidSchema>>>,
@@ -38,7 +50,9 @@ pub struct Entry {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("tool `{tool}` has an invalid schema: {why}")]
 pub struct InvalidSchema {
+    /// The tool.
     pub tool: String,
+    /// The schema compiler's complaint.
     pub why: String,
 }
 
@@ -72,6 +86,8 @@ struct Snapshot {
     index: HashMap<String, usize>,
 }
 
+/// Every tool of every enabled extension, looked up by exact name; refreshed as MCP servers
+/// come and go, without blocking lookups.
 pub struct Registry {
     extensions: Vec<Arc<dyn Extension>>,
     snapshot: RwLock<Arc<Snapshot>>,
@@ -119,6 +135,7 @@ impl Registry {
         self.current().entries.clone()
     }
 
+    /// Every tool's spec, in registration order (copied: a snapshot, not a live view).
     pub fn specs(&self) -> Vec<ToolSpec> {
         self.current()
             .entries

@@ -30,17 +30,44 @@ const DEFER_POLL: Duration = Duration::from_secs(1);
 /// Missed fires counted for a `missed` record; past this it says "at least".
 const MAX_MISSED_COUNTED: usize = 10_000;
 
+/// Why a fire failed. Its text is the detail recorded with the `failed` status.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum FireError {
+    /// The runner could not run the turn, or the turn ended without finishing its work; holds
+    /// the runner's account of it (for a person reading the schedule's history).
+    #[error("{0}")]
+    Run(String),
+    /// The engine could not renew the fire's lease in the store, so another engine may claim
+    /// it; the run was stopped.
+    #[error("the lease could not be renewed")]
+    LeaseLost,
+}
+
+impl From<String> for FireError {
+    fn from(why: String) -> Self {
+        FireError::Run(why)
+    }
+}
+
 /// Runs one fire. `Ok(detail)` is recorded as `ok`, `Err(why)` as `failed`.
 #[async_trait]
 pub trait FireRunner: Send + Sync {
-    async fn run(&self, schedule: &Schedule, cancel: CancellationToken) -> Result<String, String>;
+    /// Runs `schedule`'s fire to the end. `cancel` fires when the engine has stopped and its
+    /// grace period ran out; the run should then end promptly (it is recorded as failed).
+    async fn run(
+        &self,
+        schedule: &Schedule,
+        cancel: CancellationToken,
+    ) -> Result<String, FireError>;
 }
 
 /// Where "now" comes from: the system clock, or tokio's (paused in tests).
 pub trait Clock: Send + Sync {
+    /// The current wall-clock time (UTC).
     fn now(&self) -> OffsetDateTime;
 }
 
+/// The system's wall clock; the engine's default.
 pub struct SystemClock;
 
 impl Clock for SystemClock {
@@ -57,6 +84,7 @@ pub struct TokioClock {
 }
 
 impl TokioClock {
+    /// A clock that reads `start_wall` now and advances as tokio's clock does from here.
     pub fn starting_at(start_wall: OffsetDateTime) -> Self {
         Self {
             start_wall,
@@ -75,10 +103,15 @@ impl Clock for TokioClock {
 /// What happened to one fire, for the daemon's one log line.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct FireEvent {
+    /// The agent the schedule runs as.
     pub agent: String,
+    /// The schedule's name.
     pub name: String,
+    /// The instant the fire was due.
     pub due: OffsetDateTime,
+    /// How it ended (`ok`, `failed`, `missed`, …), as recorded in the store.
     pub status: FireStatus,
+    /// What was recorded with the status: the runner's account, or why it failed.
     pub detail: String,
     /// From due to the claim.
     pub late: Duration,
@@ -86,14 +119,21 @@ pub struct FireEvent {
     pub took: Duration,
 }
 
+/// Called once for each fire the engine records, whatever its status; the engine waits for
+/// it, so it should return quickly.
 pub type FireLog = Arc<dyn Fn(&FireEvent) + Send + Sync>;
 
+/// How a [`RoutineEngine`] fires schedules (`schedules:` in the config, and the process's
+/// identity).
 #[derive(Debug, Clone)]
 pub struct EngineConfig {
     /// Unique per engine (process): who holds a lease.
     pub owner: String,
+    /// The time zone cron expressions are read in (`schedules.timezone`).
     pub zone: Zone,
+    /// What happens to fires missed while no engine ran (`schedules.catch_up`).
     pub catch_up: CatchUp,
+    /// How many fires of one agent run at once (at least 1); further due fires wait.
     pub max_concurrent_per_agent: usize,
     /// How long a claim holds without renewal; a running fire renews it every third of it.
     pub lease: Duration,
@@ -102,6 +142,8 @@ pub struct EngineConfig {
 }
 
 impl EngineConfig {
+    /// Defaults for the engine `owner`: UTC, missed fires skipped, two fires per agent at
+    /// once, a 30 s lease and a 30 s grace period at stop.
     pub fn new(owner: impl Into<String>) -> Self {
         Self {
             owner: owner.into(),
@@ -114,6 +156,7 @@ impl EngineConfig {
     }
 }
 
+/// Fires the schedules in a store on time until stopped; see the module documentation.
 pub struct RoutineEngine {
     store: Store,
     runner: Arc<dyn FireRunner>,
@@ -150,6 +193,8 @@ fn open_in_chat(store: &Store, s: &Schedule) -> bool {
 }
 
 impl RoutineEngine {
+    /// An engine over `store` that runs each fire with `runner`, on the system clock and
+    /// without a log; nothing runs until [`RoutineEngine::run`].
     pub fn new(store: Store, runner: Arc<dyn FireRunner>, config: EngineConfig) -> Self {
         Self {
             store,
@@ -161,11 +206,14 @@ impl RoutineEngine {
         }
     }
 
+    /// Reads "now" from `clock` instead of the system clock (tests drive it with
+    /// [`TokioClock`]).
     pub fn with_clock(mut self, clock: Arc<dyn Clock>) -> Self {
         self.clock = clock;
         self
     }
 
+    /// Calls `log` with each fire the engine records.
     pub fn with_log(mut self, log: FireLog) -> Self {
         self.log = Some(log);
         self
@@ -354,12 +402,12 @@ impl RoutineEngine {
         let renew = self.renew_lease(schedule.id);
         let result = tokio::select! {
             r = self.runner.run(&schedule, cancel) => r,
-            () = renew => Err("the lease could not be renewed".to_string()),
+            () = renew => Err(FireError::LeaseLost),
         };
         let finished = self.clock.now();
         let (status, detail) = match result {
             Ok(d) => (FireStatus::Ok, d),
-            Err(why) => (FireStatus::Failed, why),
+            Err(why) => (FireStatus::Failed, why.to_string()),
         };
         if let Err(e) = self
             .store

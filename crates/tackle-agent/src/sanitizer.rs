@@ -18,12 +18,16 @@ static DATA_URI: LazyLock<Regex> = LazyLock::new(|| {
 /// More than 100 hex digits in a row.
 static HEX_RUN: LazyLock<Regex> = LazyLock::new(|| crate::constant::regex(r"[0-9A-Fa-f]{101,}"));
 
+/// What a removed base64 `data:` URI is replaced with.
 pub const BASE64_NOTE: &str = "[base64 data removed]";
+/// What a removed run of more than 100 hex digits is replaced with.
 pub const HEX_NOTE: &str = "[hex data removed]";
 
 /// Redacts secrets; supplied by `tackle-policy`'s secret redactor.
 pub type Redact = Arc<dyn Fn(&str) -> Cow<'_, str> + Send + Sync>;
 
+/// Cleans tool results before the model sees them: drops base64 `data:` URIs and long hex
+/// runs, redacts secrets (with a redactor), and cuts the text at `limit` bytes.
 #[derive(Clone)]
 pub struct Sanitizer {
     limit: usize,
@@ -54,11 +58,13 @@ impl Sanitizer {
         }
     }
 
+    /// Redacts secrets with `redact` as well.
     pub fn with_redactor(mut self, redact: Redact) -> Self {
         self.redact = Some(redact);
         self
     }
 
+    /// The most bytes of a result kept, before the note of what was cut.
     pub fn limit(&self) -> usize {
         self.limit
     }

@@ -5,6 +5,8 @@ use std::sync::Arc;
 use tackle_protocol::message::{Message, Role};
 use tackle_store::{Entry, EntryKind, SessionId, Store, StoreError};
 
+/// A conversation's messages, mirrored to the store (when there is one) so it can be resumed;
+/// with its per-session approvals, origin and taint.
 pub struct Session {
     id: SessionId,
     store: Option<Store>,
@@ -142,10 +144,12 @@ impl Session {
         })
     }
 
+    /// The session's id, as `--session` takes it.
     pub fn id(&self) -> &str {
         self.id.as_str()
     }
 
+    /// The messages since the latest summary (which [`Session::context`] puts first).
     pub fn messages(&self) -> &[Message] {
         &self.messages
     }

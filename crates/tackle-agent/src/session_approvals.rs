@@ -5,6 +5,8 @@
 use std::collections::HashSet;
 use std::sync::Mutex;
 
+/// One session's per-session security state: its "allow for the session" answers, its taint,
+/// its freeze and the extensions switched off for it. Shared by every call of the session.
 #[derive(Debug, Default)]
 pub struct SessionApprovals {
     tools: Mutex<HashSet<String>>,
@@ -18,14 +20,17 @@ pub struct SessionApprovals {
 }
 
 impl SessionApprovals {
+    /// What untrusted content the session has read.
     pub fn taint(&self) -> &crate::taint::SessionTaint {
         &self.taint
     }
 
+    /// Whether a decoy credential froze the session.
     pub fn freeze(&self) -> &crate::honeytoken::Freeze {
         &self.freeze
     }
 
+    /// Extensions switched off for this session alone.
     pub fn extensions(&self) -> &crate::session_extensions::SessionExtensions {
         &self.extensions
     }
@@ -35,6 +40,7 @@ impl SessionApprovals {
         self.tools.lock().is_ok_and(|set| set.contains(tool))
     }
 
+    /// Remembers "allow for the session" for `tool`: later calls of it skip the approval prompt.
     pub fn allow(&self, tool: &str) {
         if let Ok(mut set) = self.tools.lock() {
             set.insert(tool.to_string());

@@ -9,6 +9,7 @@ use std::sync::Mutex;
 /// The rule a refusal of a tool of a disabled extension is recorded with.
 pub const RULE: &str = "session: extension disabled";
 
+/// The extensions switched off for one session; empty by default.
 #[derive(Debug, Default)]
 pub struct SessionExtensions(Mutex<BTreeSet<String>>);
 

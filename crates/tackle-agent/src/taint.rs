@@ -37,6 +37,7 @@ impl SessionTaint {
         }
     }
 
+    /// Whether the session has read any untrusted content.
     pub fn is_tainted(&self) -> bool {
         self.count.load(std::sync::atomic::Ordering::Relaxed) > 0
     }

@@ -5,7 +5,7 @@ use async_trait::async_trait;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 use tackle_agent::routine::{Clock, TokioClock};
-use tackle_agent::{EngineConfig, FireRunner, RoutineEngine};
+use tackle_agent::{EngineConfig, FireError, FireRunner, RoutineEngine};
 use tackle_protocol::config::CatchUp;
 use tackle_store::{FireStatus, NewSchedule, ScheduleKind, ScheduleUpdate, Store, Target};
 use tackle_tools::schedule::{next_fire, Zone};
@@ -26,7 +26,7 @@ impl FireRunner for Recorder {
         &self,
         s: &tackle_store::Schedule,
         _: CancellationToken,
-    ) -> Result<String, String> {
+    ) -> Result<String, FireError> {
         self.runs
             .lock()
             .unwrap()

@@ -893,3 +893,44 @@ async fn a_background_task_keeps_the_pool_of_the_turn_that_started_it() {
         "a task sends no closing request: {stored}"
     );
 }
+
+/// A delegated role is offered none of the tools that start children (those whose spec says
+/// `spawns_children`: a role does not nest), yet keeps the rest of its parent's tools.
+#[tokio::test]
+async fn a_delegated_role_is_offered_no_tool_that_starts_children() {
+    const SPAWNING: [&str; 4] = ["spawn", "spawn_agent", "spawn_worker", "delegate"];
+    let h = Harness::new(
+        &yaml("", "[calculate]", ""),
+        Box::new(|req| {
+            if system(req) != "ROOT-PROMPT" {
+                let names = tool_names(req);
+                let spawning: Vec<&String> = names
+                    .iter()
+                    .filter(|n| SPAWNING.contains(&n.as_str()))
+                    .collect();
+                return Reply::Text(format!(
+                    "child offered calculate: {}, spawning: {spawning:?}",
+                    names.iter().any(|n| n == "calculate")
+                ));
+            }
+            if results(req).is_empty() {
+                Reply::Calls(vec![(
+                    "delegate",
+                    json!({"action": "run", "role": "analyst", "task": "t"}),
+                )])
+            } else {
+                Reply::Text(last(req))
+            }
+        }),
+        Duration::ZERO,
+    );
+    let (out, _) = h
+        .run("go", Arc::new(AutoApprover), &CancellationToken::new())
+        .await;
+    assert!(
+        out.text
+            .contains("child offered calculate: true, spawning: []"),
+        "{}",
+        out.text
+    );
+}

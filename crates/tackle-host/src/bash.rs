@@ -43,11 +43,15 @@ fn locate() -> Option<PathBuf> {
 
 /// Why a line could not be read back by bash.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub(crate) enum ReadBackError {
+pub enum ReadBackError {
+    /// No bash was found, so no shell line can be checked or run.
     #[error("bash is not installed (looked in {} and PATH); shell lines run only in bash, the grammar the policy checks", BASH_CANDIDATES.join(", "))]
     Missing,
+    /// bash refused the line; holds the first line of its error output.
     #[error("bash cannot read the line: {0}")]
     Syntax(String),
+    /// bash did not answer (it could not be started, was stopped, timed out or printed
+    /// something that is not UTF-8); holds what went wrong.
     #[error("bash could not be asked how it reads the line: {0}")]
     Failed(String),
 }
@@ -110,7 +114,8 @@ async fn ask_bash(
     line: &str,
     timeout: Duration,
 ) -> Answer {
-    let input = crate::seccomp::memfd_with(line.as_bytes()).map_err(ReadBackError::Failed)?;
+    let input = crate::seccomp::memfd_with(line.as_bytes())
+        .map_err(|e| ReadBackError::Failed(e.to_string()))?;
     let child = tokio::process::Command::new(bash)
         .args(BASH_ARGS)
         .arg("--pretty-print")
@@ -163,8 +168,8 @@ fn answer(out: std::process::Output) -> Answer {
 
 /// [`read_back`] for callers outside the host (tests, `--explain`-style tools): the error says
 /// why bash could not read the line.
-pub async fn bash_read_back(line: &str) -> Result<String, String> {
-    read_back(line).await.map_err(|e| e.to_string())
+pub async fn bash_read_back(line: &str) -> Result<String, ReadBackError> {
+    read_back(line).await
 }
 
 #[cfg(test)]

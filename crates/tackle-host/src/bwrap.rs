@@ -9,13 +9,28 @@
 //! nothing runs between `fork` and `exec`.
 
 use std::path::{Path, PathBuf};
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
+
+/// Why commands cannot run in bubblewrap's namespaces here. Cloned out of the probe's cached
+/// answer, so the sources are shared.
+#[derive(Debug, Clone, thiserror::Error)]
+pub(crate) enum BwrapError {
+    #[error("bubblewrap is not installed (Debian: apt-get install bubblewrap)")]
+    NotInstalled,
+    /// The probe ran and failed; holds what bubblewrap printed about it.
+    #[error("bubblewrap cannot create namespaces here: {stderr}")]
+    NoNamespaces { stderr: String },
+    #[error("bubblewrap could not be started: {0}")]
+    NotStarted(#[source] Arc<std::io::Error>),
+    #[error("the bubblewrap probe did not finish: {0}")]
+    ProbeUnfinished(#[source] Arc<tokio::task::JoinError>),
+}
 
 /// bubblewrap, found once, and whether it can create namespaces on this machine.
-static BWRAP: OnceLock<Result<PathBuf, String>> = OnceLock::new();
+static BWRAP: OnceLock<Result<PathBuf, BwrapError>> = OnceLock::new();
 
 /// bubblewrap's path, or why commands cannot run in its namespaces; probes on first use.
-pub(crate) fn usable() -> Result<&'static Path, String> {
+pub(crate) fn usable() -> Result<&'static Path, BwrapError> {
     BWRAP
         .get_or_init(probe)
         .as_ref()
@@ -25,10 +40,10 @@ pub(crate) fn usable() -> Result<&'static Path, String> {
 
 /// [`usable`] for a call on the runtime: the first probe (one sandboxed `true`, ~10 ms) runs on
 /// the blocking pool, so that it never stalls a worker thread that sibling calls need.
-pub(crate) async fn usable_on_runtime() -> Result<&'static Path, String> {
+pub(crate) async fn usable_on_runtime() -> Result<&'static Path, BwrapError> {
     if BWRAP.get().is_none() {
         if let Err(e) = tokio::task::spawn_blocking(usable).await {
-            return Err(format!("the bubblewrap probe did not finish: {e}"));
+            return Err(BwrapError::ProbeUnfinished(Arc::new(e)));
         }
     }
     usable()
@@ -48,14 +63,12 @@ pub fn warm_up() {
     }
 }
 
-fn probe() -> Result<PathBuf, String> {
+fn probe() -> Result<PathBuf, BwrapError> {
     let path = ["/usr/bin/bwrap", "/bin/bwrap", "/usr/local/bin/bwrap"]
         .iter()
         .map(PathBuf::from)
         .find(|p| p.is_file())
-        .ok_or_else(|| {
-            "bubblewrap is not installed (Debian: apt-get install bubblewrap)".to_string()
-        })?;
+        .ok_or(BwrapError::NotInstalled)?;
     // One real sandbox: the kernel may refuse user or PID namespaces.
     let status = std::process::Command::new(&path)
         .args([
@@ -74,10 +87,9 @@ fn probe() -> Result<PathBuf, String> {
         .output();
     match status {
         Ok(out) if out.status.success() => Ok(path),
-        Ok(out) => Err(format!(
-            "bubblewrap cannot create namespaces here: {}",
-            String::from_utf8_lossy(&out.stderr).trim()
-        )),
-        Err(e) => Err(format!("bubblewrap could not be started: {e}")),
+        Ok(out) => Err(BwrapError::NoNamespaces {
+            stderr: String::from_utf8_lossy(&out.stderr).trim().to_string(),
+        }),
+        Err(e) => Err(BwrapError::NotStarted(Arc::new(e))),
     }
 }

@@ -89,6 +89,8 @@ impl HostConfig {
         self
     }
 
+    /// Sets the user's home directory, which `~` in grants and request paths expands to
+    /// (`None`: `~` stays literal).
     pub fn with_home(mut self, home: Option<PathBuf>) -> Self {
         self.home = home;
         self

@@ -204,7 +204,11 @@ pub(crate) async fn run(scope: &ExecScope<'_>, req: ExecRequest) -> Result<ExecO
         }
         (None, Err(why)) if scope.sandbox_required => return Err(sandbox_required(why)),
         (None, why) => {
-            let why = why.as_ref().err().map_or("", String::as_str);
+            let why = why
+                .as_ref()
+                .err()
+                .map(ToString::to_string)
+                .unwrap_or_default();
             static WARNED: AtomicBool = AtomicBool::new(false);
             warn_once(&WARNED, || {
                 format!(
@@ -352,7 +356,7 @@ fn init_program(path: Option<&Path>) -> Result<std::fs::File, HostError> {
 fn seccomp_filters(required: bool) -> Result<Vec<std::os::fd::OwnedFd>, HostError> {
     match crate::seccomp::filters() {
         Ok(f) => Ok(f),
-        Err(why) if required => Err(sandbox_required(&format!(
+        Err(why) if required => Err(sandbox_required(format!(
             "its seccomp filter cannot be built: {why}"
         ))),
         Err(why) => {
@@ -366,7 +370,7 @@ fn seccomp_filters(required: bool) -> Result<Vec<std::os::fd::OwnedFd>, HostErro
 }
 
 /// `security.sandbox: required` refuses a command that would run without a layer.
-fn sandbox_required(missing: &str) -> HostError {
+fn sandbox_required(missing: impl std::fmt::Display) -> HostError {
     HostError::Denied(Decision::deny(
         "security.sandbox = required",
         format!("commands run only inside the full sandbox here, and {missing}"),

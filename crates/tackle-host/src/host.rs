@@ -31,6 +31,9 @@ pub struct NativeHostProvider {
 }
 
 impl NativeHostProvider {
+    /// A provider for every call of this process. HTTP clients and per-session state (such as
+    /// each session's TMPDIR) are shared by the hosts it scopes; nothing is probed or opened
+    /// until a call needs it.
     pub fn new(config: HostConfig) -> Self {
         Self {
             shared: Arc::new(Shared {
@@ -46,6 +49,7 @@ impl NativeHostProvider {
         NativeHost::new(self.shared.clone(), scope)
     }
 
+    /// The configuration the provider was made with.
     pub fn config(&self) -> &HostConfig {
         &self.shared.config
     }
@@ -288,7 +292,7 @@ impl ToolHost for NativeHost {
         let rules = crate::sandbox_view::enforced_rules(&self.shell);
         let namespaces = crate::bwrap::usable();
         let Ok(_) = namespaces else {
-            let why = namespaces.err().unwrap_or_default();
+            let why = namespaces.err().map(|e| e.to_string()).unwrap_or_default();
             return Some(serde_json::json!({
                 "namespaces": false,
                 "why": why,

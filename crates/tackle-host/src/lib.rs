@@ -40,6 +40,8 @@
 //! # Ok(()) }
 //! ```
 
+// Every public item says what it is for and what a caller must know.
+#![warn(missing_docs)]
 // Outside tests, data from outside never panics the process: no unwrap, expect or panic.
 #![cfg_attr(
     not(test),
@@ -70,7 +72,7 @@ mod seccomp;
 mod skill_dirs;
 mod walk;
 
-pub use bash::{bash_path, bash_read_back};
+pub use bash::{bash_path, bash_read_back, ReadBackError};
 pub use bwrap::warm_up as warm_up_sandbox;
 pub use config::{operator_urls, HostConfig};
 pub use exec::check_shell_line;

@@ -112,9 +112,16 @@ impl Resolve for PinnedResolver {
 /// One lazily built client per [`Reach`], shared by every scoped host so connections pool.
 #[derive(Default)]
 pub(crate) struct Clients {
-    public: OnceLock<Result<Client, String>>,
-    private: OnceLock<Result<Client, String>>,
-    operator: OnceLock<Result<Client, String>>,
+    public: OnceLock<Result<Client, NetError>>,
+    private: OnceLock<Result<Client, NetError>>,
+    operator: OnceLock<Result<Client, NetError>>,
+}
+
+/// Why a client could not be made (kept once per reach, as the client would be).
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum NetError {
+    #[error("could not build the HTTP client: {0}")]
+    ClientBuild(#[source] reqwest::Error),
 }
 
 impl Clients {
@@ -124,9 +131,11 @@ impl Clients {
             Reach::Private => &self.private,
             Reach::Operator => &self.operator,
         };
-        cell.get_or_init(|| build_client(reach, cfg))
-            .clone()
-            .map_err(HostError::Network)
+        // The protocol's error carries text: the cached error stays here for the next call.
+        match cell.get_or_init(|| build_client(reach, cfg)) {
+            Ok(client) => Ok(client.clone()),
+            Err(e) => Err(HostError::Network(e.to_string())),
+        }
     }
 }
 
@@ -136,7 +145,7 @@ pub(crate) struct ClientConfig<'a> {
     pub dns_overrides: &'a [(String, IpAddr)],
 }
 
-fn build_client(reach: Reach, cfg: &ClientConfig<'_>) -> Result<Client, String> {
+fn build_client(reach: Reach, cfg: &ClientConfig<'_>) -> Result<Client, NetError> {
     install_tls_provider();
     let resolver = PinnedResolver {
         reach,
@@ -149,7 +158,7 @@ fn build_client(reach: Reach, cfg: &ClientConfig<'_>) -> Result<Client, String> 
         .connect_timeout(Duration::from_secs(15))
         .user_agent(cfg.user_agent)
         .build()
-        .map_err(|e| format!("could not build the HTTP client: {e}"))
+        .map_err(NetError::ClientBuild)
 }
 
 /// Everything a fetch needs from the scoped host.

@@ -282,8 +282,11 @@ pub enum Found {
 /// A file to take away, and why.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, serde::Serialize)]
 pub struct MaskedProgram {
+    /// The denied program (as the grant's deny list names it).
     pub program: String,
+    /// The file taken away (replaced by an empty, non-executable one in the sandbox).
     pub path: PathBuf,
+    /// How the file was found to be that program.
     pub found: Found,
 }
 

@@ -8,6 +8,7 @@ use serde_json::{json, Value};
 pub struct Enforcement {
     /// Short name (`sandbox`, `dns_pinning`, …).
     pub protection: &'static str,
+    /// Whether it protects commands on this machine now.
     pub enforced: bool,
     /// A sentence for a person: what it does, or why it is not in force.
     pub detail: String,
@@ -37,7 +38,7 @@ pub fn enforcement_report() -> Vec<Enforcement> {
                     "{}: read-only system, empty home (toolchains read-only), workspace and allow_write writable, allow_read readable, Tackle's config and state hidden, own PID namespace (no process outlives its call, no signals outside), no capabilities, new session",
                     bwrap.display()
                 ),
-                Err(why) => why.clone(),
+                Err(why) => why.to_string(),
             },
         },
         Enforcement {
@@ -67,7 +68,7 @@ pub fn enforcement_report() -> Vec<Enforcement> {
                         "{} system calls refused inside the sandbox (ptrace, mount, bpf, keyctl, userfaultfd, perf_event_open, unshare, new user namespaces …), and no mode with a setuid or setgid bit (chmod family, open, creat, mkdir, mknod)",
                         crate::seccomp::blocked_syscalls().count() + 1
                     ),
-                    (Ok(_), Err(why)) => why,
+                    (Ok(_), Err(why)) => why.to_string(),
                     (Err(_), _) => "applied only inside the namespace sandbox".into(),
                 },
             }

@@ -14,12 +14,19 @@ use std::sync::OnceLock;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum SandboxStatus {
     /// Landlock is applied to every child; `abi` is the kernel's Landlock ABI version.
-    Enforced { abi: i32 },
+    Enforced {
+        /// The kernel's Landlock ABI version (what rules it can express).
+        abi: i32,
+    },
     /// Children run without an OS sandbox; `reason` says why.
-    NotEnforced { reason: String },
+    NotEnforced {
+        /// Why not, for a person (kernel too old, Landlock disabled, …).
+        reason: String,
+    },
 }
 
 impl SandboxStatus {
+    /// Whether children run under Landlock.
     pub fn is_enforced(&self) -> bool {
         matches!(self, SandboxStatus::Enforced { .. })
     }

@@ -27,6 +27,65 @@ use std::process::ExitCode;
 /// Exit status when the sandbox could not be finished (as a shell says "cannot execute").
 const CANNOT_START: u8 = 126;
 
+/// Why the start-up step stopped before the command: a bad command line (exit 2) or a step of
+/// the view that could not be made (exit 126).
+#[derive(Debug, thiserror::Error)]
+enum InitError {
+    #[error("expected `-- PROGRAM`")]
+    NoSeparator,
+    #[error("{flag} needs {what}")]
+    MissingValue {
+        flag: &'static str,
+        what: &'static str,
+    },
+    #[error("unknown argument {0}")]
+    UnknownArgument(String),
+    #[error("expected a program after `--`")]
+    NoProgram,
+    #[error("{} holds a NUL", .0.display())]
+    Nul(PathBuf),
+    #[error("opening {} to show it: {source}", .file.display())]
+    OpenShown {
+        file: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("emptying {}: {source}", .dir.display())]
+    Empty {
+        dir: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("making {}: {source}", .at.display())]
+    MountPoint { at: PathBuf, source: std::io::Error },
+    #[error("showing {} at {}: {source}", .src.display(), .at.display())]
+    Bind {
+        src: PathBuf,
+        at: PathBuf,
+        source: std::io::Error,
+    },
+    /// `how` is what the remount was to make of it: "read-only" or "noexec".
+    #[error("making {} {how}: {source}", .at.display())]
+    Remount {
+        at: PathBuf,
+        how: &'static str,
+        source: std::io::Error,
+    },
+    #[error("reading the mount table: {0}")]
+    MountTable(#[source] std::io::Error),
+    #[error("dropping capability {cap}: {source}")]
+    DropCapability { cap: i32, source: std::io::Error },
+    #[error("dropping capabilities: {0}")]
+    DropCapabilities(#[source] std::io::Error),
+    #[error("no_new_privs: {0}")]
+    NoNewPrivs(#[source] std::io::Error),
+    #[error("the system-call filter: {0}")]
+    Seccomp(#[from] crate::seccomp::SeccompError),
+    #[error("{}: {source}", .program.display())]
+    Exec {
+        program: PathBuf,
+        source: std::io::Error,
+    },
+}
+
 struct Plan {
     empty: Vec<PathBuf>,
     show: Vec<(PathBuf, PathBuf)>,
@@ -54,7 +113,12 @@ pub fn sandbox_exec_main(args: Vec<OsString>) -> ExitCode {
     }
 }
 
-fn parse(args: Vec<OsString>) -> Result<Plan, String> {
+/// A flag without the value it needs.
+fn missing(flag: &'static str, what: &'static str) -> InitError {
+    InitError::MissingValue { flag, what }
+}
+
+fn parse(args: Vec<OsString>) -> Result<Plan, InitError> {
     let mut it = args.into_iter();
     let mut empty = Vec::new();
     let mut show = Vec::new();
@@ -62,33 +126,35 @@ fn parse(args: Vec<OsString>) -> Result<Plan, String> {
     let mut close_fd = None;
     loop {
         let Some(flag) = it.next() else {
-            return Err("expected `-- PROGRAM`".into());
+            return Err(InitError::NoSeparator);
         };
         match flag.as_bytes() {
             b"--" => break,
-            b"--empty" => empty.push(PathBuf::from(it.next().ok_or("--empty needs a directory")?)),
+            b"--empty" => empty.push(PathBuf::from(
+                it.next().ok_or_else(|| missing("--empty", "a directory"))?,
+            )),
             b"--show" => {
-                let file = it.next().ok_or("--show needs a file and a place")?;
-                let at = it.next().ok_or("--show needs a file and a place")?;
+                let show_needs = || missing("--show", "a file and a place");
+                let file = it.next().ok_or_else(show_needs)?;
+                let at = it.next().ok_or_else(show_needs)?;
                 show.push((PathBuf::from(file), PathBuf::from(at)));
             }
-            b"--bind-self" => {
-                bind_self.push(PathBuf::from(it.next().ok_or("--bind-self needs a path")?))
-            }
+            b"--bind-self" => bind_self.push(PathBuf::from(
+                it.next().ok_or_else(|| missing("--bind-self", "a path"))?,
+            )),
             b"--close-fd" => {
-                let n = it.next().ok_or("--close-fd needs a number")?;
+                let n = it.next().ok_or_else(|| missing("--close-fd", "a number"))?;
                 let n = n.to_str().and_then(|n| n.parse().ok());
-                close_fd = Some(n.ok_or("--close-fd needs a number")?);
+                close_fd = Some(n.ok_or_else(|| missing("--close-fd", "a number"))?);
             }
             other => {
-                return Err(format!(
-                    "unknown argument {}",
-                    String::from_utf8_lossy(other)
+                return Err(InitError::UnknownArgument(
+                    String::from_utf8_lossy(other).into_owned(),
                 ))
             }
         }
     }
-    let program = it.next().ok_or("expected a program after `--`")?;
+    let program = it.next().ok_or(InitError::NoProgram)?;
     Ok(Plan {
         empty,
         show,
@@ -101,7 +167,7 @@ fn parse(args: Vec<OsString>) -> Result<Plan, String> {
 
 enum Never {}
 
-fn finish_and_exec(plan: &Plan) -> Result<Never, String> {
+fn finish_and_exec(plan: &Plan) -> Result<Never, InitError> {
     if let Some(fd) = plan.close_fd.filter(|fd| *fd > 2) {
         // SAFETY: closes a descriptor this process was given for starting itself; nothing
         // else here holds it.
@@ -114,8 +180,7 @@ fn finish_and_exec(plan: &Plan) -> Result<Never, String> {
         .map(|(_, at)| at)
         .chain(&plan.bind_self)
         .collect();
-    let mounts = std::fs::read_to_string("/proc/self/mountinfo")
-        .map_err(|e| format!("reading the mount table: {e}"))?;
+    let mounts = std::fs::read_to_string("/proc/self/mountinfo").map_err(InitError::MountTable)?;
     for at in mount_points(&mounts) {
         if keep.contains(&&at) {
             continue;
@@ -125,24 +190,29 @@ fn finish_and_exec(plan: &Plan) -> Result<Never, String> {
     drop_capabilities()?;
     // SAFETY: a plain prctl with integer arguments.
     if unsafe { libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) } != 0 {
-        return Err(format!("no_new_privs: {}", last_error()));
+        return Err(InitError::NoNewPrivs(last_error()));
     }
-    crate::seccomp::apply_here().map_err(|e| format!("the system-call filter: {e}"))?;
-    let err = std::process::Command::new(&plan.program)
+    crate::seccomp::apply_here()?;
+    let source = std::process::Command::new(&plan.program)
         .args(&plan.args)
         .exec();
-    Err(format!("{}: {err}", Path::new(&plan.program).display()))
+    Err(InitError::Exec {
+        program: PathBuf::from(&plan.program),
+        source,
+    })
 }
 
 /// Step 2: the program directories emptied but for the allowed programs, and the libraries,
 /// loader and helper directories bound on themselves, each a mount of its own.
-fn show_only_allowed(plan: &Plan) -> Result<(), String> {
+fn show_only_allowed(plan: &Plan) -> Result<(), InitError> {
     use std::os::fd::AsRawFd;
     // Opened first: a program's real file may sit in a directory about to be emptied.
     let mut sources = Vec::with_capacity(plan.show.len());
     for (file, at) in &plan.show {
-        let opened = std::fs::File::open(file)
-            .map_err(|e| format!("opening {} to show it: {e}", file.display()))?;
+        let opened = std::fs::File::open(file).map_err(|source| InitError::OpenShown {
+            file: file.clone(),
+            source,
+        })?;
         sources.push((opened, at));
     }
     for p in &plan.bind_self {
@@ -161,11 +231,17 @@ fn show_only_allowed(plan: &Plan) -> Result<(), String> {
             )
         };
         if rc != 0 {
-            return Err(format!("emptying {}: {}", d.display(), last_error()));
+            return Err(InitError::Empty {
+                dir: d.clone(),
+                source: last_error(),
+            });
         }
     }
     for (opened, at) in &sources {
-        std::fs::File::create(at).map_err(|e| format!("making {}: {e}", at.display()))?;
+        std::fs::File::create(at).map_err(|source| InitError::MountPoint {
+            at: PathBuf::from(at),
+            source,
+        })?;
         bind(
             Path::new(&format!("/proc/self/fd/{}", opened.as_raw_fd())),
             at,
@@ -175,13 +251,13 @@ fn show_only_allowed(plan: &Plan) -> Result<(), String> {
     for d in &plan.empty {
         let flags =
             libc::MS_REMOUNT | libc::MS_BIND | libc::MS_RDONLY | libc::MS_NOSUID | libc::MS_NODEV;
-        remount(d, flags).map_err(|e| format!("making {} read-only: {e}", d.display()))?;
+        remount(d, flags, "read-only")?;
     }
     Ok(())
 }
 
-/// A bind remount of the mount at `at` with exactly `flags`.
-fn remount(at: &Path, flags: libc::c_ulong) -> Result<(), String> {
+/// A bind remount of the mount at `at` with exactly `flags`, to make it `how` (for the error).
+fn remount(at: &Path, flags: libc::c_ulong, how: &'static str) -> Result<(), InitError> {
     let c = cstring(at)?;
     // SAFETY: a plain system call; null source, type and data are what a bind remount takes.
     let rc = unsafe {
@@ -194,13 +270,17 @@ fn remount(at: &Path, flags: libc::c_ulong) -> Result<(), String> {
         )
     };
     if rc != 0 {
-        return Err(last_error().to_string());
+        return Err(InitError::Remount {
+            at: at.to_path_buf(),
+            how,
+            source: last_error(),
+        });
     }
     Ok(())
 }
 
 /// A bind mount of `src` (followed if a link, as `/proc/self/fd/N` is) at `at`.
-fn bind(src: &Path, at: &Path) -> Result<(), String> {
+fn bind(src: &Path, at: &Path) -> Result<(), InitError> {
     let (s, a) = (cstring(src)?, cstring(at)?);
     // SAFETY: a plain system call with NUL-terminated paths.
     let rc = unsafe {
@@ -213,12 +293,11 @@ fn bind(src: &Path, at: &Path) -> Result<(), String> {
         )
     };
     if rc != 0 {
-        return Err(format!(
-            "showing {} at {}: {}",
-            src.display(),
-            at.display(),
-            last_error()
-        ));
+        return Err(InitError::Bind {
+            src: src.to_path_buf(),
+            at: at.to_path_buf(),
+            source: last_error(),
+        });
     }
     Ok(())
 }
@@ -258,7 +337,7 @@ fn unescape(field: &str) -> Vec<u8> {
 
 /// Remounts one mount `noexec` (and `nosuid`), keeping the flags it has: in a user namespace
 /// the kernel refuses a remount that would clear a flag the mount was locked with.
-fn remount_noexec(at: &Path) -> Result<(), String> {
+fn remount_noexec(at: &Path) -> Result<(), InitError> {
     let c = cstring(at)?;
     // SAFETY: statvfs writes into the zeroed struct we own; the path is NUL-terminated.
     let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
@@ -281,21 +360,23 @@ fn remount_noexec(at: &Path) -> Result<(), String> {
             flags |= ms_flag;
         }
     }
-    remount(at, flags).map_err(|e| format!("making {} noexec: {e}", at.display()))?;
-    Ok(())
+    remount(at, flags, "noexec")
 }
 
 /// Drops every capability for good: the bounding set (so that executing a program as uid 0
 /// in the namespace grants none back), the ambient set, then effective, permitted and
 /// inheritable.
-fn drop_capabilities() -> Result<(), String> {
+fn drop_capabilities() -> Result<(), InitError> {
     for cap in 0..64 {
         // SAFETY: a plain prctl; EINVAL past the kernel's last capability ends the loop.
         if unsafe { libc::prctl(libc::PR_CAPBSET_DROP, cap, 0, 0, 0) } != 0 {
             if std::io::Error::last_os_error().raw_os_error() == Some(libc::EINVAL) {
                 break;
             }
-            return Err(format!("dropping capability {cap}: {}", last_error()));
+            return Err(InitError::DropCapability {
+                cap,
+                source: last_error(),
+            });
         }
     }
     // SAFETY: as above.
@@ -332,13 +413,13 @@ fn drop_capabilities() -> Result<(), String> {
     }; 2];
     // SAFETY: capset reads the header and two data structs, laid out as the kernel's v3 ABI.
     if unsafe { libc::syscall(libc::SYS_capset, &header, data.as_ptr()) } != 0 {
-        return Err(format!("dropping capabilities: {}", last_error()));
+        return Err(InitError::DropCapabilities(last_error()));
     }
     Ok(())
 }
 
-fn cstring(p: &Path) -> Result<CString, String> {
-    CString::new(p.as_os_str().as_bytes()).map_err(|_| format!("{} holds a NUL", p.display()))
+fn cstring(p: &Path) -> Result<CString, InitError> {
+    CString::new(p.as_os_str().as_bytes()).map_err(|_| InitError::Nul(p.to_path_buf()))
 }
 
 fn last_error() -> std::io::Error {

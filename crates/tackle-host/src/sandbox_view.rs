@@ -129,44 +129,67 @@ pub(crate) struct Inputs<'a> {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case", tag = "kind")]
 pub enum Mount {
+    /// A symbolic link at `at` pointing to `target` (bubblewrap's `--symlink`), as the host
+    /// has it (e.g. `/bin` → `usr/bin` on merged-/usr systems).
     Symlink {
+        /// What the link points to, as written in the host's link (may be relative).
         target: PathBuf,
+        /// Where the link is made in the sandbox.
         at: PathBuf,
     },
     /// `src` shown read-only at `at`; `optional`: nothing when `src` is missing.
     ReadOnly {
+        /// The host path shown.
         src: PathBuf,
+        /// Where it appears in the sandbox.
         at: PathBuf,
+        /// A missing `src` is skipped instead of failing the sandbox's start.
         optional: bool,
     },
+    /// `src` shown writable at `at` (the workspace, write grants, the session's TMPDIR):
+    /// the command's writes land in the host's files.
     ReadWrite {
+        /// The host path shown.
         src: PathBuf,
+        /// Where it appears in the sandbox.
         at: PathBuf,
+        /// A missing `src` is skipped instead of failing the sandbox's start.
         optional: bool,
     },
     /// An empty directory (writable unless remounted read-only later).
     Tmpfs {
+        /// Where the tmpfs is mounted in the sandbox.
         at: PathBuf,
     },
     /// A file replaced by an empty one that cannot be executed.
     Masked {
+        /// The path in the sandbox whose file is replaced by `/dev/null`.
         at: PathBuf,
     },
+    /// A minimal `/dev` made by bubblewrap (null, zero, random, tty and the like; no disks).
     Dev {
+        /// Where it is mounted, normally `/dev`.
         at: PathBuf,
     },
     /// A device node of the host, usable (no `nodev`).
     DeviceNode {
+        /// The device's path, the same on the host and in the sandbox.
         at: PathBuf,
     },
     /// An empty directory created in a tmpfs.
     Dir {
+        /// The directory's path in the sandbox.
         at: PathBuf,
     },
+    /// A fresh `/proc` for the sandbox's own PID namespace: only its processes are seen.
     Proc {
+        /// Where it is mounted, normally `/proc`.
         at: PathBuf,
     },
+    /// An earlier mount at `at` made read-only once everything under it is in place (e.g. an
+    /// emptied home whose placeholders are made).
     RemountReadOnly {
+        /// The mount point made read-only.
         at: PathBuf,
     },
 }
@@ -183,10 +206,18 @@ pub enum Executable {
     /// `noexec` but those (`keep`). Neither `execve` nor the dynamic loader (which maps a
     /// program with `PROT_EXEC`) can run anything else, written or found.
     Only {
+        /// The program directories emptied (a tmpfs over each, read-only afterwards).
         emptied: Vec<PathBuf>,
+        /// Each allowed program as (its real file on the host, its place in an emptied
+        /// directory).
         shown: Vec<(PathBuf, PathBuf)>,
+        /// Libraries, the loader and helper directories bound on themselves, so that they stay
+        /// executable.
         bound: Vec<PathBuf>,
+        /// Every mount left executable: the shown programs' places and `bound`.
         keep: Vec<PathBuf>,
+        /// Directories of helper programs the allowed programs run (such as git's
+        /// `libexec/git-core`); also in `bound`.
         helper_dirs: Vec<PathBuf>,
     },
 }
@@ -194,19 +225,28 @@ pub enum Executable {
 /// The sandbox one command runs in.
 #[derive(Debug, Clone, Serialize)]
 pub struct SandboxView {
+    /// The mounts that make the view, in the order bubblewrap makes them (later ones cover
+    /// earlier ones).
     pub mounts: Vec<Mount>,
     /// Files taken away because they are a denied program.
     pub masked_programs: Vec<MaskedProgram>,
     /// Under an allow list: the only programs in the program directories.
     pub visible_programs: Option<Vec<PathBuf>>,
+    /// Where files may be executed from in the view.
     pub executable: Executable,
     /// Files hidden because only root may read them and Tackle runs as root.
     pub root_only_hidden: usize,
     /// Blocked system calls and argument checks (names), see `seccomp`.
     pub seccomp: &'static [String],
+    /// What network the command has, for a person: `none`, or only through the filtering
+    /// proxy when the call has a network grant.
     pub network: &'static str,
+    /// Who the command runs as, for a person (the operator's user, no capabilities).
     pub user: &'static str,
+    /// The directory the command starts in (inside the workspace or a granted root).
     pub cwd: PathBuf,
+    /// Each rule of the shell grant with the layer that enforces it (the view, the seccomp
+    /// filter or the shell analyser).
     pub rules: Vec<RuleEnforcement>,
 }
 

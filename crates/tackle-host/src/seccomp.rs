@@ -6,6 +6,42 @@
 
 use std::os::fd::OwnedFd;
 
+/// Why the filter cannot be built or installed here.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum SeccompError {
+    /// seccompiler has no target for this machine's architecture.
+    #[error("no seccomp filter for the {0} architecture")]
+    Arch(&'static str),
+    /// A rule or filter was refused by seccompiler's compiler.
+    #[error(transparent)]
+    Compile(#[from] seccompiler::BackendError),
+    /// The kernel refused to install a compiled filter.
+    #[error(transparent)]
+    Install(#[from] seccompiler::Error),
+}
+
+/// Why a memory file could not be made and filled.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum MemfdError {
+    /// `memfd_create` failed (no memory files on this kernel, or out of descriptors).
+    #[error("memfd_create: {0}")]
+    Create(#[source] std::io::Error),
+    /// The data could not be written to it, or the file not rewound.
+    #[error("filling a memory file: {0}")]
+    Fill(#[source] std::io::Error),
+}
+
+/// Why the filters could not be handed to bubblewrap.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum FiltersError {
+    /// The filters cannot be built here (the answer is made once per process).
+    #[error(transparent)]
+    Build(&'static SeccompError),
+    /// A filter could not be put in the memory file bubblewrap reads.
+    #[error(transparent)]
+    File(#[from] MemfdError),
+}
+
 /// (system call, why no tool needs it).
 const BLOCKED: &[(i64, &str)] = &[
     (libc::SYS_ptrace, "debugging another process"),
@@ -69,29 +105,33 @@ pub fn blocked_syscalls() -> impl Iterator<Item = (i64, &'static str)> {
 /// The two compiled filters (the `EPERM` list with `clone` of a new user namespace, and
 /// `clone3` → `ENOSYS`), each in a memory file bubblewrap reads. Close-on-exec is set: the
 /// child clears it for itself (see `exec`), so no other command inherits them.
-pub(crate) fn filters() -> Result<Vec<OwnedFd>, String> {
-    compiled()?.iter().map(|bytes| memfd_with(bytes)).collect()
+pub(crate) fn filters() -> Result<Vec<OwnedFd>, FiltersError> {
+    compiled()
+        .map_err(FiltersError::Build)?
+        .iter()
+        .map(|bytes| memfd_with(bytes).map_err(FiltersError::from))
+        .collect()
 }
 
 /// Whether the filter can be built here (for `tackle doctor`), without making files for it.
-pub(crate) fn available() -> Result<(), String> {
+pub(crate) fn available() -> Result<(), &'static SeccompError> {
     compiled().map(|_| ())
 }
 
-fn compiled() -> Result<&'static [Vec<u8>], String> {
-    static COMPILED: std::sync::OnceLock<Result<Vec<Vec<u8>>, String>> = std::sync::OnceLock::new();
+fn compiled() -> Result<&'static [Vec<u8>], &'static SeccompError> {
+    static COMPILED: std::sync::OnceLock<Result<Vec<Vec<u8>>, SeccompError>> =
+        std::sync::OnceLock::new();
     COMPILED
         .get_or_init(|| Ok(programs()?.iter().map(|p| bpf_bytes(p)).collect()))
         .as_deref()
-        .map_err(Clone::clone)
 }
 
 /// Installs the filters on the calling thread (and so on what it executes), for the
 /// in-sandbox start-up step, which needs `mount` before it gives it up. The caller has set
 /// `no_new_privs`.
-pub fn apply_here() -> Result<(), String> {
+pub(crate) fn apply_here() -> Result<(), SeccompError> {
     for program in programs()? {
-        seccompiler::apply_filter(&program).map_err(|e| e.to_string())?;
+        seccompiler::apply_filter(&program)?;
     }
     Ok(())
 }
@@ -118,7 +158,7 @@ fn describe() -> Vec<String> {
 }
 
 /// The filters as programs: the `EPERM` list (with the mode checks), and the `ENOSYS` one.
-fn programs() -> Result<Vec<seccompiler::BpfProgram>, String> {
+fn programs() -> Result<Vec<seccompiler::BpfProgram>, SeccompError> {
     use seccompiler::{
         SeccompAction, SeccompCmpArgLen, SeccompCmpOp, SeccompCondition, SeccompFilter, SeccompRule,
     };
@@ -132,8 +172,7 @@ fn programs() -> Result<Vec<seccompiler::BpfProgram>, String> {
         SeccompCmpOp::MaskedEq(new_user),
         new_user,
     )
-    .and_then(|c| SeccompRule::new(vec![c]))
-    .map_err(|e| e.to_string())?;
+    .and_then(|c| SeccompRule::new(vec![c]))?;
     rules.insert(libc::SYS_clone, vec![flag]);
     // A file the command makes can never be setuid or setgid: the mode argument of every call
     // that sets or creates with a mode is checked for either bit. (Running as root, the
@@ -148,8 +187,7 @@ fn programs() -> Result<Vec<seccompiler::BpfProgram>, String> {
                 SeccompCmpOp::MaskedEq(bit),
                 bit,
             )
-            .and_then(|c| SeccompRule::new(vec![c]))
-            .map_err(|e| e.to_string())?;
+            .and_then(|c| SeccompRule::new(vec![c]))?;
             per_bit.push(rule);
         }
         rules.insert(nr, per_bit);
@@ -159,8 +197,7 @@ fn programs() -> Result<Vec<seccompiler::BpfProgram>, String> {
         SeccompAction::Allow,
         SeccompAction::Errno(libc::EPERM as u32),
         arch,
-    )
-    .map_err(|e| e.to_string())?;
+    )?;
     let enosys = SeccompFilter::new(
         [(libc::SYS_clone3, Vec::new()), (SYS_OPENAT2, Vec::new())]
             .into_iter()
@@ -168,14 +205,10 @@ fn programs() -> Result<Vec<seccompiler::BpfProgram>, String> {
         SeccompAction::Allow,
         SeccompAction::Errno(libc::ENOSYS as u32),
         arch,
-    )
-    .map_err(|e| e.to_string())?;
+    )?;
     [eperm, enosys]
         .into_iter()
-        .map(|f| {
-            f.try_into()
-                .map_err(|e: seccompiler::BackendError| format!("{e}"))
-        })
+        .map(|f| f.try_into().map_err(SeccompError::Compile))
         .collect()
 }
 
@@ -208,11 +241,11 @@ const MODE_ARGS: [(i64, u8); 5] = [
     (libc::SYS_mkdirat, 2),
 ];
 
-fn target_arch() -> Result<seccompiler::TargetArch, String> {
+fn target_arch() -> Result<seccompiler::TargetArch, SeccompError> {
     match std::env::consts::ARCH {
         "x86_64" => Ok(seccompiler::TargetArch::x86_64),
         "aarch64" => Ok(seccompiler::TargetArch::aarch64),
-        other => Err(format!("no seccomp filter for the {other} architecture")),
+        other => Err(SeccompError::Arch(other)),
     }
 }
 
@@ -229,18 +262,18 @@ fn bpf_bytes(program: &[seccompiler::sock_filter]) -> Vec<u8> {
 }
 
 /// A memory file holding `data`, positioned at its start.
-pub(crate) fn memfd_with(data: &[u8]) -> Result<OwnedFd, String> {
+pub(crate) fn memfd_with(data: &[u8]) -> Result<OwnedFd, MemfdError> {
     use std::io::{Seek, Write};
     use std::os::fd::FromRawFd;
     // SAFETY: a plain system call with a NUL-terminated name; the result is checked.
     let fd = unsafe { libc::memfd_create(c"tackle-seccomp".as_ptr(), libc::MFD_CLOEXEC) };
     if fd < 0 {
-        return Err(format!("memfd_create: {}", std::io::Error::last_os_error()));
+        return Err(MemfdError::Create(std::io::Error::last_os_error()));
     }
     // SAFETY: `fd` was just created and is owned by nothing else.
     let owned = unsafe { OwnedFd::from_raw_fd(fd) };
     let mut file = std::fs::File::from(owned);
-    file.write_all(data).map_err(|e| e.to_string())?;
-    file.rewind().map_err(|e| e.to_string())?;
+    file.write_all(data).map_err(MemfdError::Fill)?;
+    file.rewind().map_err(MemfdError::Fill)?;
     Ok(OwnedFd::from(file))
 }

@@ -276,7 +276,7 @@ fn reported_commands(line: &str) -> Result<Vec<Vec<String>>, String> {
     let mut cmds = commands(line).map_err(|e| e.to_string())?;
     match runtime().block_on(bash_read_back(line)) {
         Ok(read) => cmds.extend(commands(&read).map_err(|e| e.to_string())?),
-        Err(e) => return Err(e),
+        Err(e) => return Err(e.to_string()),
     }
     Ok(cmds)
 }

@@ -17,13 +17,18 @@ pub const DEFAULT_RESULT_LIMIT: usize = 51_200;
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct RemoteTool {
+    /// The name the server calls it by (not yet prefixed for the registry).
     pub name: String,
+    /// A display title, when the server gives one.
     #[serde(default)]
     pub title: Option<String>,
+    /// The server's description, untrusted text (cleaned before the model sees it).
     #[serde(default)]
     pub description: Option<String>,
+    /// The JSON Schema of its arguments; an empty object schema when the server gives none.
     #[serde(default = "empty_object_schema")]
     pub input_schema: Value,
+    /// The server's hints about the tool, when it gives any.
     #[serde(default)]
     pub annotations: Option<Annotations>,
     /// The tool object as the server listed it, for its pinned definition
@@ -41,12 +46,16 @@ fn empty_object_schema() -> Value {
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Annotations {
+    /// The server says the tool changes nothing (`Some(false)`: it modifies state).
     #[serde(default)]
     pub read_only_hint: Option<bool>,
+    /// The server says the tool may destroy data.
     #[serde(default)]
     pub destructive_hint: Option<bool>,
+    /// The server says repeating a call with the same arguments has no further effect.
     #[serde(default)]
     pub idempotent_hint: Option<bool>,
+    /// The server says the tool reaches outside systems (the web, other services).
     #[serde(default)]
     pub open_world_hint: Option<bool>,
 }
@@ -55,10 +64,13 @@ pub struct Annotations {
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct RemoteResult {
+    /// The content blocks (text, images, resources, …) as the server sent them.
     #[serde(default)]
     pub content: Vec<Value>,
+    /// The JSON result, for a tool that declares an output schema.
     #[serde(default)]
     pub structured_content: Option<Value>,
+    /// The server says the call failed (a tool error, not a protocol error).
     #[serde(default)]
     pub is_error: Option<bool>,
 }
@@ -71,6 +83,8 @@ pub trait ResultSpill: Send + Sync {
     async fn spill(&self, tool: &str, content: &str) -> Result<PathBuf, SpillError>;
 }
 
+/// The full text of an oversized result could not be written; holds why. The capped result
+/// is still returned.
 #[derive(Debug, thiserror::Error)]
 #[error("could not keep the full result: {0}")]
 pub struct SpillError(pub String);

@@ -14,6 +14,7 @@ use serde_json::{Map, Number, Value};
 /// What a server asks for: a message and the schema of the answer (an object of primitives).
 #[derive(Debug, Clone, PartialEq)]
 pub struct ElicitRequest {
+    /// The server's question, untrusted text to show as the server's words.
     pub message: String,
     /// The `requestedSchema`, as the server sent it.
     pub schema: Value,
@@ -77,7 +78,9 @@ impl ElicitationHandler for DeclineAll {
 /// One choice of an enumerated field: the value sent, and the title shown (if any).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Choice {
+    /// What goes back to the server when it is chosen.
     pub value: String,
+    /// What the person is shown instead of `value`, when the schema gives it.
     pub title: Option<String>,
 }
 
@@ -91,24 +94,35 @@ impl Choice {
 /// What kind of answer a field takes.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Kind {
+    /// A string (`type: string`).
     Text {
+        /// The fewest characters an answer may have.
         min_length: Option<u64>,
+        /// The most characters an answer may have.
         max_length: Option<u64>,
         /// `email`, `uri`, `date` or `date-time`.
         format: Option<String>,
     },
+    /// A number (`type: number`, or `integer`).
     Number {
+        /// Only whole numbers are accepted (`type: integer`).
         integer: bool,
+        /// The smallest value accepted (inclusive).
         minimum: Option<f64>,
+        /// The largest value accepted (inclusive).
         maximum: Option<f64>,
     },
+    /// Yes or no (`type: boolean`).
     Boolean,
     /// One of the choices (`enum`, or `oneOf` of `const`/`title`).
     OneOf(Vec<Choice>),
     /// Several of the choices (`type: array` with `items.enum` or `items.anyOf`).
     ManyOf {
+        /// What may be chosen.
         choices: Vec<Choice>,
+        /// The fewest choices an answer may hold.
         min_items: Option<u64>,
+        /// The most choices an answer may hold.
         max_items: Option<u64>,
     },
 }
@@ -118,9 +132,13 @@ pub enum Kind {
 pub struct Field {
     /// The property name, the key of the answer.
     pub name: String,
+    /// The label to show, when the schema gives one (otherwise `name`).
     pub title: Option<String>,
+    /// The schema's explanation of the field, the server's text.
     pub description: Option<String>,
+    /// The schema lists it under `required`: the form cannot be sent without it.
     pub required: bool,
+    /// What kind of answer it takes, with its limits.
     pub kind: Kind,
     /// The schema's `default`, when it is a valid answer for this field.
     pub default: Option<Value>,
@@ -129,6 +147,7 @@ pub struct Field {
 /// A requested schema, read into the questions to ask.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Form {
+    /// The questions, in the order to ask them.
     pub fields: Vec<Field>,
 }
 
@@ -186,8 +205,17 @@ fn text_of(v: &Value, key: &str) -> Option<String> {
         .map(str::to_string)
 }
 
+/// A list of choices a form field cannot offer.
+#[derive(Debug, thiserror::Error)]
+enum BadChoices {
+    #[error("an `enum` value is not a string")]
+    EnumNotText,
+    #[error("a `{list_key}` entry has no string `const`")]
+    NoConst { list_key: String },
+}
+
 /// `["a", "b"]` (with optional parallel `enumNames`) or `[{"const": "a", "title": "A"}, …]`.
-fn choices(prop: &Value, list_key: &str) -> Option<Result<Vec<Choice>, String>> {
+fn choices(prop: &Value, list_key: &str) -> Option<Result<Vec<Choice>, BadChoices>> {
     if let Some(values) = prop.get("enum").and_then(Value::as_array) {
         let names = prop.get("enumNames").and_then(Value::as_array);
         let out: Option<Vec<Choice>> = values
@@ -203,7 +231,7 @@ fn choices(prop: &Value, list_key: &str) -> Option<Result<Vec<Choice>, String>> 
                 })
             })
             .collect();
-        return Some(out.ok_or_else(|| "an `enum` value is not a string".to_string()));
+        return Some(out.ok_or(BadChoices::EnumNotText));
     }
     let list = prop.get(list_key).and_then(Value::as_array)?;
     let out: Option<Vec<Choice>> = list
@@ -215,7 +243,9 @@ fn choices(prop: &Value, list_key: &str) -> Option<Result<Vec<Choice>, String>> 
             })
         })
         .collect();
-    Some(out.ok_or_else(|| format!("a `{list_key}` entry has no string `const`")))
+    Some(out.ok_or_else(|| BadChoices::NoConst {
+        list_key: list_key.to_string(),
+    }))
 }
 
 impl Field {
@@ -241,7 +271,7 @@ impl Field {
                     .ok_or_else(|| {
                         bad("an array field needs `items` with `enum` or `anyOf`".into())
                     })?
-                    .map_err(bad)?;
+                    .map_err(|e| bad(e.to_string()))?;
                 Kind::ManyOf {
                     choices: checked(list)?,
                     min_items: uint("minItems"),
@@ -251,7 +281,7 @@ impl Field {
             Some("string") | None if prop.get("enum").is_some() || prop.get("oneOf").is_some() => {
                 let list = choices(prop, "oneOf")
                     .ok_or_else(|| bad("no choices".into()))?
-                    .map_err(bad)?;
+                    .map_err(|e| bad(e.to_string()))?;
                 Kind::OneOf(checked(list)?)
             }
             Some("string") => Kind::Text {

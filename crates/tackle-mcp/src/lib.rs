@@ -50,6 +50,8 @@
 //! # }
 //! ```
 
+// Every public item says what it is for and what a caller must know.
+#![warn(missing_docs)]
 // Outside tests, data from outside never panics the process: no unwrap, expect or panic.
 #![cfg_attr(
     not(test),
@@ -81,10 +83,22 @@ use std::net::SocketAddr;
 /// Why `tackle mcp serve` could not serve.
 #[derive(Debug, thiserror::Error)]
 pub enum McpError {
+    /// The address is not loopback and no bearer token is configured; nothing was bound.
     #[error("refusing to serve MCP on {addr} without a bearer token: a non-loopback address needs `mcp.bearer_token` in the config")]
-    TokenRequired { addr: SocketAddr },
+    TokenRequired {
+        /// The address asked for.
+        addr: SocketAddr,
+    },
+    /// The address could not be bound (in use, not this machine's, no permission).
     #[error("could not listen on {addr}: {why}")]
-    Bind { addr: SocketAddr, why: String },
+    Bind {
+        /// The address asked for.
+        addr: SocketAddr,
+        /// The system's reason.
+        why: String,
+    },
+    /// Serving ended with an error (the transport failed, or the session task died); holds
+    /// what went wrong.
     #[error("the MCP server stopped: {0}")]
     Serve(String),
 }

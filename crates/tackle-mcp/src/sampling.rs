@@ -12,14 +12,18 @@ use async_trait::async_trait;
 /// Who wrote a message of the conversation the server sends.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum SampleRole {
+    /// The human side of the conversation (as the server casts it).
     User,
+    /// The model's side.
     Assistant,
 }
 
 /// One message of that conversation (text only).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SampleMessage {
+    /// Which side it is written as.
     pub role: SampleRole,
+    /// Its text (the text blocks of the message, one per line); untrusted, from the server.
     pub text: String,
 }
 
@@ -28,15 +32,18 @@ pub struct SampleMessage {
 pub struct SampleRequest {
     /// The server's system prompt, if it sent one.
     pub system: Option<String>,
+    /// The conversation to complete, oldest first (never empty).
     pub messages: Vec<SampleMessage>,
     /// The most tokens the server wants back (already capped by the client).
     pub max_tokens: u32,
+    /// The sampling temperature the server asks for, if any (passed to the model as is).
     pub temperature: Option<f32>,
 }
 
 /// The model's answer, as it goes back to the server.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SampleAnswer {
+    /// The completion, as approved for sending.
     pub text: String,
     /// The model that wrote it.
     pub model: String,
@@ -56,6 +63,15 @@ pub enum SampleError {
     /// The model could not be reached or failed.
     #[error("the model failed: {0}")]
     Model(String),
+}
+
+/// Why a server's `sampling/createMessage` request cannot be read (answered as invalid params).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub(crate) enum BadSampleRequest {
+    #[error("only text messages can be sampled here")]
+    NotText,
+    #[error("a sampling request needs at least one message")]
+    NoMessages,
 }
 
 /// The front end's side of sampling.
@@ -95,7 +111,7 @@ pub const MAX_SAMPLE_TOKENS: u32 = 4096;
 #[allow(deprecated)]
 pub(crate) fn request_from(
     params: rmcp::model::CreateMessageRequestParams,
-) -> Result<SampleRequest, String> {
+) -> Result<SampleRequest, BadSampleRequest> {
     use rmcp::model::{Role, SamplingMessageContentBlock};
     let mut messages = Vec::new();
     for message in params.messages {
@@ -112,13 +128,13 @@ pub(crate) fn request_from(
                     }
                     text.push_str(&t.text);
                 }
-                _ => return Err("only text messages can be sampled here".into()),
+                _ => return Err(BadSampleRequest::NotText),
             }
         }
         messages.push(SampleMessage { role, text });
     }
     if messages.is_empty() {
-        return Err("a sampling request needs at least one message".into());
+        return Err(BadSampleRequest::NoMessages);
     }
     Ok(SampleRequest {
         system: params.system_prompt.filter(|s| !s.trim().is_empty()),
@@ -191,8 +207,8 @@ mod tests {
             "messages": [{"role": "user", "content": {"type": "image", "data": "AAAA", "mimeType": "image/png"}}],
             "maxTokens": 10
         }));
-        assert!(request_from(image).is_err());
+        assert_eq!(request_from(image), Err(BadSampleRequest::NotText));
         let empty = params(serde_json::json!({"messages": [], "maxTokens": 10}));
-        assert!(request_from(empty).is_err());
+        assert_eq!(request_from(empty), Err(BadSampleRequest::NoMessages));
     }
 }

@@ -85,7 +85,7 @@ pub trait ToolService: Send + Sync {
 pub async fn serve_stdio(service: Arc<dyn ToolService>) -> Result<(), McpError> {
     wire::serve_stdio(Handler::new(service, "stdio"))
         .await
-        .map_err(McpError::Serve)
+        .map_err(|e| McpError::Serve(e.to_string()))
 }
 
 /// Serve Streamable HTTP at `http://ADDR/mcp` until the process ends. A non-loopback
@@ -196,6 +196,9 @@ pub struct LocalOnly {
 }
 
 impl LocalOnly {
+    /// The guard for a server bound at `addr`: loopback names (and `addr`'s own IP when it is
+    /// neither loopback nor unspecified) are accepted as origins, and the names that reach
+    /// `addr` as `Host` (none checked for an unspecified address).
     pub fn for_bind(addr: SocketAddr) -> Self {
         let mut origin_hosts: Vec<String> = LOOPBACK_NAMES.map(String::from).to_vec();
         if !addr.ip().is_loopback() && !addr.ip().is_unspecified() {

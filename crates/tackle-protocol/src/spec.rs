@@ -139,6 +139,10 @@ pub struct ToolSpec {
     /// `tackle mcp serve` cannot, and `tackle tools list` marks it.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub conversation_only: bool,
+    /// The tool starts child agents (`spawn_*`, `delegate`): a background task and a delegated
+    /// role are never given it, so neither nests.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub spawns_children: bool,
 }
 
 impl ToolSpec {
@@ -152,6 +156,7 @@ impl ToolSpec {
             approval: ApprovalMode::Never,
             owner: owner.to_string(),
             conversation_only: false,
+            spawns_children: false,
         }
     }
 
@@ -176,6 +181,12 @@ impl ToolSpec {
     /// Mark the tool as one only an agent's conversation can run (the field of that name).
     pub fn conversation_only(mut self) -> Self {
         self.conversation_only = true;
+        self
+    }
+
+    /// Marks the tool as starting child agents (see [`ToolSpec::spawns_children`]).
+    pub fn spawns_children(mut self) -> Self {
+        self.spawns_children = true;
         self
     }
 }

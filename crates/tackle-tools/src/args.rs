@@ -190,6 +190,25 @@ pub(crate) fn parse_for<T: DeserializeOwned>(tool: &str, args: Value) -> Result<
         .map_err(|e| ToolError::invalid_arguments(format!("invalid arguments for `{tool}`: {e}")))
 }
 
+/// A per-call hook's answer (`approval_for`, `sink`) decided from the tool's typed `Args`,
+/// so the rule is written once against the fields `call` reads, not against JSON keys.
+///
+/// Fails closed: when `args` do not read as `T` (the schema accepted something the type
+/// refuses, such as a number beyond its range, or a field the type does not know yet), the
+/// answer is `strictest` — the strictest approval the tool can ask for, or "this is a sink".
+/// The hook answers before `call`, which would refuse such arguments, but an unread object
+/// must never count as harmless: a lenient guess there would let a call past the person.
+pub(crate) fn decide<T: DeserializeOwned, R>(
+    args: &Value,
+    strictest: R,
+    decide: impl FnOnce(T) -> R,
+) -> R {
+    match <T as serde::Deserialize>::deserialize(args) {
+        Ok(typed) => decide(typed),
+        Err(_) => strictest,
+    }
+}
+
 /// Test checks of a tool's argument contract, as the dispatcher sees it: the schema compiles as
 /// draft 2020-12, and names the properties the model may send and must send.
 #[cfg(test)]

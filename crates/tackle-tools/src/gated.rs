@@ -11,7 +11,9 @@ use tackle_protocol::{Extension, Tool};
 /// A tool and the cargo feature that builds it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct GatedTool {
+    /// The tool's name as the registry knows it.
     pub tool: &'static str,
+    /// The cargo feature of this crate that builds the tool.
     pub feature: &'static str,
     /// Whether this build has the feature.
     pub built: bool,

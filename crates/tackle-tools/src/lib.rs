@@ -10,6 +10,8 @@
     not(test),
     deny(clippy::unwrap_used, clippy::expect_used, clippy::panic)
 )]
+// Undocumented public items fail CI's `clippy -D warnings`.
+#![warn(missing_docs)]
 
 mod args;
 pub mod core;

@@ -22,7 +22,9 @@ const AWS_SECRET_CHARS: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrst
 /// One decoy: what it is called in refusals and the audit log, and its value.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Decoy {
+    /// What it is called in refusals and the audit log (`AWS access key id`); never its value.
     pub label: &'static str,
+    /// The decoy value itself.
     pub value: String,
     /// How much of the value is a fixed, well-known start (`AKIA`, `ghp_`, `sk-`): what
     /// follows is random on its own and is matched on its own too.
@@ -32,9 +34,13 @@ pub struct Decoy {
 /// The decoys of one state directory.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Decoys {
+    /// Shaped like an AWS access key id (`AKIA…`).
     pub aws_access_key_id: String,
+    /// Shaped like an AWS secret access key.
     pub aws_secret_access_key: String,
+    /// Shaped like a GitHub token (`ghp_…`).
     pub github_token: String,
+    /// Shaped like an OpenAI API key (`sk-…`).
     pub openai_api_key: String,
     #[serde(skip)]
     dir: PathBuf,

@@ -33,6 +33,7 @@ const MIN_NEEDLE: usize = 16;
 /// What was found: which decoy, and how it was wrapped.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Found {
+    /// The decoy's label (never its value).
     pub label: &'static str,
     /// `as written`, or the encodings peeled off, outermost first (`url, base64`).
     pub form: String,
@@ -45,6 +46,7 @@ pub struct Needles {
 }
 
 impl Needles {
+    /// The strings to look for in calls, from `decoys`.
     pub fn new(decoys: &[Decoy]) -> Self {
         let mut items = Vec::new();
         for d in decoys {

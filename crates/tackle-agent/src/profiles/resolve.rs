@@ -26,14 +26,22 @@ struct GlobRule {
 /// A pattern in `tool_profiles.NAME.tools` that cannot be used.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ProfileError {
+    /// A pattern that does not compile as a glob.
     #[error("profile `{profile}`: pattern `{pattern}` is not a valid glob: {reason}")]
     BadPattern {
+        /// The profile's name.
         profile: String,
+        /// The pattern as written.
         pattern: String,
+        /// The glob compiler's complaint.
         reason: String,
     },
     #[error("profile `{profile}`: a pattern is empty")]
-    EmptyPattern { profile: String },
+    /// An empty pattern, which would match nothing or everything depending on reading.
+    EmptyPattern {
+        /// The profile's name.
+        profile: String,
+    },
 }
 
 impl ToolProfile {
@@ -85,6 +93,7 @@ impl ToolProfile {
         })
     }
 
+    /// The profile's name in `tool_profiles`.
     pub fn name(&self) -> &str {
         &self.name
     }

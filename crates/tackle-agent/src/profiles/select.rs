@@ -14,12 +14,16 @@ pub struct ToolSelection {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("pattern `{pattern}` is not a valid glob: {reason}")]
 pub struct SelectionError {
+    /// Which pattern, from 0 (0 too when the set as a whole failed).
     pub index: usize,
+    /// The pattern as written (all of them, joined, when the set failed).
     pub pattern: String,
+    /// The glob compiler's complaint.
     pub reason: String,
 }
 
 impl ToolSelection {
+    /// Every tool.
     pub fn all() -> Self {
         Self { set: None }
     }
@@ -47,6 +51,7 @@ impl ToolSelection {
         Ok(Self { set: Some(set) })
     }
 
+    /// Whether the selection offers `tool`.
     pub fn allows(&self, tool: &str) -> bool {
         self.set.as_ref().is_none_or(|s| s.is_match(tool))
     }

@@ -6,12 +6,15 @@ use async_trait::async_trait;
 use std::sync::Arc;
 use tackle_protocol::{ApprovalAnswer, ApprovalRequest, ApprovalUnavailable, Approver, FormAsker};
 
+/// An approver that asks the root's front end, each question labelled with a child's path;
+/// with no front end a call ends `needs_approval`.
 pub struct Labelled {
     inner: Option<Arc<dyn Approver>>,
     label: String,
 }
 
 impl Labelled {
+    /// Asks through `inner` (`None`: nobody can be asked), labelling questions with `label`.
     pub fn new(inner: Option<Arc<dyn Approver>>, label: impl Into<String>) -> Self {
         Self {
             inner,

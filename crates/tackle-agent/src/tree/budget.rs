@@ -21,12 +21,14 @@ use std::sync::{Arc, Mutex};
 /// Units of the pool that only the root's closing request may take.
 const CLOSING_RESERVE: u32 = 1;
 
+/// A tree's pool of model requests; every node claims a unit before each request.
 #[derive(Debug)]
 pub struct Budget {
     pool: Mutex<Arc<AtomicU32>>,
 }
 
 impl Budget {
+    /// A pool of `iterations` requests, the last of them kept for the root's closing summary.
     pub fn new(iterations: u32) -> Self {
         Self {
             pool: Mutex::new(Arc::new(AtomicU32::new(iterations))),
@@ -64,6 +66,7 @@ impl Budget {
         self.remaining() > CLOSING_RESERVE
     }
 
+    /// Units left in the pool this handle draws from, the closing reserve included.
     pub fn remaining(&self) -> u32 {
         self.current().load(Ordering::Acquire)
     }

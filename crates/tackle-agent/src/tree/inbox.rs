@@ -8,6 +8,7 @@
 use std::collections::{HashMap, HashSet};
 use std::sync::Mutex;
 
+/// Background results waiting for their parent session to reach a point between model turns.
 #[derive(Default)]
 pub struct Inbox {
     state: Mutex<State>,

@@ -62,18 +62,27 @@ impl TreePlace {
 
 /// The root's settings every node of the tree shares.
 pub struct TreeSettings {
+    /// The whole configuration, for children's agent configs, presets and backends.
     pub config: Arc<Config>,
     /// The root agent (`None`: the built-in default agent).
     pub agent: Option<AgentConfig>,
+    /// The root's model provider; children on the same backend share it.
     pub provider: Arc<dyn Provider>,
     /// The configured backend `provider` talks to (`None`: found from the environment), so
     /// a child naming the same backend shares the provider and one naming another gets its own.
     pub backend: Option<String>,
+    /// The root's model.
     pub model: String,
+    /// Whether loops stream answer text.
     pub stream: bool,
+    /// How much of each tool definition the model is shown.
     pub tool_profile: crate::ToolProfile,
+    /// The root model's context window in tokens.
     pub context_tokens: usize,
+    /// The state store every node's sessions (and their links to parents) are kept in.
     pub store: Store,
+    /// Serves every node's `compact` tool and hands its loop the summaries (`None`: the tool
+    /// fails).
     pub compactor: Option<Arc<Compactor>>,
 }
 
@@ -92,6 +101,8 @@ pub struct Tree {
 }
 
 impl Tree {
+    /// A tree with the root's settings; its depth and child limits come from the root agent's
+    /// config (or the defaults).
     pub fn new(settings: TreeSettings) -> Arc<Self> {
         let agent = settings.agent.as_ref();
         let max_depth = agent

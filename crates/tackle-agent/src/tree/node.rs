@@ -20,6 +20,8 @@ use tackle_store::{Entry, EntryKind, SessionId};
 use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 
+/// One agent of a tree as the agent tools reach it: starts children one level below itself,
+/// under its limits, grant ceilings and tools.
 pub struct TreeNode {
     tree: Arc<Tree>,
     /// The config this node runs as: a peer's own, or (for a worker or background task)
@@ -159,6 +161,7 @@ impl TreeNode {
 
     fn plan(&self, req: &SpawnRequest) -> Result<ChildPlan, ToolError> {
         let parent_scope = self.scope()?;
+        let root = self.root_dispatcher()?;
         let requested = req.tools.as_deref();
         // Refused before anything is created, like an unknown worker or tool.
         let preset = self.preset(req.preset.as_deref())?;
@@ -171,13 +174,18 @@ impl TreeNode {
             ChildKind::Role(role) => match self.worker(role) {
                 Some(template) => {
                     let tools = child_tools(role, &parent_scope, Some(&template.tools), requested)?;
-                    let mut p = self.worker_plan(role, Some(template), without_spawning(tools))?;
+                    let mut p = self.worker_plan(
+                        role,
+                        Some(template),
+                        without_spawning(tools, root.registry()),
+                    )?;
                     p.leaf = true;
                     p
                 }
                 None => {
                     let tools = child_tools(role, &parent_scope, None, requested)?;
-                    let mut p = self.worker_plan(role, None, without_spawning(tools))?;
+                    let mut p =
+                        self.worker_plan(role, None, without_spawning(tools, root.registry()))?;
                     p.prompt = Some(GENERIC_ROLE_PROMPT.replace("{role}", role));
                     p.leaf = true;
                     p
@@ -186,7 +194,7 @@ impl TreeNode {
             ChildKind::Agent(name) => self.peer_plan(name, &parent_scope, requested)?,
             ChildKind::Background => {
                 let label = req.label.clone().unwrap_or_else(|| cut(&req.task, 30));
-                let tools = without_spawning(parent_scope);
+                let tools = without_spawning(parent_scope, root.registry());
                 let mut p = self.worker_plan(&label, None, tools)?;
                 p.prompt = self.agent.as_ref().and_then(|a| a.system_prompt.clone());
                 p.leaf = true;

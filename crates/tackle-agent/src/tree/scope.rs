@@ -2,12 +2,9 @@
 //! that subset are refused by name (`invalid_arguments`), never silently dropped, so the model
 //! learns what the child cannot do.
 
+use crate::Registry;
 use std::collections::BTreeSet;
 use tackle_protocol::ToolError;
-
-/// The tools that start children. A background task and a `delegate` child get none of them
-/// (neither nests); the tree's depth limit bounds the rest.
-pub const SPAWNING: &[&str] = &["spawn", "spawn_agent", "spawn_worker", "delegate"];
 
 /// `base` (a template's or peer's own list, `None` = the parent's) ∩ the parent's scope,
 /// narrowed to `requested` when given; an entry of `requested` outside it is an error
@@ -52,11 +49,14 @@ pub fn child_tools(
     Ok(requested.iter().cloned().collect())
 }
 
-/// `tools` without the spawning tools.
-pub fn without_spawning(tools: BTreeSet<String>) -> BTreeSet<String> {
+/// `tools` without those that start children (their spec's `spawns_children`). A background
+/// task and a `delegate` child get none of them (neither nests); the tree's depth limit bounds
+/// the rest. A name the registry does not know is dropped too: it could not be called, and
+/// what it would be once registered cannot be told.
+pub fn without_spawning(tools: BTreeSet<String>, registry: &Registry) -> BTreeSet<String> {
     tools
         .into_iter()
-        .filter(|t| !SPAWNING.contains(&t.as_str()))
+        .filter(|t| registry.get(t).is_some_and(|e| !e.spec.spawns_children))
         .collect()
 }
 

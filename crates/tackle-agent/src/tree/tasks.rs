@@ -10,7 +10,9 @@ use tokio_util::task::TaskTracker;
 /// A background task still running.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct OpenTask {
+    /// The task's id, as `spawn` returned it.
     pub id: String,
+    /// The label it was given when spawned.
     pub label: String,
 }
 

@@ -27,6 +27,7 @@ pub struct McpOptions {
     pub call_timeout: Duration,
     /// First restart delay after a crash or failed start; doubles up to `max_backoff`.
     pub initial_backoff: Duration,
+    /// The longest delay between restarts of a server that keeps failing.
     pub max_backoff: Duration,
     /// Where OAuth tokens are kept (the state directory); `None` = no OAuth.
     pub token_dir: Option<std::path::PathBuf>,
@@ -72,7 +73,9 @@ impl Default for McpOptions {
 /// Where a server is in its life.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ServerState {
+    /// Being started, or restarted after a crash (its tools are not offered meanwhile).
     Starting,
+    /// Initialised and listed: its tools can be called.
     Ready,
     /// Why it failed; it is retried with backoff.
     Failed(String),
@@ -81,7 +84,9 @@ pub enum ServerState {
 /// One line of `tackle mcp list`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ServerStatus {
+    /// The server's name in `mcp_servers`.
     pub name: String,
+    /// Where it is in its life.
     pub state: ServerState,
     /// Registry names of its current tools.
     pub tools: Vec<String>,
@@ -90,13 +95,17 @@ pub struct ServerStatus {
 /// One listed tool against its server's pins, for `tackle mcp pins` and `tackle mcp trust`.
 #[derive(Debug, Clone)]
 pub struct ToolPinStatus {
+    /// The server's name in `mcp_servers`.
     pub server: String,
     /// The name the server lists it under.
     pub tool: String,
+    /// The name the model sees it under (prefixed with the server's name).
     pub registry_name: String,
+    /// Where it stands against the pins.
     pub state: crate::pinning::PinState,
-    /// The offered definition's digest and canonical JSON.
+    /// The offered definition's digest (of `definition`).
     pub digest: String,
+    /// The offered definition as canonical JSON: what a pin keeps and `trust` shows.
     pub definition: String,
     /// What was cleaned from its description (`2 zero-width characters`); empty for nothing.
     pub removed: String,

@@ -8,7 +8,7 @@ use crate::elicit::{ElicitAnswer, ElicitError, ElicitRequest, ElicitationHandler
 use crate::naming;
 use crate::pinning::{self, PinError, PinSet, PinState, PinnedBy, Trusted};
 use crate::sampling::{SampleAnswer, SampleError, SampleRequest, SamplingHandler};
-use crate::wire::client::{self, Connection, Elicitor, StdioSpec};
+use crate::wire::client::{self, Connection, Elicitor, SamplingOff, StdioSpec};
 use crate::wire::WireError;
 use async_trait::async_trait;
 use std::collections::BTreeMap;
@@ -30,6 +30,23 @@ const PIN_RECHECK: Duration = Duration::from_secs(2);
 /// After a call times out, the server gets this long to answer a ping before it is restarted.
 const PING_TIMEOUT: Duration = Duration::from_secs(5);
 
+/// Why a listed tool may not be called now.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum AdmitError {
+    #[error("MCP server `{server}` no longer offers tool `{tool}`")]
+    NotOffered { server: String, tool: String },
+    #[error("tool `{tool}` of MCP server `{server}` could not be pinned before its first use, so it was not called: {source}")]
+    NotPinned {
+        server: String,
+        tool: String,
+        source: PinError,
+    },
+    /// The tool is quarantined; holds the message that says why and how to accept it, the
+    /// same one its warning and `tackle mcp pins` show.
+    #[error("{0}")]
+    Quarantined(String),
+}
+
 pub(crate) struct Server {
     pub name: String,
     pub prefix: String,
@@ -44,7 +61,7 @@ pub(crate) struct Server {
     /// Its elicitations: time a person spends on a form is not the call's run time.
     elicitations: Arc<ElicitActivity>,
     /// Its tools' pins as last read (`Err`: why they could not be read).
-    pins: Mutex<Result<PinSet, String>>,
+    pins: Mutex<Result<PinSet, PinError>>,
     /// The front ends of its calls in flight, where its forms are passed on.
     pub relays: Arc<Relays>,
 }
@@ -247,11 +264,7 @@ impl Server {
         let Some(store) = &self.options.pins else {
             return;
         };
-        let read = store
-            .pins(&self.name)
-            .await
-            .map(PinSet::new)
-            .map_err(|e| e.to_string());
+        let read = store.pins(&self.name).await.map(PinSet::new);
         *self.pins.lock().unwrap_or_else(|e| e.into_inner()) = read;
         self.changed.send_modify(|g| *g += 1);
     }
@@ -265,7 +278,7 @@ impl Server {
 
     /// Whether the tool the server lists as `remote_name` may be called now; the first call
     /// pins it. `Err`: why not, for the call's error.
-    pub async fn admit(&self, remote_name: &str) -> Result<(), String> {
+    pub async fn admit(&self, remote_name: &str) -> Result<(), AdmitError> {
         let Some(store) = &self.options.pins else {
             return Ok(());
         };
@@ -274,31 +287,37 @@ impl Server {
             .all_tools()
             .into_iter()
             .find(|t| t.remote_name == remote_name)
-            .ok_or_else(|| {
-                format!(
-                    "MCP server `{}` no longer offers tool `{remote_name}`",
-                    self.name
-                )
+            .ok_or_else(|| AdmitError::NotOffered {
+                server: self.name.clone(),
+                tool: remote_name.to_string(),
             })?;
         match self.pin_state(&tool) {
             PinState::Pinned | PinState::Off => Ok(()),
             PinState::Unpinned => {
                 let pin = tool.pin();
-                let kept = store.pin_if_absent(&self.name, pin.clone()).await.map_err(|e| {
-                    format!(
-                        "tool `{remote_name}` of MCP server `{}` could not be pinned before its first use, so it was not called: {e}",
-                        self.name
-                    )
-                })?;
+                let kept =
+                    store
+                        .pin_if_absent(&self.name, pin.clone())
+                        .await
+                        .map_err(|source| AdmitError::NotPinned {
+                            server: self.name.clone(),
+                            tool: remote_name.to_string(),
+                            source,
+                        })?;
                 self.reload_pins().await;
                 if kept.digest == pin.digest {
                     tracing::info!(server = %self.name, tool = %remote_name, digest = %pin.digest, "MCP tool pinned at its first use");
                     return Ok(());
                 }
                 // Pinned meanwhile (another process) with another definition.
-                Err(self.quarantine_message(&tool, &PinState::Changed { pinned: kept }))
+                Err(AdmitError::Quarantined(self.quarantine_message(
+                    &tool,
+                    &PinState::Changed { pinned: kept },
+                )))
             }
-            state => Err(self.quarantine_message(&tool, &state)),
+            state => Err(AdmitError::Quarantined(
+                self.quarantine_message(&tool, &state),
+            )),
         }
     }
 
@@ -403,14 +422,10 @@ impl Server {
     fn elicitor(&self) -> Elicitor {
         let sampling = &self.options.sampling;
         let sampler = match self.config.sampling {
-            McpSampling::Deny => Err(format!(
-                "sampling is off for this server (mcp_servers.{}.sampling: deny)",
-                self.name
-            )),
-            McpSampling::Ask if !sampling.can_ask() => Err(
-                "sampling needs a person to approve each request, and nobody can be asked here"
-                    .to_string(),
-            ),
+            McpSampling::Deny => Err(SamplingOff::Denied {
+                server: self.name.clone(),
+            }),
+            McpSampling::Ask if !sampling.can_ask() => Err(SamplingOff::NobodyToAsk),
             McpSampling::Ask => Ok(Arc::new(TrackedSampler {
                 inner: sampling.clone(),
                 activity: self.elicitations.clone(),

@@ -180,7 +180,7 @@ impl Tool for McpTool {
         server
             .admit(&self.remote_name)
             .await
-            .map_err(ToolError::failed)?;
+            .map_err(|e| ToolError::failed(e.to_string()))?;
         self.call_remote(&server, args, cx).await
     }
 }

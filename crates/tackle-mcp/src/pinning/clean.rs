@@ -14,11 +14,17 @@ pub struct Removed(BTreeMap<Kind, usize>);
 /// A kind of removed character, as the report names it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Kind {
+    /// A terminal escape sequence (colours, cursor moves), removed whole.
     Ansi,
+    /// A zero-width space, joiner, non-joiner, word joiner or byte-order mark.
     ZeroWidth,
+    /// A bidirectional override, embedding, isolate or mark, which can reorder what is shown.
     Bidi,
+    /// A Unicode tag character (U+E0000–U+E007F), invisible text a model may still read.
     Tag,
+    /// A control character other than newline and tab (line and paragraph separators too).
     Control,
+    /// Any other invisible format character (Unicode category Cf).
     Format,
 }
 
@@ -36,6 +42,7 @@ impl Kind {
 }
 
 impl Removed {
+    /// Whether nothing was removed.
     pub fn is_empty(&self) -> bool {
         self.0.is_empty()
     }

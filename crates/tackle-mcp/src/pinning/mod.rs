@@ -32,6 +32,8 @@ pub struct PinSet {
 }
 
 impl PinSet {
+    /// The set of `pins` (a server's, as the store returned them); a pin whose definition is
+    /// not JSON counts as having no description, so it never matches a renamed tool.
     pub fn new(pins: Vec<Pin>) -> Self {
         let pins = pins
             .into_iter()
@@ -49,6 +51,7 @@ impl PinSet {
 /// Who pinned a definition.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum PinnedBy {
+    /// Tackle, when the tool was first called (trust on first use).
     FirstUse,
     /// The operator at a terminal (`tackle mcp trust`).
     Operator,
@@ -106,15 +109,22 @@ pub enum PinState {
     /// Pinning is off (no pin store): offered, never pinned.
     Off,
     /// Quarantined: offered with another definition than the pinned one.
-    Changed { pinned: Pin },
+    Changed {
+        /// The pin in force, whose definition differs from the offered one.
+        pinned: Pin,
+    },
     /// Quarantined: not pinned under this name, but with the description of the pinned tool
     /// `pinned.tool`, as a renamed tool would be.
-    Renamed { pinned: Pin },
+    Renamed {
+        /// The pin of the tool whose description it carries.
+        pinned: Pin,
+    },
     /// Quarantined: the pins could not be read, so nothing is known to be unchanged.
     Unchecked(String),
 }
 
 impl PinState {
+    /// Whether the tool is withheld: not offered to the model, and a call is refused.
     pub fn quarantined(&self) -> bool {
         matches!(
             self,
@@ -149,11 +159,11 @@ pub fn state(
     name: &str,
     definition: &Value,
     digest: &str,
-    pins: &Result<PinSet, String>,
+    pins: &Result<PinSet, PinError>,
 ) -> PinState {
     let pins = match pins {
         Ok(set) => &set.pins,
-        Err(why) => return PinState::Unchecked(why.clone()),
+        Err(why) => return PinState::Unchecked(why.to_string()),
     };
     if let Some((pin, _)) = pins.iter().find(|(p, _)| p.tool == name) {
         return if pin.digest == digest {
@@ -263,7 +273,13 @@ mod tests {
         assert_eq!(state_of(&json!({"name": "b"}), blank), PinState::Unpinned);
         // Unreadable pins: nothing is known to be unchanged.
         let def = digest::canonical(&add);
-        assert!(state("add", &def, &digest::digest(&def), &Err("locked".into())).quarantined());
+        assert!(state(
+            "add",
+            &def,
+            &digest::digest(&def),
+            &Err(PinError("locked".into()))
+        )
+        .quarantined());
     }
 
     #[test]

@@ -35,7 +35,19 @@ pub(crate) struct Elicitor {
     pub handler: Arc<dyn ElicitationHandler>,
     /// Who answers its `sampling/createMessage`, or why nobody does (the config denies it, or
     /// nobody can approve here); the capability is declared only with a sampler.
-    pub sampler: Result<Arc<dyn SamplingHandler>, String>,
+    pub sampler: Result<Arc<dyn SamplingHandler>, SamplingOff>,
+}
+
+/// Why a server's `sampling/createMessage` is answered by nobody (its text is sent back to the
+/// server).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub(crate) enum SamplingOff {
+    /// `mcp_servers.NAME.sampling: deny`.
+    #[error("sampling is off for this server (mcp_servers.{server}.sampling: deny)")]
+    Denied { server: String },
+    /// `sampling: ask`, but this front end has no person to approve a request.
+    #[error("sampling needs a person to approve each request, and nobody can be asked here")]
+    NobodyToAsk,
 }
 
 /// One entry of `roots/list`: a short name and its `file://` URI.
@@ -134,13 +146,13 @@ impl ClientHandler for Handler {
             Err(why) => {
                 return Err(ErrorData::new(
                     rmcp::model::ErrorCode(-1),
-                    why.clone(),
+                    why.to_string(),
                     None,
                 ))
             }
         };
         let request = crate::sampling::request_from(params)
-            .map_err(|why| ErrorData::invalid_params(why, None))?;
+            .map_err(|why| ErrorData::invalid_params(why.to_string(), None))?;
         match sampler.sample(server, request).await {
             Ok(answer) => Ok(crate::sampling::result_from(answer)),
             Err(e @ (SampleError::Declined | SampleError::Unavailable(_))) => {
@@ -512,7 +524,7 @@ mod tests {
             elicitor: Elicitor {
                 server: "s".into(),
                 handler: Arc::new(crate::elicit::DeclineAll),
-                sampler: Err("off".into()),
+                sampler: Err(SamplingOff::NobodyToAsk),
             },
             roots: crate::Roots::fixed(roots.to_vec()),
         };

@@ -645,17 +645,28 @@ impl FormAsker for ElicitApprover {
     }
 }
 
+/// Why serving over stdin/stdout stopped with an error.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum StdioError {
+    /// The client's `initialize` exchange failed (or stdin closed before it).
+    #[error(transparent)]
+    Initialize(Box<rmcp::service::ServerInitializeError>),
+    /// The task serving the session panicked or was cancelled.
+    #[error(transparent)]
+    Session(#[from] tokio::task::JoinError),
+}
+
 /// Serve over stdin/stdout until the client disconnects. When both are pipes (as MCP clients
 /// launch servers) they are driven by the IO reactor instead of tokio's blocking pool, which
 /// saves a thread hand-off per message each way; anything else falls back to blocking stdio.
 /// Input that is no JSON-RPC message is answered with an error rather than dropped.
-pub(crate) async fn serve_stdio(handler: Handler) -> Result<(), String> {
+pub(crate) async fn serve_stdio(handler: Handler) -> Result<(), StdioError> {
     let (read, write) = rmcp::transport::stdio_pipes();
     let running = handler
         .serve(super::stdio::CheckedStdio::new(read, write))
         .await
-        .map_err(|e| e.to_string())?;
-    running.waiting().await.map_err(|e| e.to_string())?;
+        .map_err(|e| StdioError::Initialize(Box::new(e)))?;
+    running.waiting().await?;
     Ok(())
 }
 

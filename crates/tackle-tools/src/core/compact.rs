@@ -5,6 +5,7 @@ use async_trait::async_trait;
 use serde_json::Value;
 use tackle_protocol::{Tool, ToolContext, ToolError, ToolOutput, ToolSpec};
 
+/// The `compact` tool: the runtime summarises the conversation and restarts from the summary.
 pub struct Compact;
 
 #[async_trait]

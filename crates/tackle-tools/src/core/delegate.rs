@@ -72,6 +72,7 @@ fn assistant() -> String {
     "assistant".to_string()
 }
 
+/// The `delegate` tool: fans a task out to roles, in parallel or in sequence.
 pub struct Delegate;
 
 #[async_trait]
@@ -86,6 +87,7 @@ impl Tool for Delegate {
         .risk(Risk::Medium)
         .approval(ApprovalMode::UnlessAutoApproved)
         .conversation_only()
+        .spawns_children()
     }
 
     fn timeout(&self) -> Option<Duration> {

@@ -20,6 +20,7 @@ use tackle_protocol::{
     ApprovalMode, Capability, HttpRequest, Risk, Tool, ToolContext, ToolError, ToolOutput, ToolSpec,
 };
 
+/// The `message` tool: a proactive message to the session's front end or a channel.
 pub struct SendMessage {
     pub(super) channels: Arc<BTreeMap<String, ChannelConfig>>,
 }
@@ -114,14 +115,19 @@ impl Tool for SendMessage {
         }
     }
 
+    /// Always a sink; the words name the file it carries out. Arguments that do not read
+    /// may carry one too, which the words say.
     fn sink(&self, args: &Value) -> Option<String> {
-        match args.get("file").and_then(Value::as_str) {
-            Some(file) => Some(format!(
-                "sends a message and the file {} out of the session",
-                tackle_protocol::text::preview(file, 200)
-            )),
-            None => Some("sends a message out of the session".into()),
-        }
+        let unread = "sends a message, perhaps with a file, out of the session".to_string();
+        crate::args::decide(args, Some(unread), |a: Args| {
+            Some(match a.file {
+                Some(file) => format!(
+                    "sends a message and the file {} out of the session",
+                    tackle_protocol::text::preview(&file, 200)
+                ),
+                None => "sends a message out of the session".into(),
+            })
+        })
     }
 
     async fn call(&self, args: Value, cx: &ToolContext) -> Result<ToolOutput, ToolError> {
@@ -247,5 +253,50 @@ impl Tool for SendMessage {
             "chat_id": chat_id,
             "message_id": sent.message_id,
         })))
+    }
+}
+
+#[cfg(test)]
+mod sink_tests {
+    use super::*;
+
+    fn tool() -> SendMessage {
+        SendMessage {
+            channels: Arc::new(BTreeMap::new()),
+        }
+    }
+
+    /// Every call is a sink; the words name the typed `file`, and arguments that do not read
+    /// are still a sink, in words that allow for a file.
+    #[test]
+    fn every_message_is_a_sink_naming_its_file_and_unread_arguments_too() {
+        let t = tool();
+        let schema = t.spec().parameters;
+        let plain = "sends a message out of the session";
+        let with_file = "sends a message and the file report.pdf out of the session";
+        for (args, said) in [
+            (json!({"content": "hi"}), plain),
+            (
+                json!({"content": "hi", "channel": "ops", "action": "react"}),
+                plain,
+            ),
+            (
+                json!({"content": "see", "channel": "ops", "file": "report.pdf"}),
+                with_file,
+            ),
+        ] {
+            assert!(crate::args::contract::accepts(&schema, &args), "{args}");
+            assert_eq!(t.sink(&args).as_deref(), Some(said), "{args}");
+        }
+        for unread in [
+            json!({"content": "see", "file": "report.pdf", "later": 1}),
+            json!({"file": "report.pdf"}),
+        ] {
+            assert_eq!(
+                t.sink(&unread).as_deref(),
+                Some("sends a message, perhaps with a file, out of the session"),
+                "{unread}"
+            );
+        }
     }
 }

@@ -86,4 +86,19 @@ mod tests {
             ]
         );
     }
+
+    /// Exactly the tools that start child agents say so (a background task and a delegated
+    /// role are given none of them).
+    #[test]
+    fn the_tools_that_start_children_are_marked() {
+        let mut marked: Vec<String> = super::extension()
+            .tools()
+            .iter()
+            .map(|t| t.spec())
+            .filter(|s| s.spawns_children)
+            .map(|s| s.name)
+            .collect();
+        marked.sort();
+        assert_eq!(marked, ["delegate", "spawn", "spawn_agent", "spawn_worker"]);
+    }
 }

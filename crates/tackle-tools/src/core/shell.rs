@@ -17,6 +17,7 @@ const MAX_TIMEOUT_SECS: u64 = 600;
 /// Per stream; both together stay under the sanitizer's 50 KB cut.
 const MAX_STREAM_BYTES: usize = 24_000;
 
+/// The `shell` tool: runs one shell line through `host.exec` (analysed and sandboxed there).
 pub struct Shell;
 
 // Arguments of `shell` (a plain comment, so not sent as the schema's description).

@@ -20,6 +20,7 @@ fn spec(name: &str, description: &str, parameters: Value) -> ToolSpec {
         .risk(Risk::Medium)
         .approval(ApprovalMode::UnlessAutoApproved)
         .conversation_only()
+        .spawns_children()
 }
 
 /// The result as the model sees it: the child's answer, or where a background run is.
@@ -73,6 +74,7 @@ impl AgentArgs {
     }
 }
 
+/// The `spawn_agent` tool: starts a child agent, waiting for it unless `async` is set.
 pub struct SpawnAgent;
 
 #[async_trait]
@@ -130,6 +132,7 @@ struct WorkerArgs {
     background: bool,
 }
 
+/// The `spawn_worker` tool: starts a child from a worker template.
 pub struct SpawnWorker;
 
 #[async_trait]
@@ -172,6 +175,7 @@ struct BackgroundArgs {
     label: Option<String>,
 }
 
+/// The `spawn` tool: starts a labelled background task.
 pub struct Spawn;
 
 #[async_trait]

@@ -29,6 +29,7 @@ const MAX_BODY_BYTES: usize = 16_000;
 /// qualifiers, so appending ours would not confine a query that names another repository.
 const SCOPE_QUALIFIERS: [&str; 4] = ["repo:", "org:", "user:", "owner:"];
 
+/// The `project` tool: GitHub issues over the REST API and scaffolding from a template.
 pub struct Project {
     token: Option<String>,
     api_base: String,
@@ -181,6 +182,7 @@ impl Action {
 }
 
 impl Project {
+    /// A `project` tool using `settings` (GitHub token and API base).
     pub fn new(settings: DevSettings) -> Self {
         let base = settings
             .github_api_base

@@ -20,10 +20,13 @@ use tackle_protocol::{Extension, Tool};
 /// What the `devices` tools take from config; the binary fills it.
 #[derive(Debug, Clone, Default)]
 pub struct DevicesSettings {
+    /// Settings of the `android` tool.
     pub android: AndroidSettings,
+    /// Settings of the `hardware` tool.
     pub hardware: HardwareSettings,
 }
 
+/// What the `android` tool takes from config; the defaults keep the raw shell off.
 #[derive(Debug, Clone, Default)]
 pub struct AndroidSettings {
     /// `adb -s SERIAL` when a call names no device.
@@ -43,6 +46,7 @@ impl AndroidSettings {
     }
 }
 
+/// What the `hardware` tool takes from config.
 #[derive(Debug, Clone, Default)]
 pub struct HardwareSettings {
     /// Baud rate `connect` opens a port at (default 115200).
@@ -86,6 +90,7 @@ pub fn check_hardware_config(config: &HardwareConfig) -> Result<(), (String, Str
 }
 
 impl DevicesSettings {
+    /// Copies the `devices:` section of the config into tool settings.
     pub fn from_config(config: &DevicesConfig) -> Self {
         Self {
             android: AndroidSettings {

@@ -23,6 +23,7 @@ const SHOWN_DIFF_BYTES: usize = 4_000;
 /// Lines scanned when suggesting near matches for an old_text that was not found.
 const SIMILAR_SCAN_LINES: usize = 100_000;
 
+/// The `edit_file` tool: exact-text replacements (all-or-nothing) or a unified diff.
 pub struct EditFile;
 
 // Arguments of `edit_file`. Which of the optional fields go together (exactly one mode) is

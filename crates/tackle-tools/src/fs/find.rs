@@ -13,6 +13,7 @@ use tackle_protocol::{
 const DEFAULT_RESULTS: usize = 200;
 const MAX_RESULTS: usize = 2_000;
 
+/// The `find` tool: paths matching a glob, via `host.list`.
 pub struct Find;
 
 // Arguments of `find` (a plain comment, so not sent as the schema's description).

@@ -18,6 +18,7 @@ const MAX_RESULTS: usize = 1_000;
 /// A matching line is shown at most this long.
 const LINE_SHOWN: usize = 300;
 
+/// The `grep` tool: regex search of file contents via `host.search`.
 pub struct Grep;
 
 // Arguments of `grep` (a plain comment, so not sent as the schema's description).

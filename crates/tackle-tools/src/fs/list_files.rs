@@ -15,6 +15,7 @@ const DEFAULT_DEPTH: usize = 2;
 const MAX_DEPTH: usize = 20;
 pub(crate) const MAX_ENTRIES: usize = 1_000;
 
+/// The `list_files` tool: a sorted, capped directory listing via `host.list`.
 pub struct ListFiles;
 
 // Arguments of `list_files` (a plain comment, so not sent as the schema's description).

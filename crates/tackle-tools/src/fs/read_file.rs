@@ -18,6 +18,7 @@ const LINE_CAP: usize = 8_000;
 /// How much of the file's start is inspected to tell text from binary.
 const SNIFF: usize = 8 * 1024;
 
+/// The `read_file` tool: a file's text paged by lines.
 pub struct ReadFile;
 
 // Arguments of `read_file` (a plain comment, so not sent as the schema's description).

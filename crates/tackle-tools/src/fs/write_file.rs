@@ -10,6 +10,7 @@ use tackle_protocol::{
     WriteRequest,
 };
 
+/// The `write_file` tool: creates or atomically replaces a whole file.
 pub struct WriteFile;
 
 // Arguments of `write_file` (a plain comment, so not sent as the schema's description).

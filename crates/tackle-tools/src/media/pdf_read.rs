@@ -76,7 +76,7 @@ fn render(shown: &str, doc: &Extracted, max: usize) -> (String, bool) {
             Ok(text) => body.push_str(text),
             Err(why) => body.push_str(&format!(
                 "[this page could not be read: {}]",
-                tackle_protocol::text::preview(why, 200)
+                tackle_protocol::text::preview(&why.to_string(), 200)
             )),
         }
     }

@@ -72,11 +72,26 @@ pub(crate) struct Limits {
     pub(crate) max_chars: usize,
 }
 
+/// Why one page has no text (the other pages are still read).
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum PageError {
+    /// The page's content streams could not be found or decoded.
+    #[error(transparent)]
+    Content(#[from] lopdf::Error),
+    #[error(
+        "its content nests more than {} deep; not parsed",
+        pdf_scan::MAX_NESTING
+    )]
+    TooDeep,
+    #[error("its content stream could not be parsed")]
+    Unparsable,
+}
+
 /// The text of one page, or why that page has none.
 #[derive(Debug)]
 pub(crate) struct PageText {
     pub(crate) number: usize,
-    pub(crate) text: Result<String, String>,
+    pub(crate) text: Result<String, PageError>,
 }
 
 /// Why extraction stopped before the last page.
@@ -240,16 +255,11 @@ fn page_text<'a>(
     page: ObjectId,
     fonts: &mut FontCache<'a>,
     budget: &Budget,
-) -> Result<String, String> {
+) -> Result<String, PageError> {
     let page_fonts = doc.get_page_fonts(page).unwrap_or_default();
-    let content = doc
-        .get_page_content_with_limit(page, MAX_STREAM_BYTES)
-        .map_err(|e| e.to_string())?;
+    let content = doc.get_page_content_with_limit(page, MAX_STREAM_BYTES)?;
     if let Nesting::TooDeep { .. } = pdf_scan::nesting(&content, false) {
-        return Err(format!(
-            "its content nests more than {} deep; not parsed",
-            pdf_scan::MAX_NESTING
-        ));
+        return Err(PageError::TooDeep);
     }
     let mut text = String::new();
     let mut font: Option<&Dictionary> = None;
@@ -259,7 +269,7 @@ fn page_text<'a>(
         }
         let Ok(op) = op else {
             if text.is_empty() {
-                return Err("its content stream could not be parsed".into());
+                return Err(PageError::Unparsable);
             }
             break;
         };

@@ -13,6 +13,7 @@ use tackle_store::{LongtermEntry, LongtermSet, PINNED};
 /// Most entries one `search` or `list` returns.
 const MAX_RESULTS: usize = 50;
 
+/// The `longterm_memory` tool: the calling agent's key → entry store.
 pub struct LongtermMemory(pub(super) Arc<MemorySettings>);
 
 #[derive(Deserialize, JsonSchema, Clone, Copy, PartialEq, Eq)]

@@ -24,12 +24,15 @@ use tackle_protocol::config::MemoryBankConfig;
 use tackle_protocol::{Decision, Extension, Tool, ToolError};
 use tackle_store::{Store, StoreError};
 
+/// The extension's name, for `agents[].extensions`.
 pub const NAME: &str = "memory";
 
 /// What the memory tools need: the state store and the operator's bank grants.
 #[derive(Clone)]
 pub struct MemorySettings {
+    /// The state store the entries live in.
     pub store: Store,
+    /// The operator's memory-bank grants (`memory_banks:`), by bank name.
     pub banks: BTreeMap<String, MemoryBankConfig>,
 }
 
@@ -54,6 +57,7 @@ impl Extension for MemoryExtension {
     }
 }
 
+/// The `memory` extension: its tools share `settings`.
 pub fn extension(settings: MemorySettings) -> Arc<dyn Extension> {
     Arc::new(MemoryExtension {
         settings: Arc::new(settings),

@@ -22,6 +22,7 @@ const SNIPPET_CHARS: usize = 700;
 const MAX_NOTE_BYTES: u64 = 1024 * 1024;
 const MAX_NOTES: usize = 2_000;
 
+/// The `memory` tool: searches and reads the workspace's markdown notes.
 pub struct WorkspaceNotes;
 
 #[derive(Deserialize, JsonSchema, Clone, Copy, PartialEq, Eq, Default)]

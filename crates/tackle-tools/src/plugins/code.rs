@@ -1090,13 +1090,13 @@ impl<'a> Scan<'a> {
             Language::Python => python_places(&el.segments),
         };
         if let Err(why) = verdict {
-            self.refuse(j, why);
+            self.refuse(j, why.to_string());
         }
     }
 
     /// A declared `sh` line: each placeholder stands outside quotes in a plain line, and each
     /// command of the line takes its values as data by the same rules.
-    fn sh_line(&self, el: &El) -> Result<(), String> {
+    fn sh_line(&self, el: &El) -> Result<(), UnsafeSplice> {
         let commands = sh_commands(&el.segments)?;
         for words in commands {
             if !words.iter().any(El::has_param) {
@@ -1108,7 +1108,7 @@ impl<'a> Scan<'a> {
                 .position(|w| !is_assignment(w.head()) || w.starts_with_param())
                 .unwrap_or(words.len());
             if words.iter().take(start).any(El::has_param) {
-                return Err("a value would set an environment variable of a command in the line, which the program may read as code".into());
+                return Err(UnsafeSplice::Environment);
             }
             let rest = words.get(start..).unwrap_or(&[]);
             let mut inner = Scan::new(rest);
@@ -1116,11 +1116,41 @@ impl<'a> Scan<'a> {
             inner.program(0);
             inner.fallback();
             if let Some((_, why)) = inner.problems.first() {
-                return Err(format!("in the sh line: {why}"));
+                return Err(UnsafeSplice::InCommand(why.clone()));
             }
         }
         Ok(())
     }
+}
+
+/// Why a value may not be spliced where a declared `sh` line or Python string puts it.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+enum UnsafeSplice {
+    #[error("a value would set an environment variable of a command in the line, which the program may read as code")]
+    Environment,
+    /// A command of the line failed the same check as a program's own arguments.
+    #[error("in the sh line: {0}")]
+    InCommand(String),
+    #[error("a value would name a file the sh line redirects to or from")]
+    RedirectTarget,
+    #[error("`{{{{{0}}}}}` stands inside quotes or a comment of the sh line; put it outside quotes, where the quoted value is one word")]
+    ShQuoted(String),
+    #[error("the sh line uses `{0}`, which this check does not read; only plain lines may take quoted values")]
+    ShUnread(char),
+    #[error("the sh line has a redirection without a target")]
+    NoRedirectTarget,
+    #[error("the sh line leaves a quote open")]
+    ShOpenQuote,
+    #[error("`{{{{{0}}}}}` stands inside a string or comment of the Python code; put it where an expression goes (`print({{{{{0}}}}})`): the value becomes one string literal")]
+    PythonQuoted(String),
+    #[error("`{{{{{0}}}}}` follows a name in the Python code; it must start an expression")]
+    PythonAfterName(String),
+    #[error("a Python string is not closed on its line")]
+    PythonLineOpen,
+    #[error("the Python code holds an f-string, which this check does not read")]
+    PythonFString,
+    #[error("a Python string is not closed")]
+    PythonOpen,
 }
 
 /// Whether a literal sh line runs its positional arguments: one is a command word
@@ -1192,7 +1222,7 @@ fn runs_its_arguments(code: &str) -> bool {
 }
 
 /// The commands of a plain sh line, as words; a placeholder must stand outside quotes.
-fn sh_commands(segments: &[Segment]) -> Result<Vec<Vec<El>>, String> {
+fn sh_commands(segments: &[Segment]) -> Result<Vec<Vec<El>>, UnsafeSplice> {
     #[derive(PartialEq)]
     enum Q {
         None,
@@ -1215,7 +1245,7 @@ fn sh_commands(segments: &[Segment]) -> Result<Vec<Vec<El>>, String> {
                     word: &mut Vec<Segment>,
                     in_word: &mut bool,
                     redirect_next: &mut bool|
-     -> Result<(), String> {
+     -> Result<(), UnsafeSplice> {
         if *in_word {
             let el = El {
                 segments: std::mem::take(word),
@@ -1223,7 +1253,7 @@ fn sh_commands(segments: &[Segment]) -> Result<Vec<Vec<El>>, String> {
             };
             if *redirect_next {
                 if el.has_param() {
-                    return Err("a value would name a file the sh line redirects to or from".into());
+                    return Err(UnsafeSplice::RedirectTarget);
                 }
                 *redirect_next = false;
             } else {
@@ -1238,7 +1268,7 @@ fn sh_commands(segments: &[Segment]) -> Result<Vec<Vec<El>>, String> {
             Segment::Param(p) => {
                 after_redirect = false;
                 if q != Q::None {
-                    return Err(format!("`{{{{{p}}}}}` stands inside quotes or a comment of the sh line; put it outside quotes, where the quoted value is one word"));
+                    return Err(UnsafeSplice::ShQuoted(p.clone()));
                 }
                 word.push(Segment::Param(p.clone()));
                 in_word = true;
@@ -1270,7 +1300,7 @@ fn sh_commands(segments: &[Segment]) -> Result<Vec<Vec<El>>, String> {
                             if c == '"' {
                                 q = Q::None;
                             } else if matches!(c, '$' | '`' | '\\') {
-                                return Err(format!("the sh line uses `{c}`, which this check does not read; only plain lines may take quoted values"));
+                                return Err(UnsafeSplice::ShUnread(c));
                             } else {
                                 push_lit(&mut word, c);
                             }
@@ -1291,9 +1321,7 @@ fn sh_commands(segments: &[Segment]) -> Result<Vec<Vec<El>>, String> {
                             '\n' | ';' | '&' | '|' => {
                                 end_word(&mut words, &mut word, &mut in_word, &mut redirect_next)?;
                                 if redirect_next {
-                                    return Err(
-                                        "the sh line has a redirection without a target".into()
-                                    );
+                                    return Err(UnsafeSplice::NoRedirectTarget);
                                 }
                                 commands.push(std::mem::take(&mut words));
                             }
@@ -1315,7 +1343,7 @@ fn sh_commands(segments: &[Segment]) -> Result<Vec<Vec<El>>, String> {
                             }
                             '$' | '`' | '\\' | '(' | ')' | '{' | '}' | '*' | '?' | '[' | ']'
                             | '~' | '!' => {
-                                return Err(format!("the sh line uses `{c}`, which this check does not read; only plain lines may take quoted values"));
+                                return Err(UnsafeSplice::ShUnread(c));
                             }
                             c => {
                                 push_lit(&mut word, c);
@@ -1328,11 +1356,11 @@ fn sh_commands(segments: &[Segment]) -> Result<Vec<Vec<El>>, String> {
         }
     }
     if q == Q::Single || q == Q::Double {
-        return Err("the sh line leaves a quote open".into());
+        return Err(UnsafeSplice::ShOpenQuote);
     }
     end_word(&mut words, &mut word, &mut in_word, &mut redirect_next)?;
     if redirect_next {
-        return Err("the sh line has a redirection without a target".into());
+        return Err(UnsafeSplice::NoRedirectTarget);
     }
     commands.push(words);
     Ok(commands)
@@ -1340,7 +1368,7 @@ fn sh_commands(segments: &[Segment]) -> Result<Vec<Vec<El>>, String> {
 
 /// A declared Python string: each placeholder stands where an expression may (outside
 /// strings and comments, not right after a name, which would make a string prefix).
-fn python_places(segments: &[Segment]) -> Result<(), String> {
+fn python_places(segments: &[Segment]) -> Result<(), UnsafeSplice> {
     enum S {
         Code,
         Comment,
@@ -1353,10 +1381,10 @@ fn python_places(segments: &[Segment]) -> Result<(), String> {
         match seg {
             Segment::Param(p) => {
                 if !matches!(state, S::Code) {
-                    return Err(format!("`{{{{{p}}}}}` stands inside a string or comment of the Python code; put it where an expression goes (`print({{{{{p}}}}})`): the value becomes one string literal"));
+                    return Err(UnsafeSplice::PythonQuoted(p.clone()));
                 }
                 if prev.is_some_and(|c| c.is_alphanumeric() || c == '_' || c == '.' || c == '\\') {
-                    return Err(format!("`{{{{{p}}}}}` follows a name in the Python code; it must start an expression"));
+                    return Err(UnsafeSplice::PythonAfterName(p.clone()));
                 }
                 // A quoted value is a closed literal: what follows is code again.
                 prev = Some('\'');
@@ -1386,7 +1414,7 @@ fn python_places(segments: &[Segment]) -> Result<(), String> {
                                     state = S::Code;
                                 }
                             } else if c == '\n' && !triple {
-                                return Err("a Python string is not closed on its line".into());
+                                return Err(UnsafeSplice::PythonLineOpen);
                             }
                         }
                         S::Code => {
@@ -1397,7 +1425,7 @@ fn python_places(segments: &[Segment]) -> Result<(), String> {
                                     .chars()
                                     .any(|p| p == 'f' || p == 'F' || p == 't' || p == 'T')
                                 {
-                                    return Err("the Python code holds an f-string, which this check does not read".into());
+                                    return Err(UnsafeSplice::PythonFString);
                                 }
                                 let triple =
                                     chars.get(k + 1) == Some(&c) && chars.get(k + 2) == Some(&c);
@@ -1420,7 +1448,7 @@ fn python_places(segments: &[Segment]) -> Result<(), String> {
         }
     }
     match state {
-        S::Str { .. } => Err("a Python string is not closed".into()),
+        S::Str { .. } => Err(UnsafeSplice::PythonOpen),
         _ => Ok(()),
     }
 }

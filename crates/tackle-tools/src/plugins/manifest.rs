@@ -10,18 +10,23 @@ use tackle_protocol::{ApprovalMode, Risk};
 
 /// The lowest risk a plugin tool runs at, and the laxest approval (a manifest may raise both).
 pub const RISK_FLOOR: Risk = Risk::Medium;
+/// The laxest approval a plugin tool may ask for (see [`RISK_FLOOR`]).
 pub const APPROVAL_FLOOR: ApprovalMode = ApprovalMode::UnlessAutoApproved;
 
+/// A tool's time limit when its manifest gives none, in seconds.
 pub const DEFAULT_TIMEOUT_SECS: u64 = 30;
+/// The longest time limit a manifest may set, in seconds.
 pub const MAX_TIMEOUT_SECS: u64 = 600;
 
 /// One problem in one manifest.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{}: {path}: {message}", .file.display())]
 pub struct ManifestError {
+    /// The manifest file the problem is in.
     pub file: PathBuf,
     /// Where in the document: `$`, `$.tools[0].command[2]`.
     pub path: String,
+    /// What is wrong, for people.
     pub message: String,
 }
 
@@ -66,11 +71,18 @@ struct RawBinary {
 pub enum Mode {
     /// One program with an argv template; `program` is a path inside the plugin directory, an
     /// absolute path, or a name on `PATH`.
-    Argv { program: String, template: Template },
+    Argv {
+        /// The program to run.
+        program: String,
+        /// The arguments after the program, filled from each call.
+        template: Template,
+    },
     /// The plugin's executable, spoken to in JSON-RPC over stdio; its digest (lowercase hex)
     /// checked before each start when the manifest gives one.
     Binary {
+        /// The executable, inside the plugin directory.
         path: PathBuf,
+        /// The expected SHA-256 of the executable; `None`: not checked.
         sha256: Option<String>,
     },
 }
@@ -109,27 +121,40 @@ struct RawTool {
 /// A manifest that passed every check.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Manifest {
+    /// The plugin's name; it names its tools' namespace and `plugins.allow`/`block` entries.
     pub name: String,
+    /// The plugin's version, as the manifest wrote it.
     pub version: String,
+    /// What the plugin is for, for people.
     pub description: String,
+    /// The plugin directory; relative paths of the manifest are resolved against it.
     pub dir: PathBuf,
+    /// The manifest file itself, for messages.
     pub file: PathBuf,
+    /// The plugin's tools, in manifest order.
     pub tools: Vec<ToolDef>,
 }
 
 /// One checked plugin tool.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ToolDef {
+    /// The tool's name as the model calls it.
     pub name: String,
+    /// What the tool does, shown to the model.
     pub description: String,
+    /// JSON Schema of the tool's arguments.
     pub parameters: Value,
+    /// How the tool runs: an argv template or the plugin's binary.
     pub mode: Mode,
     /// Relative to the workspace; `None` = the workspace.
     pub working_dir: Option<PathBuf>,
+    /// Time limit of one call, in seconds (at most [`MAX_TIMEOUT_SECS`]).
     pub timeout_secs: u64,
     /// Names of variables passed through from Tackle's own environment.
     pub env: Vec<String>,
+    /// The tool's risk, never below [`RISK_FLOOR`].
     pub risk: Risk,
+    /// The tool's approval mode, never laxer than [`APPROVAL_FLOOR`].
     pub approval: ApprovalMode,
 }
 

@@ -59,6 +59,7 @@ use std::sync::{Arc, RwLock};
 use tackle_protocol::plugins::{PluginDirs, MAX_MANIFEST_BYTES};
 use tackle_protocol::{Extension, Tool};
 
+/// The extension's name, for `agents[].extensions`.
 pub const NAME: &str = "plugins";
 
 /// One configured plugins directory.
@@ -76,12 +77,15 @@ pub type EnvLookup = Arc<dyn Fn(&str) -> Option<String> + Send + Sync>;
 /// Everything loading needs from configuration.
 #[derive(Clone)]
 pub struct PluginsSettings {
+    /// `plugins.dirs`, in order; each subdirectory with a manifest is one plugin.
     pub dirs: Vec<PluginDir>,
+    /// Reads the plugin directories; a fake in tests.
     pub disk: Arc<dyn PluginDirs>,
     /// Names already taken (the built-in tools): a plugin tool with one is refused.
     pub reserved: Vec<String>,
     /// Namespaces already taken (`server__` of each configured MCP server).
     pub reserved_prefixes: Vec<String>,
+    /// Reads Tackle's environment for the variables a tool's `env` lets through.
     pub env: EnvLookup,
     /// `plugins.allow`: the plugin names that may load (empty: all not blocked).
     pub allow: Vec<String>,
@@ -118,13 +122,16 @@ impl PluginsSettings {
 /// A loaded plugin and the tools it got (clashing ones are left out).
 #[derive(Clone)]
 pub struct LoadedPlugin {
+    /// The plugin's checked manifest.
     pub manifest: Manifest,
+    /// The tools it registers; those whose names clash are left out.
     pub tools: Vec<Arc<PluginTool>>,
 }
 
 /// The result of loading every directory.
 #[derive(Clone, Default)]
 pub struct LoadReport {
+    /// The plugins that loaded, in directory order.
     pub plugins: Vec<LoadedPlugin>,
     /// Problems of skipped manifests, with file and JSON path.
     pub errors: Vec<ManifestError>,

@@ -15,7 +15,9 @@ pub const MAX_TOTAL_BYTES: usize = 1024 * 1024;
 /// One piece of a template element.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Segment {
+    /// Text put in as written.
     Literal(String),
+    /// A `{{name}}` placeholder, filled from the call's argument `name`.
     Param(String),
 }
 
@@ -42,6 +44,7 @@ pub enum Language {
 }
 
 impl Language {
+    /// The language a manifest's `code` entry names (`sh`, `python`); `None` if unsupported.
     pub fn parse(name: &str) -> Option<Self> {
         match name {
             "sh" => Some(Self::Sh),
@@ -50,6 +53,7 @@ impl Language {
         }
     }
 
+    /// The name a manifest uses for the language.
     pub fn name(self) -> &'static str {
         match self {
             Self::Sh => "sh",
@@ -103,8 +107,10 @@ impl Element {
 /// Why a template element does not parse.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum TemplateError {
+    /// A `{{` without its `}}`.
     #[error("`{{{{` is not closed by `}}}}`")]
     Unclosed,
+    /// A placeholder name that is not an identifier.
     #[error("`{{{{{0}}}}}` is not a placeholder: a name is letters, digits and `_`, not starting with a digit")]
     BadName(String),
 }
@@ -112,23 +118,44 @@ pub enum TemplateError {
 /// Why a call's arguments cannot fill the template.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum FillError {
+    /// A value holds a NUL byte, which no argv element can carry.
     #[error("`{param}` contains a NUL byte, which no argument can carry")]
-    Nul { param: String },
+    Nul {
+        /// The placeholder whose value is at fault.
+        param: String,
+    },
+    /// A value would start an element with `-` and could be read as an option.
     #[error("`{param}` starts with `-` and would be read as an option; the plugin's command takes it only after a literal `--`")]
-    LeadingDash { param: String },
+    LeadingDash {
+        /// The placeholder whose value is at fault.
+        param: String,
+    },
+    /// A value quoted into code starts with `-`.
     #[error("`{param}` starts with `-`; a value quoted into {language} code may not (the code could pass it on as an option)")]
     QuotedDash {
+        /// The placeholder whose value is at fault.
         param: String,
+        /// The language the value is quoted into.
         language: &'static str,
     },
+    /// One filled element is longer than the per-argument cap.
     #[error("argument {index} would be {len} bytes long; one argument may be at most {max} bytes")]
     TooLong {
+        /// Index of the element in the template.
         index: usize,
+        /// Its filled length, in bytes.
         len: usize,
+        /// The cap, in bytes.
         max: usize,
     },
+    /// All filled elements together exceed [`MAX_TOTAL_BYTES`].
     #[error("the arguments would be {len} bytes in all; at most {max} bytes are passed")]
-    TooMuch { len: usize, max: usize },
+    TooMuch {
+        /// The filled total, in bytes.
+        len: usize,
+        /// The cap, in bytes.
+        max: usize,
+    },
 }
 
 /// Parse one element: literal text with `{{name}}` placeholders.
@@ -166,6 +193,7 @@ fn is_param_name(name: &str) -> bool {
 /// A whole argv template after `argv[0]`.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct Template {
+    /// The argv elements, in order.
     pub elements: Vec<Element>,
 }
 

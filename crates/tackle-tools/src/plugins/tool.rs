@@ -21,11 +21,15 @@ const MAX_STREAM_BYTES: usize = 24_000;
 /// What a plugin tool knows about the plugin it came from.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PluginInfo {
+    /// The plugin's name.
     pub name: String,
+    /// The plugin's version.
     pub version: String,
+    /// The plugin directory.
     pub dir: PathBuf,
 }
 
+/// One tool of a plugin, as the registry runs it.
 pub struct PluginTool {
     pub(crate) plugin: Arc<PluginInfo>,
     pub(crate) def: ToolDef,

@@ -24,9 +24,20 @@ const GAP_SAMPLES: usize = 128;
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("cron `{expr}`: {field}: {why}")]
 pub struct CronError {
+    /// The expression as given.
     pub expr: String,
+    /// The field at fault (`minute`, `hour`, …, or `cron` for the whole).
     pub field: &'static str,
+    /// What is wrong with it, for people.
     pub why: String,
+}
+
+/// A time zone name that is not in the IANA database this build carries.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("`{name}` is not an IANA time zone name (such as UTC or Europe/Berlin)")]
+pub struct ZoneError {
+    /// The name as given.
+    pub name: String,
 }
 
 /// The zone cron expressions are read in (`schedules.timezone`).
@@ -41,12 +52,16 @@ impl Default for Zone {
 
 impl Zone {
     /// An IANA name such as `Europe/Berlin` or `UTC`.
-    pub fn parse(name: &str) -> Result<Self, String> {
-        name.trim().parse::<chrono_tz::Tz>().map(Zone).map_err(|_| {
-            format!("`{name}` is not an IANA time zone name (such as UTC or Europe/Berlin)")
-        })
+    pub fn parse(name: &str) -> Result<Self, ZoneError> {
+        name.trim()
+            .parse::<chrono_tz::Tz>()
+            .map(Zone)
+            .map_err(|_| ZoneError {
+                name: name.to_string(),
+            })
     }
 
+    /// The IANA name of the zone (`Europe/Paris`, `UTC`).
     pub fn name(&self) -> &'static str {
         self.0.name()
     }
@@ -95,6 +110,7 @@ impl CronExpr {
         Ok(expr)
     }
 
+    /// The expression's text, as given.
     pub fn as_str(&self) -> &str {
         &self.text
     }

@@ -18,6 +18,7 @@ const MAX_JOBS: usize = 50;
 /// Characters of `message` a default name keeps.
 const NAME_CHARS: usize = 30;
 
+/// The `cron` tool: the schedules under job-style arguments.
 pub struct CronTool(pub(super) Arc<ScheduleSettings>);
 
 #[derive(Deserialize, JsonSchema, Clone, Copy, PartialEq, Eq)]
@@ -47,6 +48,16 @@ struct Args {
     chat_id: Option<String>,
 }
 
+/// What an `add` is, as a sink.
+const PLANTS: &str = "plants work that runs later";
+
+impl Args {
+    /// Whether the call plants work that runs later.
+    fn plants(&self) -> bool {
+        self.action == Action::Add
+    }
+}
+
 #[async_trait]
 impl Tool for CronTool {
     fn spec(&self) -> ToolSpec {
@@ -59,14 +70,18 @@ impl Tool for CronTool {
         .parameters(crate::args::schema::<Args>())
     }
 
+    /// Adding plants work; listing and removing do not. Arguments that do not read ask as
+    /// `add` does, the most this tool asks.
     fn approval_for(&self, args: &Value) -> Option<ApprovalMode> {
-        (args.get("action").and_then(Value::as_str) == Some("add"))
-            .then_some(ApprovalMode::UnlessAutoApproved)
+        crate::args::decide(args, Some(ApprovalMode::UnlessAutoApproved), |a: Args| {
+            a.plants().then_some(ApprovalMode::UnlessAutoApproved)
+        })
     }
 
     fn sink(&self, args: &Value) -> Option<String> {
-        (args.get("action").and_then(Value::as_str) == Some("add"))
-            .then(|| "plants work that runs later".to_string())
+        crate::args::decide(args, Some(PLANTS.to_string()), |a: Args| {
+            a.plants().then(|| PLANTS.to_string())
+        })
     }
 
     async fn call(&self, args: Value, cx: &ToolContext) -> Result<ToolOutput, ToolError> {
@@ -300,6 +315,39 @@ mod tests {
             .await
             .unwrap_err();
         assert_eq!(e.kind, ErrorKind::NotFound, "{e:?}");
+    }
+
+    #[test]
+    fn only_add_asks_and_is_a_sink_and_unread_arguments_count_as_add() {
+        let t = tool();
+        let ask = Some(ApprovalMode::UnlessAutoApproved);
+        let sink = Some(PLANTS.to_string());
+        let add = json!({"action": "add", "message": "x", "every_seconds": 3600});
+        assert_eq!(t.approval_for(&add), ask);
+        assert_eq!(t.sink(&add), sink);
+        for quiet in [
+            json!({"action": "list"}),
+            json!({"action": "list", "include_disabled": true}),
+            json!({"action": "remove", "job_id": "nightly"}),
+        ] {
+            assert_eq!(t.approval_for(&quiet), None, "{quiet}");
+            assert_eq!(t.sink(&quiet), None, "{quiet}");
+        }
+        // Accepted by the schema (no upper bound), refused by `u64`: asked as an add.
+        let unread = json!({"action": "list", "every_seconds": 1e30});
+        assert!(crate::args::contract::accepts(
+            &t.spec().parameters,
+            &unread
+        ));
+        assert_eq!(t.approval_for(&unread), ask);
+        assert_eq!(t.sink(&unread), sink);
+        for unread in [
+            json!({"action": "list", "later": true}),
+            json!({"action": "pause"}),
+        ] {
+            assert_eq!(t.approval_for(&unread), ask, "{unread}");
+            assert_eq!(t.sink(&unread), sink, "{unread}");
+        }
     }
 
     #[tokio::test]

@@ -3,7 +3,7 @@
 
 use super::plan::{check_recurring, parse_time};
 use super::render::schedule_line;
-use super::{caller, names_an_agent, now, store_error, ScheduleSettings};
+use super::{caller, now, store_error, ScheduleSettings};
 use async_trait::async_trait;
 use schemars::JsonSchema;
 use serde::{Deserialize, Deserializer};
@@ -20,12 +20,19 @@ pub struct AddRequest {
     /// The agent that plants it (its tree path for a child), when not `owner` itself; only
     /// that agent's schedule tools will see it. `None`: `owner` (or the operator) plants it.
     pub planted_by: Option<String>,
+    /// The schedule's id, unique per owner.
     pub id: String,
+    /// The cron expression, read in the settings' zone.
     pub cron: String,
+    /// What the agent is told when it fires.
     pub task: String,
+    /// Where a fire is delivered.
     pub target: Target,
+    /// The session a `Pinned` target reports to (without one it runs fresh); else ignored.
     pub session_id: Option<String>,
+    /// Fires after which the schedule stops; `None`: no limit.
     pub max_fires: Option<u32>,
+    /// RFC 3339 time after which the schedule stops firing; `None`: never.
     pub expires_at: Option<String>,
 }
 
@@ -82,11 +89,17 @@ pub async fn add_recurring(
 /// A partial change; `Some(None)` in a bound clears it.
 #[derive(Debug, Clone, Default)]
 pub struct ModifyRequest {
+    /// A new cron expression.
     pub cron: Option<String>,
+    /// A new task text.
     pub task: Option<String>,
+    /// A new delivery target.
     pub target: Option<Target>,
+    /// Pauses (`false`) or resumes (`true`) the schedule.
     pub enabled: Option<bool>,
+    /// A new fire limit; `Some(None)` removes it.
     pub max_fires: Option<Option<u32>>,
+    /// A new RFC 3339 expiry; `Some(None)` removes it.
     pub expires_at: Option<Option<String>>,
 }
 
@@ -207,9 +220,13 @@ fn not_found(owner: &str, id: &str) -> ToolError {
     ))
 }
 
+/// The `schedule_add` tool: plants a recurring schedule.
 pub struct ScheduleAdd(pub(super) Arc<ScheduleSettings>);
+/// The `schedule_modify` tool: changes a schedule.
 pub struct ScheduleModify(pub(super) Arc<ScheduleSettings>);
+/// The `schedule_remove` tool: deletes a schedule.
 pub struct ScheduleRemove(pub(super) Arc<ScheduleSettings>);
+/// The `schedule_list` tool: the calling agent's schedules.
 pub struct ScheduleList(pub(super) Arc<ScheduleSettings>);
 
 // The names `target` takes (the store's [`Target`], which has no schema of its own).
@@ -243,6 +260,13 @@ struct AddArgs {
     expires_at: Option<String>,
 }
 
+/// Whether `agent` names an agent (a blank one is the caller itself, as `fires_as` and
+/// `among` read it). Naming one in a call that plants or widens work always asks a person,
+/// even when calls are auto-approved: it may set work running as someone else.
+fn names_an_agent(agent: Option<&str>) -> bool {
+    agent.is_some_and(|a| !a.trim().is_empty())
+}
+
 fn session(cx: &ToolContext) -> Option<String> {
     Some(cx.session_id.clone()).filter(|s| !s.is_empty())
 }
@@ -263,9 +287,12 @@ impl Tool for ScheduleAdd {
         .parameters(crate::args::schema::<AddArgs>())
     }
 
-    /// Planting work that runs as another agent always asks a person.
+    /// Planting work that runs as another agent always asks a person; so do arguments that
+    /// do not read, which may name one.
     fn approval_for(&self, args: &Value) -> Option<ApprovalMode> {
-        names_an_agent(args).then_some(ApprovalMode::Always)
+        crate::args::decide(args, Some(ApprovalMode::Always), |a: AddArgs| {
+            names_an_agent(a.agent.as_deref()).then_some(ApprovalMode::Always)
+        })
     }
 
     fn sink(&self, _args: &Value) -> Option<String> {
@@ -316,16 +343,16 @@ impl Tool for ScheduleModify {
 
     /// Disabling narrows and asks nothing; anything that enables, re-plans, re-targets,
     /// changes what runs or moves a bound is planting work and asks like `schedule_add`.
+    /// Arguments that do not read ask as a change to another agent's schedule does, the most
+    /// this tool asks.
     fn approval_for(&self, args: &Value) -> Option<ApprovalMode> {
-        let widens = ["cron", "task", "target", "max_fires", "expires_at"]
-            .iter()
-            .any(|k| args.get(k).is_some())
-            || args.get("enabled").and_then(Value::as_bool) == Some(true);
-        match (widens, names_an_agent(args)) {
-            (false, _) => None,
-            (true, false) => Some(ApprovalMode::UnlessAutoApproved),
-            (true, true) => Some(ApprovalMode::Always),
-        }
+        crate::args::decide(args, Some(ApprovalMode::Always), |a: ModifyArgs| {
+            match (a.widens(), names_an_agent(a.agent.as_deref())) {
+                (false, _) => None,
+                (true, false) => Some(ApprovalMode::UnlessAutoApproved),
+                (true, true) => Some(ApprovalMode::Always),
+            }
+        })
     }
 
     fn sink(&self, args: &Value) -> Option<String> {
@@ -388,6 +415,17 @@ where
 }
 
 impl ModifyArgs {
+    /// Whether the change plants or widens work: every field but `enabled: false` does (a
+    /// cleared bound too: `null` lets the schedule fire on).
+    fn widens(&self) -> bool {
+        self.cron.is_some()
+            || self.task.is_some()
+            || self.target.is_some()
+            || self.max_fires.is_some()
+            || self.expires_at.is_some()
+            || self.enabled == Some(true)
+    }
+
     /// The partial change, refused when it changes nothing.
     fn into_request(self) -> Result<ModifyRequest, ToolError> {
         let req = ModifyRequest {
@@ -571,6 +609,90 @@ mod tests {
                 t.approval_for(&widen),
                 Some(ApprovalMode::UnlessAutoApproved),
                 "{widen}"
+            );
+        }
+    }
+
+    #[test]
+    fn modify_asks_by_its_typed_fields_and_always_for_another_agent_or_unread_arguments() {
+        let t = ScheduleModify(Arc::new(settings()));
+        let schema = t.spec().parameters;
+        let ask = Some(ApprovalMode::UnlessAutoApproved);
+        let always = Some(ApprovalMode::Always);
+        let plants = Some("plants work that runs later".to_string());
+        for (args, mode) in [
+            (json!({"id": "a", "enabled": false}), None),
+            (json!({"id": "a", "enabled": false, "agent": "ops"}), None),
+            (json!({"id": "a", "enabled": false, "agent": "  "}), None),
+            (json!({"id": "a", "enabled": true}), ask),
+            (json!({"id": "a", "cron": "0 0 * * * *"}), ask),
+            (json!({"id": "a", "task": "other"}), ask),
+            (json!({"id": "a", "target": "fresh"}), ask),
+            (json!({"id": "a", "max_fires": 3}), ask),
+            (json!({"id": "a", "max_fires": null}), ask),
+            (
+                json!({"id": "a", "expires_at": "2030-01-01T00:00:00Z"}),
+                ask,
+            ),
+            (json!({"id": "a", "expires_at": null}), ask),
+            (json!({"id": "a", "enabled": true, "agent": " "}), ask),
+            (json!({"id": "a", "enabled": true, "agent": "ops"}), always),
+            (
+                json!({"id": "a", "max_fires": null, "agent": "ops"}),
+                always,
+            ),
+        ] {
+            assert!(crate::args::contract::accepts(&schema, &args), "{args}");
+            assert_eq!(t.approval_for(&args), mode, "{args}");
+            assert_eq!(t.sink(&args), mode.and(plants.clone()), "{args}");
+        }
+        // `null` where it does not clear a bound is refused by the schema, so the typed read
+        // (which takes it as absent) never sees it.
+        for null in [
+            json!({"id": "a", "cron": null}),
+            json!({"id": "a", "agent": null}),
+        ] {
+            assert!(!crate::args::contract::accepts(&schema, &null), "{null}");
+        }
+        // Accepted by the schema (no upper bound), refused by `u32`; and a field `ModifyArgs`
+        // does not know.
+        let too_big = json!({"id": "a", "enabled": false, "max_fires": 5_000_000_000_u64});
+        assert!(crate::args::contract::accepts(&schema, &too_big));
+        for unread in [too_big, json!({"id": "a", "enabled": false, "later": 1})] {
+            assert_eq!(t.approval_for(&unread), always, "{unread}");
+            assert_eq!(t.sink(&unread), plants, "{unread}");
+        }
+    }
+
+    #[test]
+    fn add_asks_always_for_another_agent_or_unread_arguments() {
+        let t = ScheduleAdd(Arc::new(settings()));
+        let schema = t.spec().parameters;
+        let base = json!({"id": "a", "cron": "0 0 9 * * *", "task": "check"});
+        let with = |extra: Value| {
+            let mut args = base.clone();
+            if let (Some(obj), Value::Object(more)) = (args.as_object_mut(), extra) {
+                obj.extend(more);
+            }
+            args
+        };
+        for (args, mode) in [
+            (base.clone(), None),
+            (with(json!({"agent": ""})), None),
+            (with(json!({"target": "fresh", "max_fires": 2})), None),
+            (with(json!({"agent": "ops"})), Some(ApprovalMode::Always)),
+        ] {
+            assert!(crate::args::contract::accepts(&schema, &args), "{args}");
+            assert_eq!(t.approval_for(&args), mode, "{args}");
+            assert!(t.sink(&args).is_some(), "{args}");
+        }
+        let too_big = with(json!({"max_fires": 5_000_000_000_u64}));
+        assert!(crate::args::contract::accepts(&schema, &too_big));
+        for unread in [too_big, with(json!({"later": 1})), json!({"agent": "ops"})] {
+            assert_eq!(
+                t.approval_for(&unread),
+                Some(ApprovalMode::Always),
+                "{unread}"
             );
         }
     }

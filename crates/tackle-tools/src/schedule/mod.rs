@@ -22,7 +22,7 @@ mod reminder;
 mod render;
 mod who_fires;
 
-pub use cron::{CronError, CronExpr, Zone};
+pub use cron::{CronError, CronExpr, Zone, ZoneError};
 pub use cron_face::CronTool;
 pub use manage::{
     add_recurring, list_lines, modify, remove, AddRequest, ModifyRequest, ScheduleAdd,
@@ -33,13 +33,13 @@ pub use plan::{check_recurring, next_fire, parse_time};
 pub use reminder::ReminderTool;
 pub use render::{fire_line, schedule_line};
 
-use serde_json::Value;
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 use tackle_protocol::{Decision, Extension, Tool, ToolContext, ToolError};
 use tackle_store::{Store, StoreError};
 
+/// The extension's name, for `agents[].extensions`.
 pub const NAME: &str = "schedule";
 
 /// Default of `schedules.min_interval_secs`.
@@ -48,7 +48,9 @@ pub const DEFAULT_MIN_INTERVAL_SECS: u64 = 60;
 /// What the schedule tools need.
 #[derive(Clone)]
 pub struct ScheduleSettings {
+    /// The state store schedules live in.
     pub store: Store,
+    /// The zone cron expressions are read in.
     pub zone: Zone,
     /// The shortest interval between two fires of one schedule.
     pub min_interval: Duration,
@@ -110,6 +112,7 @@ impl Extension for ScheduleExtension {
     }
 }
 
+/// The `schedule` extension: its tools share `settings`.
 pub fn extension(settings: ScheduleSettings) -> Arc<dyn Extension> {
     Arc::new(ScheduleExtension {
         settings: Arc::new(settings),
@@ -155,14 +158,6 @@ impl ScheduleSettings {
             .unwrap_or(caller)
             .to_string()
     }
-}
-
-/// Naming an agent (`agent`) in a call that plants or widens work always asks a person, even
-/// when calls are auto-approved: it may set work running as someone else.
-pub(crate) fn names_an_agent(args: &Value) -> bool {
-    args.get("agent")
-        .and_then(Value::as_str)
-        .is_some_and(|a| !a.trim().is_empty())
 }
 
 pub(crate) fn store_error(e: StoreError) -> ToolError {
@@ -268,7 +263,8 @@ mod tests {
             t.approval_for(&json!({"id": "a", "agent": "bob"})),
             Some(tackle_protocol::ApprovalMode::Always)
         );
-        assert_eq!(t.approval_for(&json!({"id": "a", "agent": " "})), None);
+        let blank = json!({"id": "a", "cron": "0 0 9 * * *", "task": "t", "agent": " "});
+        assert_eq!(t.approval_for(&blank), None);
         let m = ScheduleModify(Arc::new(settings(&[])));
         assert_eq!(
             m.approval_for(&json!({"id": "a", "agent": "bob", "task": "x"})),

@@ -19,6 +19,7 @@ const MAX_AFTER: u64 = 2_592_000;
 /// Suffixes tried before giving up on a free id.
 const MAX_SUFFIX: u32 = 1000;
 
+/// The `schedule_once` tool: wakes the calling session once, later.
 pub struct ScheduleOnce(pub(super) Arc<ScheduleSettings>);
 
 // Arguments of `schedule_once`.

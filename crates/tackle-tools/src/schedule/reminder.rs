@@ -13,6 +13,7 @@ use tackle_protocol::{ApprovalMode, Tool, ToolContext, ToolError, ToolOutput, To
 use tackle_store::{NewReminder, NewSchedule, Reminder, ReminderStatus, ScheduleKind, Target};
 use time::OffsetDateTime;
 
+/// The `reminder` tool: to-dos whose due time is a schedule.
 pub struct ReminderTool(pub(super) Arc<ScheduleSettings>);
 
 #[derive(Deserialize, JsonSchema, Clone, Copy, PartialEq, Eq)]
@@ -55,6 +56,18 @@ struct Args {
     status: Option<ReminderStatus>,
 }
 
+impl Args {
+    /// Whether the call plants a fire: an `add` with a due time or a recurrence, or a
+    /// `snooze` (which moves one).
+    fn plants(&self) -> bool {
+        match self.action {
+            Action::Add => self.due_at.is_some() || self.recurrence.is_some(),
+            Action::Snooze => true,
+            Action::List | Action::Complete | Action::Remove | Action::Overdue => false,
+        }
+    }
+}
+
 /// The schedule that fires reminder `id`.
 fn schedule_name(id: &str) -> String {
     format!("reminder-{id}")
@@ -74,14 +87,11 @@ impl Tool for ReminderTool {
     }
 
     /// Adding one with a due time (or snoozing one to a new time) plants a fire.
+    /// Arguments that do not read ask as a planting call does, the most this tool asks.
     fn approval_for(&self, args: &Value) -> Option<ApprovalMode> {
-        let action = args.get("action").and_then(Value::as_str);
-        let plants = match action {
-            Some("add") => args.get("due_at").is_some() || args.get("recurrence").is_some(),
-            Some("snooze") => true,
-            _ => false,
-        };
-        plants.then_some(ApprovalMode::UnlessAutoApproved)
+        crate::args::decide(args, Some(ApprovalMode::UnlessAutoApproved), |a: Args| {
+            a.plants().then_some(ApprovalMode::UnlessAutoApproved)
+        })
     }
 
     fn sink(&self, args: &Value) -> Option<String> {
@@ -410,5 +420,65 @@ mod tests {
             None
         );
         assert_eq!(t.approval_for(&json!({"action": "list"})), None);
+    }
+
+    #[test]
+    fn each_action_asks_and_sinks_as_its_typed_arguments_say() {
+        let t = tool();
+        let ask = Some(ApprovalMode::UnlessAutoApproved);
+        let plants = Some("plants work that runs later".to_string());
+        for (args, asks) in [
+            (
+                json!({"action": "add", "title": "x", "due_at": "2030-01-01"}),
+                true,
+            ),
+            (
+                json!({"action": "add", "title": "x", "recurrence": "0 0 9 * * *"}),
+                true,
+            ),
+            (
+                json!({"action": "add", "title": "x", "category": "home"}),
+                false,
+            ),
+            (
+                json!({"action": "snooze", "id": "r1", "due_at": "2030-01-01"}),
+                true,
+            ),
+            (json!({"action": "list", "status": "snoozed"}), false),
+            (json!({"action": "complete", "id": "r1"}), false),
+            (json!({"action": "remove", "id": "r1"}), false),
+            (json!({"action": "overdue"}), false),
+        ] {
+            assert!(
+                crate::args::contract::accepts(&t.spec().parameters, &args),
+                "{args}"
+            );
+            assert_eq!(
+                t.approval_for(&args),
+                asks.then_some(ask).flatten(),
+                "{args}"
+            );
+            assert_eq!(
+                t.sink(&args),
+                asks.then(|| plants.clone()).flatten(),
+                "{args}"
+            );
+        }
+        // A `null` due time, which the typed read takes as absent, never reaches the hook:
+        // the schema refuses it.
+        let null_due = json!({"action": "add", "title": "x", "due_at": null});
+        assert!(!crate::args::contract::accepts(
+            &t.spec().parameters,
+            &null_due
+        ));
+        // Arguments that do not read as `Args` ask and count as a sink.
+        for unread in [
+            json!({"action": "list", "no_such_field": 1}),
+            json!({"action": "postpone", "id": "r1"}),
+            json!({"title": "x"}),
+        ] {
+            assert_eq!(t.approval_for(&unread), ask, "{unread}");
+            assert_eq!(t.sink(&unread), plants, "{unread}");
+        }
     }
 }

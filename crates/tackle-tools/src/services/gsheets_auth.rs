@@ -18,16 +18,22 @@ pub(crate) const SCOPE: &str = "https://www.googleapis.com/auth/spreadsheets";
 const EARLY: Duration = Duration::from_secs(60);
 const LIFETIME_SECS: u64 = 3600;
 
+/// Why a service-account key cannot be used.
 #[derive(Debug, PartialEq, Eq, thiserror::Error)]
 pub enum AuthError {
+    /// The file is not a service-account JSON key.
     #[error("not a service-account JSON key: {0}")]
     Json(String),
+    /// A required field is missing or empty.
     #[error("the key's `{0}` is missing or empty")]
     Missing(&'static str),
+    /// `private_key` is not a PEM PKCS#8 RSA key.
     #[error("the key's private_key is not a PEM PKCS#8 RSA key: {0}")]
     Key(String),
+    /// `token_uri` is not an http(s) URL.
     #[error("the key's token_uri `{0}` is not an http(s) URL")]
     TokenUri(String),
+    /// Signing the token request failed.
     #[error("signing the token request failed")]
     Sign,
 }
@@ -35,10 +41,14 @@ pub enum AuthError {
 /// The fields of a service-account key file that minting a token needs.
 #[derive(Clone, Deserialize)]
 pub struct ServiceAccountKey {
+    /// The account the token is minted for.
     pub client_email: String,
+    /// The PEM PKCS#8 RSA key that signs the request; secret.
     pub private_key: String,
+    /// The key's id, sent as the JWT `kid` when present.
     #[serde(default)]
     pub private_key_id: Option<String>,
+    /// Where tokens are requested (Google's endpoint when the file has none).
     #[serde(default = "default_token_uri")]
     pub token_uri: String,
 }

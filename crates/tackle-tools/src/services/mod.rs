@@ -43,9 +43,13 @@ pub const NAME: &str = "services";
 /// Everything the services tools need from configuration.
 #[derive(Debug, Clone)]
 pub struct ServicesSettings {
+    /// `services.whatsapp`; `None`: `whatsapp` calls fail as not configured.
     pub whatsapp: Option<WhatsappConfig>,
+    /// `services.gsheets`; `None`: `gsheets` calls fail as not configured.
     pub gsheets: Option<GsheetsSettings>,
+    /// `services.stripe`; `None`: `stripe` calls fail as not configured.
     pub stripe: Option<StripeConfig>,
+    /// `services.r8r`; `None`: `r8r` calls fail as not configured.
     pub r8r: Option<R8rConfig>,
     /// Time limit for one request (r8r runs get [`Self::r8r_timeout`]).
     pub timeout: Duration,
@@ -72,7 +76,9 @@ impl Default for ServicesSettings {
 /// `services.gsheets`, with the service-account key already read and parsed.
 #[derive(Debug, Clone)]
 pub struct GsheetsSettings {
+    /// Overrides the Sheets API base URL (tests, proxies); `None`: Google's.
     pub api_base: Option<String>,
+    /// The parsed key and its cached access token.
     pub auth: GsheetsAuth,
     /// Overrides the key's `token_uri` (config `token_uri`).
     pub token_uri: Option<String>,
@@ -89,12 +95,40 @@ pub enum GsheetsAuth {
     Unusable(String),
 }
 
+/// A service-account key file that could not be read, as the reader given to
+/// [`ServicesSettings::from_config`] reports it.
+#[derive(Debug, thiserror::Error)]
+#[error("cannot read {}: {source}", .path.display())]
+pub struct KeyFileError {
+    /// The file as it was opened (after `~/` was expanded).
+    pub path: std::path::PathBuf,
+    /// Why it could not be read.
+    pub source: std::io::Error,
+}
+
+/// Why the configured service-account key cannot be used.
+#[derive(Debug, thiserror::Error)]
+enum KeyError {
+    #[error(transparent)]
+    Read(#[from] KeyFileError),
+    #[error(transparent)]
+    Parse(#[from] gsheets_auth::AuthError),
+}
+
+/// The service-account key `file` names, read with `key_file` and checked.
+fn service_account_key(
+    file: &str,
+    key_file: &dyn Fn(&str) -> Result<String, KeyFileError>,
+) -> Result<ServiceAccountKey, KeyError> {
+    Ok(ServiceAccountKey::from_json(&key_file(file)?)?)
+}
+
 impl ServicesSettings {
     /// Settings from the `services:` section. `key_file` reads the service-account key the
     /// config names (the binary does the I/O; this crate never opens files).
     pub fn from_config(
         config: &ServicesConfig,
-        key_file: &dyn Fn(&str) -> Result<String, String>,
+        key_file: &dyn Fn(&str) -> Result<String, KeyFileError>,
     ) -> Self {
         let gsheets = config.gsheets.as_ref().map(|g| {
             let token = g
@@ -108,9 +142,7 @@ impl ServicesSettings {
                 .filter(|f| !f.trim().is_empty());
             let auth = match (token, file) {
                 (Some(t), _) => GsheetsAuth::Token(t),
-                (None, Some(f)) => match key_file(&f)
-                    .and_then(|text| ServiceAccountKey::from_json(&text).map_err(|e| e.to_string()))
-                {
+                (None, Some(f)) => match service_account_key(&f, key_file) {
                     Ok(key) => GsheetsAuth::ServiceAccount(Box::new(key)),
                     Err(e) => GsheetsAuth::Unusable(format!(
                         "services.gsheets.service_account_file `{f}` is not usable: {e}"
@@ -263,7 +295,12 @@ mod tests {
             "gsheets": {"service_account_file": "/nope.json"}
         }))
         .unwrap_or_default();
-        let s = ServicesSettings::from_config(&config, &|_| Err("no such file".into()));
+        let s = ServicesSettings::from_config(&config, &|f| {
+            Err(KeyFileError {
+                path: f.into(),
+                source: std::io::Error::new(std::io::ErrorKind::NotFound, "no such file"),
+            })
+        });
         match s.gsheets.map(|g| g.auth) {
             Some(GsheetsAuth::Unusable(why)) => assert!(why.contains("no such file"), "{why}"),
             other => panic!("{other:?}"),

@@ -9,8 +9,11 @@ use std::io::{Cursor, Read};
 /// The caps an archive must stay under.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ArchiveLimits {
+    /// Most entries (files and directories) an archive may hold.
     pub max_entries: usize,
+    /// Most bytes one entry may unpack to.
     pub max_entry_bytes: u64,
+    /// Most bytes all entries together may unpack to.
     pub max_total_bytes: u64,
 }
 
@@ -24,32 +27,58 @@ impl Default for ArchiveLimits {
     }
 }
 
+/// Why a skill archive is refused; nothing is unpacked then.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ArchiveError {
+    /// The data is not a readable zip.
     #[error("the download is not a zip archive: {0}")]
     NotZip(String),
+    /// More entries (first) than the limit (second).
     #[error("the archive has {0} entries, more than the {1} allowed")]
     TooManyEntries(usize, usize),
+    /// An entry name is not UTF-8.
     #[error("entry {0:?} has a name that is not UTF-8")]
     NotUtf8(String),
+    /// An entry name is an absolute path.
     #[error("entry {0:?} is an absolute path")]
     Absolute(String),
+    /// An entry name climbs out with `..`.
     #[error("entry {0:?} climbs out with `..`")]
     ParentDir(String),
+    /// An entry name has a backslash, colon or NUL.
     #[error("entry {0:?} has a backslash, a colon or a NUL in its name")]
     BadCharacter(String),
+    /// An entry is a symbolic link.
     #[error("entry {0:?} is a symbolic link; archives may hold only files and directories")]
     Link(String),
+    /// An entry is neither file nor directory.
     #[error("entry {0:?} is neither a file nor a directory")]
     Special(String),
+    /// One entry unpacks to more than the per-entry limit.
     #[error("entry {name:?} is {size} bytes, more than the {max} allowed for one file")]
-    EntryTooLarge { name: String, size: u64, max: u64 },
+    EntryTooLarge {
+        /// The entry's path in the archive.
+        name: String,
+        /// Its unpacked size, in bytes.
+        size: u64,
+        /// The per-entry limit, in bytes.
+        max: u64,
+    },
+    /// All entries together exceed the total limit (bytes).
     #[error("the archive unpacks to more than {0} bytes")]
     TotalTooLarge(u64),
+    /// Two entries have the same name.
     #[error("entry {0:?} appears twice")]
     Duplicate(String),
+    /// An entry cannot be read.
     #[error("entry {name:?} cannot be read: {message}")]
-    Corrupt { name: String, message: String },
+    Corrupt {
+        /// The entry's path in the archive.
+        name: String,
+        /// The zip reader's complaint.
+        message: String,
+    },
+    /// No `SKILL.md` at the top or in the single top folder.
     #[error("the archive has no SKILL.md at its top (or inside its single top folder)")]
     NoSkillFile,
 }

@@ -18,11 +18,17 @@ use tackle_protocol::ToolError;
 /// One skill as the catalogue lists it: everything but its body.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SkillMeta {
+    /// The skill's name, how it is asked for.
     pub name: String,
+    /// What the skill is for, shown in the catalogue.
     pub description: String,
+    /// Words that suggest the skill.
     pub triggers: Vec<String>,
+    /// Tools the skill needs.
     pub requires_tools: Vec<String>,
+    /// Skills this one builds on.
     pub depends: Vec<String>,
+    /// Systems it runs on; empty: every system.
     pub os: Vec<String>,
     /// Where the source keeps it (a file path, a row id); only the source reads it.
     pub locator: String,
@@ -55,7 +61,9 @@ impl SkillMeta {
 /// What one source lists, and why it skipped what it skipped.
 #[derive(Debug, Clone, Default)]
 pub struct SourceListing {
+    /// The skills found.
     pub skills: Vec<SkillMeta>,
+    /// Why some were skipped, for people.
     pub warnings: Vec<String>,
 }
 
@@ -71,8 +79,11 @@ pub trait SkillSource: Send + Sync {
 
 /// A skills directory: `<dir>/<name>/SKILL.md` and `<dir>/<name>.md`.
 pub struct DirSource {
+    /// How the directory is named to people.
     pub label: String,
+    /// The directory read.
     pub dir: PathBuf,
+    /// Reads the directory; a fake in tests.
     pub disk: Arc<dyn SkillDirs>,
 }
 
@@ -128,8 +139,11 @@ impl SkillSource for DirSource {
 /// One catalogue entry: the skill and which source (by index) it came from.
 #[derive(Debug, Clone)]
 pub struct Entry {
+    /// The skill, without its body.
     pub meta: SkillMeta,
+    /// Index of its source in the catalogue's source list.
     pub source: usize,
+    /// The source's label, for people.
     pub source_label: String,
 }
 
@@ -147,6 +161,7 @@ impl Entry {
 /// A skill hidden because an earlier one claims its name.
 #[derive(Debug, Clone)]
 pub struct Shadowed {
+    /// The hidden skill.
     pub entry: Entry,
     /// The skill that holds the name.
     pub by: Entry,
@@ -155,9 +170,11 @@ pub struct Shadowed {
 /// The merged catalogue of one moment.
 #[derive(Debug, Clone, Default)]
 pub struct Catalogue {
+    /// Visible skills, earliest source first.
     pub entries: Vec<Entry>,
     /// Skills hidden by an earlier one whose name has the same [`name_key`].
     pub shadowed: Vec<Shadowed>,
+    /// Problems of the sources, for people.
     pub warnings: Vec<String>,
 }
 

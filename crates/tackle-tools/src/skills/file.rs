@@ -9,12 +9,16 @@ pub const MAX_NAME_CHARS: usize = 100;
 /// Why a skill file was skipped.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum SkillFileError {
+    /// The file is not UTF-8.
     #[error("it is not UTF-8 text")]
     NotText,
+    /// The file has no `---` front matter.
     #[error("it has no YAML front matter (a first line `---`, the fields, then a line `---`)")]
     NoFrontMatter,
+    /// The front matter is not valid YAML for a skill.
     #[error("its front matter is not valid: {0}")]
     BadFrontMatter(String),
+    /// The name is empty, too long, only separators or has control characters.
     #[error("its name {0:?} is empty, too long, only separators or has control characters")]
     BadName(String),
 }
@@ -59,13 +63,19 @@ impl OneOrMany {
 /// A parsed skill file: its catalogue fields and its body.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ParsedSkill {
+    /// The skill's name.
     pub name: String,
+    /// What the skill is for.
     pub description: String,
+    /// Words that suggest the skill.
     pub triggers: Vec<String>,
+    /// Tools the skill needs (`requires_tools` or `requires-tools`).
     pub requires_tools: Vec<String>,
+    /// Skills this one builds on.
     pub depends: Vec<String>,
     /// `metadata.{zeptoclaw|clawdbot|openclaw|clawdis}.os`: empty = every system.
     pub os: Vec<String>,
+    /// The markdown after the front matter.
     pub body: String,
 }
 

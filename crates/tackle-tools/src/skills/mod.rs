@@ -55,6 +55,7 @@ use std::sync::{Arc, RwLock};
 use tackle_protocol::skills::SkillDirs;
 use tackle_protocol::{Extension, Tool, ToolContext, ToolError};
 
+/// The extension's name, for `agents[].extensions`.
 pub const NAME: &str = "skills";
 
 /// The registry used when `skills.registry_url` is unset.
@@ -86,6 +87,7 @@ pub struct SkillsSettings {
     pub registry_url: String,
     /// The operator wrote `registry_url` in the config: requests to it are trusted as written.
     pub registry_configured: bool,
+    /// Reads and writes the skills directories; a fake in tests.
     pub disk: Arc<dyn SkillDirs>,
 }
 

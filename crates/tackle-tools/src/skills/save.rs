@@ -101,12 +101,17 @@ impl tackle_protocol::Tool for SkillSave {
 
     fn sink(&self, args: &Value) -> Option<String> {
         // A skill is instructions a later session follows: planting one is work for later.
-        Some(match args.get("bank").and_then(Value::as_str) {
-            Some(bank) if bank != SELF_BANK => format!(
-                "saves a skill into the shared bank `{}`, which other agents follow",
-                tackle_protocol::text::preview(bank, 60)
-            ),
-            _ => "saves a skill into the agent's own store, which later sessions follow".into(),
+        // Arguments that do not read may name a shared bank, which the words allow for.
+        let unread =
+            "saves a skill into a store or shared bank that later sessions follow".to_string();
+        crate::args::decide(args, Some(unread), |a: Args| {
+            Some(match a.bank.as_deref() {
+                Some(bank) if bank != SELF_BANK => format!(
+                    "saves a skill into the shared bank `{}`, which other agents follow",
+                    tackle_protocol::text::preview(bank, 60)
+                ),
+                _ => "saves a skill into the agent's own store, which later sessions follow".into(),
+            })
         })
     }
 
@@ -186,5 +191,48 @@ impl tackle_protocol::Tool for SkillSave {
             "visible": visible,
             "time": saved.updated_at,
         })))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::skills::SkillsSettings;
+    use tackle_protocol::Tool;
+
+    fn tool() -> SkillSave {
+        let settings = SkillsSettings::new(Arc::new(tackle_host::DiskSkillDirs));
+        SkillSave::new(Arc::new(Shared::new(settings)))
+    }
+
+    /// Every call is a sink; the words follow the typed `bank`, and arguments that do not read
+    /// are still a sink, in words that allow for a shared bank.
+    #[test]
+    fn the_sink_words_follow_the_typed_bank_and_unread_arguments_are_a_sink() {
+        let t = tool();
+        let schema = t.spec().parameters;
+        let own = "saves a skill into the agent's own store, which later sessions follow";
+        let team = "saves a skill into the shared bank `team`, which other agents follow";
+        for (args, said) in [
+            (json!({"name": "n", "body": "b"}), own),
+            (json!({"name": "n", "body": "b", "bank": "self"}), own),
+            (
+                json!({"content": "---\nname: n\n---\nb", "bank": "team"}),
+                team,
+            ),
+        ] {
+            assert!(crate::args::contract::accepts(&schema, &args), "{args}");
+            assert_eq!(t.sink(&args).as_deref(), Some(said), "{args}");
+        }
+        for unread in [
+            json!({"name": "n", "body": "b", "bank": "team", "later": 1}),
+            json!({"name": "n", "body": "b", "bank": 7}),
+        ] {
+            assert_eq!(
+                t.sink(&unread).as_deref(),
+                Some("saves a skill into a store or shared bank that later sessions follow"),
+                "{unread}"
+            );
+        }
     }
 }

@@ -18,6 +18,7 @@ use tackle_store::{MemoryAccess, Store, StoredSkill, SELF_BANK};
 /// Where stored skills live and who may reach which bank.
 #[derive(Clone)]
 pub struct StoredSkills {
+    /// The state store the skills live in.
     pub store: Store,
     /// The config's `memory_banks:` (stored grants are read from the store).
     pub banks: BTreeMap<String, MemoryBankConfig>,

@@ -21,16 +21,22 @@ struct Args {
     expression: String,
 }
 
+/// Why an expression cannot be evaluated.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum CalcError {
+    /// Nothing to evaluate.
     #[error("the expression is empty")]
     Empty,
+    /// Longer (in characters) than the accepted maximum.
     #[error("the expression is {0} characters long; at most {MAX_EXPRESSION_LEN} are accepted")]
     TooLong(usize),
+    /// A name that is not a known constant or function.
     #[error("unknown name `{0}`; known constants are pi and e, functions are sqrt, abs, exp, ln, log (base 10), log2, sin, cos, tan, asin, acos, atan, sinh, cosh, tanh, floor, ceil, round, trunc, min(a, b), max(a, b), atan2(y, x)")]
     UnknownName(String),
+    /// The expression does not parse.
     #[error("cannot parse the expression: {0}")]
     Syntax(String),
+    /// The result is infinite or NaN.
     #[error("the result is not a finite number ({0})")]
     NotFinite(f64),
 }

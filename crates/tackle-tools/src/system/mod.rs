@@ -12,6 +12,7 @@ pub use get_time::GetTime;
 use std::sync::Arc;
 use tackle_protocol::{Extension, Tool};
 
+/// The extension's name, for `agents[].extensions`.
 pub const NAME: &str = "system";
 
 /// Its tools are made once, for the registry's re-reads (see the `core` extension).
@@ -29,6 +30,7 @@ impl Extension for SystemExtension {
     }
 }
 
+/// The `system` extension, with its tools made once.
 pub fn extension() -> Arc<dyn Extension> {
     Arc::new(SystemExtension {
         tools: vec![

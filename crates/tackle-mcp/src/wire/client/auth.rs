@@ -29,16 +29,23 @@ const MAX_HOPS: usize = 8;
 /// Why a login (or a logout) did not work.
 #[derive(Debug, thiserror::Error)]
 pub enum OAuthError {
+    /// The server (named) is configured with a command, not a `url`.
     #[error("`{0}` is not a Streamable HTTP server (`url`): only those log in with OAuth")]
     NotHttp(String),
+    /// A step of the OAuth flow failed (discovery, registration, the token exchange, a
+    /// redirect); holds what went wrong.
     #[error("the authorization failed: {0}")]
     Flow(String),
+    /// The authorization server refused (its `error` in the redirect).
     #[error("the authorization server sent the browser back with an error: {0}")]
     Denied(String),
+    /// Nobody completed the login in the browser in time.
     #[error("no redirect came back within {}s", LOGIN_TIMEOUT.as_secs())]
     Timeout,
+    /// The token file could not be written or removed.
     #[error("cannot keep the token: {0}")]
     Store(String),
+    /// The local port for the browser's redirect could not be opened.
     #[error("cannot listen for the redirect on 127.0.0.1: {0}")]
     Listen(String),
 }
@@ -190,8 +197,12 @@ pub(crate) async fn manager(
 pub struct Login<'a> {
     /// The server's name under `mcp_servers` (shown, and the client name registered).
     pub server: &'a str,
+    /// The server's Streamable HTTP endpoint.
     pub url: &'a str,
+    /// A pre-registered client and scopes from the config; `None`: Tackle registers itself
+    /// and asks for the server's default scopes.
     pub oauth: Option<&'a McpOAuthConfig>,
+    /// Where the tokens are written (see [`token_path`]); created or replaced on success.
     pub token_file: &'a Path,
     /// Follow the authorization URL's redirects here instead of waiting for a browser (for an
     /// authorization server that approves without a person, such as a test suite's).

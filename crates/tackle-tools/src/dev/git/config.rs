@@ -86,9 +86,18 @@ pub(super) struct Entry {
     pub value: Option<String>,
 }
 
+/// A `git config --list` output that is not in the expected shape.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub(super) enum BadListing {
+    #[error("unexpected end of the config listing after `{scope}`")]
+    CutShort { scope: String },
+    #[error("an empty key in the config listing")]
+    EmptyKey,
+}
+
 /// Parse `git config --list --null --show-scope` output: `scope NUL key LF value NUL`, or
 /// `scope NUL key NUL` for a key without a value.
-pub(super) fn parse_listing(out: &str) -> Result<Vec<Entry>, String> {
+pub(super) fn parse_listing(out: &str) -> Result<Vec<Entry>, BadListing> {
     let mut parts = out.split('\0');
     let mut entries = Vec::new();
     while let Some(scope) = parts.next() {
@@ -96,16 +105,16 @@ pub(super) fn parse_listing(out: &str) -> Result<Vec<Entry>, String> {
             if scope.is_empty() {
                 break;
             }
-            return Err(format!(
-                "unexpected end of the config listing after `{scope}`"
-            ));
+            return Err(BadListing::CutShort {
+                scope: scope.to_string(),
+            });
         };
         let (key, value) = match item.split_once('\n') {
             Some((k, v)) => (k, Some(v.to_string())),
             None => (item, None),
         };
         if key.is_empty() {
-            return Err("an empty key in the config listing".into());
+            return Err(BadListing::EmptyKey);
         }
         entries.push(Entry {
             scope: scope.to_string(),

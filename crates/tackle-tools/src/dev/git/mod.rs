@@ -111,6 +111,7 @@ const MAX_NESTED_DEPTH: usize = 8;
 const TIMEOUT_SECS: u64 = 300;
 const MAX_STREAM_BYTES: usize = 24_000;
 
+/// The `git` tool: one action from a fixed list, run with argv in the workspace.
 pub struct Git;
 
 // Arguments of `git`. The action stays a string checked against [`ACTIONS`], which the
@@ -145,19 +146,11 @@ impl Tool for Git {
         .parameters(crate::args::schema::<Args>())
     }
 
+    /// Destructive actions always ask; so do arguments that do not read, which may be one.
     fn approval_for(&self, args: &Value) -> Option<ApprovalMode> {
-        let action = args.get("action").and_then(Value::as_str)?;
-        let list: Vec<String> = args
-            .get("args")
-            .and_then(Value::as_array)
-            .map(|a| {
-                a.iter()
-                    .filter_map(Value::as_str)
-                    .map(str::to_string)
-                    .collect()
-            })
-            .unwrap_or_default();
-        is_destructive(action, &list).then_some(ApprovalMode::Always)
+        crate::args::decide(args, Some(ApprovalMode::Always), |a: Args| {
+            is_destructive(&a.action, &a.args).then_some(ApprovalMode::Always)
+        })
     }
 
     fn planned_capabilities(&self, args: &Value, cx: &ToolContext) -> Vec<Capability> {
@@ -651,3 +644,38 @@ pub(crate) fn is_destructive(action: &str, args: &[String]) -> bool {
 
 #[cfg(test)]
 mod tests;
+
+#[cfg(test)]
+mod approval_tests {
+    use super::*;
+    use serde_json::json;
+
+    /// The per-call approval is read from the typed arguments: an omitted `args` is an empty
+    /// list, and arguments that do not read as [`Args`] always ask.
+    #[test]
+    fn approval_follows_the_typed_arguments_and_unread_ones_always_ask() {
+        let schema = Git.spec().parameters;
+        let always = Some(ApprovalMode::Always);
+        for (args, mode) in [
+            (json!({"action": "push"}), always),
+            (json!({"action": "clean", "args": ["-fd"]}), always),
+            (json!({"action": "reset", "args": ["--hard"]}), always),
+            (json!({"action": "restore"}), always),
+            (json!({"action": "stash", "args": ["clear"]}), always),
+            (json!({"action": "status"}), None),
+            (json!({"action": "reset", "args": []}), None),
+            (json!({"action": "stash", "args": ["list"]}), None),
+            (json!({"action": "branch", "args": ["-d", "merged"]}), None),
+        ] {
+            assert!(crate::args::contract::accepts(&schema, &args), "{args}");
+            assert_eq!(Git.approval_for(&args), mode, "{args}");
+        }
+        for unread in [
+            json!({"action": "status", "args": ["-s"], "later": true}),
+            json!({"args": ["--hard"]}),
+            json!({"action": "status", "args": "-s"}),
+        ] {
+            assert_eq!(Git.approval_for(&unread), always, "{unread}");
+        }
+    }
+}

@@ -12,6 +12,31 @@ pub(super) enum Url {
     Network,
 }
 
+/// Why git must not be given a URL.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub(super) enum Refused {
+    #[error("it is empty")]
+    Empty,
+    #[error("it is not valid UTF-8")]
+    NotUtf8,
+    #[error("it starts with `-`")]
+    Option,
+    #[error("`{0}::` runs the remote-helper program git-remote-{0}")]
+    RemoteHelper(String),
+    #[error("its path is not valid UTF-8 once decoded")]
+    DecodedNotUtf8,
+    #[error("a file:// URL must be file:///absolute/path (or give a path)")]
+    FileNotAbsolute,
+    #[error("the git:// protocol is not allowed (it can run a proxy program); use https or ssh")]
+    GitProtocol,
+    #[error(
+        "`{0}://` needs a remote-helper program, which is not allowed; use https, ssh or a path"
+    )]
+    OtherScheme(String),
+    #[error("git expands `~` and `~user` itself; give the path relative to the workspace")]
+    Tilde,
+}
+
 fn scheme_char(first: bool, c: char) -> bool {
     c.is_ascii_alphabetic() || (!first && (c.is_ascii_digit() || "+-.".contains(c)))
 }
@@ -26,7 +51,7 @@ fn leading_scheme<'a>(url: &'a str, sep: &str) -> Option<&'a str> {
 }
 
 /// `%XX` escapes decoded, as git decodes the path of a `file://` URL.
-fn percent_decode(s: &str) -> Result<String, String> {
+fn percent_decode(s: &str) -> Result<String, Refused> {
     let bytes = s.as_bytes();
     let mut out = Vec::with_capacity(bytes.len());
     let mut i = 0;
@@ -43,38 +68,31 @@ fn percent_decode(s: &str) -> Result<String, String> {
             }
         }
     }
-    String::from_utf8(out).map_err(|_| "its path is not valid UTF-8 once decoded".to_string())
+    String::from_utf8(out).map_err(|_| Refused::DecodedNotUtf8)
 }
 
 /// Classify `url`; `Err` says why git must not be given it.
-pub(super) fn classify(url: &str) -> Result<Url, String> {
+pub(super) fn classify(url: &str) -> Result<Url, Refused> {
     if url.is_empty() {
-        return Err("it is empty".into());
+        return Err(Refused::Empty);
     }
     if url.contains('\u{FFFD}') {
-        return Err("it is not valid UTF-8".into());
+        return Err(Refused::NotUtf8);
     }
     if url.starts_with('-') {
-        return Err("it starts with `-`".into());
+        return Err(Refused::Option);
     }
     if let Some(helper) = leading_scheme(url, "::") {
-        return Err(format!(
-            "`{helper}::` runs the remote-helper program git-remote-{helper}"
-        ));
+        return Err(Refused::RemoteHelper(helper.to_string()));
     }
     if let Some(scheme) = leading_scheme(url, "://") {
         let rest = &url[scheme.len() + 3..];
         return match scheme.to_ascii_lowercase().as_str() {
             "file" if rest.starts_with('/') => Ok(Url::Local(percent_decode(rest)?)),
-            "file" => Err("a file:// URL must be file:///absolute/path (or give a path)".into()),
+            "file" => Err(Refused::FileNotAbsolute),
             "https" | "http" | "ssh" | "git+ssh" | "ssh+git" => Ok(Url::Network),
-            "git" => Err(
-                "the git:// protocol is not allowed (it can run a proxy program); use https or ssh"
-                    .into(),
-            ),
-            other => Err(format!(
-                "`{other}://` needs a remote-helper program, which is not allowed; use https, ssh or a path"
-            )),
+            "git" => Err(Refused::GitProtocol),
+            other => Err(Refused::OtherScheme(other.to_string())),
         };
     }
     let colon = url.find(':');
@@ -89,9 +107,7 @@ pub(super) fn classify(url: &str) -> Result<Url, String> {
         return Ok(Url::Network);
     }
     if url.starts_with('~') {
-        return Err(
-            "git expands `~` and `~user` itself; give the path relative to the workspace".into(),
-        );
+        return Err(Refused::Tilde);
     }
     Ok(Url::Local(url.to_string()))
 }

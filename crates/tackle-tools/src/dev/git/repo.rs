@@ -426,7 +426,7 @@ pub(super) async fn gitlinks(
         return Ok(Vec::new());
     };
     let ws = cx.host().workspace().to_path_buf();
-    let bad = |file: &Path, e: String| {
+    let bad = |file: &Path, e: IndexError| {
         ToolError::failed(format!(
             "git is not run: could not read {} to look for submodules: {e}",
             shown(&ws, file)
@@ -457,31 +457,56 @@ pub(super) struct IndexLinks {
     pub shared: Option<String>,
 }
 
-fn be32(data: &[u8], at: usize) -> Result<u32, String> {
+/// Why a git index could not be read for its gitlinks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub(super) enum IndexError {
+    #[error("it is not a git index")]
+    NotAnIndex,
+    #[error("index version {0} is not known")]
+    UnknownVersion(u32),
+    #[error("it ends early")]
+    EndsEarly,
+    #[error("a length overflows")]
+    LengthOverflows,
+    #[error("an extended entry in a version 2 index")]
+    ExtendedInVersion2,
+    #[error("a path prefix is too short")]
+    PrefixTooShort,
+    #[error("a path is not terminated")]
+    Unterminated,
+    #[error("an entry is not padded as git pads it")]
+    BadPadding,
+    #[error("an extension ends early")]
+    ExtensionEndsEarly,
+    #[error("the split-index link is short")]
+    ShortLink,
+}
+
+fn be32(data: &[u8], at: usize) -> Result<u32, IndexError> {
     data.get(at..at + 4)
         .and_then(|b| <[u8; 4]>::try_from(b).ok())
         .map(u32::from_be_bytes)
-        .ok_or_else(|| "it ends early".to_string())
+        .ok_or(IndexError::EndsEarly)
 }
 
-fn be16(data: &[u8], at: usize) -> Result<u16, String> {
+fn be16(data: &[u8], at: usize) -> Result<u16, IndexError> {
     data.get(at..at + 2)
         .and_then(|b| <[u8; 2]>::try_from(b).ok())
         .map(u16::from_be_bytes)
-        .ok_or_else(|| "it ends early".to_string())
+        .ok_or(IndexError::EndsEarly)
 }
 
 /// Git's offset varint (index version 4).
-fn varint(data: &[u8], at: &mut usize) -> Result<usize, String> {
-    let mut byte = *data.get(*at).ok_or("it ends early")?;
+fn varint(data: &[u8], at: &mut usize) -> Result<usize, IndexError> {
+    let mut byte = *data.get(*at).ok_or(IndexError::EndsEarly)?;
     *at += 1;
     let mut value = usize::from(byte & 127);
     while byte & 128 != 0 {
         value = value
             .checked_add(1)
             .and_then(|v| v.checked_mul(128))
-            .ok_or("a length overflows")?;
-        byte = *data.get(*at).ok_or("it ends early")?;
+            .ok_or(IndexError::LengthOverflows)?;
+        byte = *data.get(*at).ok_or(IndexError::EndsEarly)?;
         *at += 1;
         value |= usize::from(byte & 127);
     }
@@ -489,13 +514,13 @@ fn varint(data: &[u8], at: &mut usize) -> Result<usize, String> {
 }
 
 /// Parse a git index (versions 2, 3 and 4) for its gitlink entries.
-pub(super) fn parse_index(data: &[u8], oid_len: usize) -> Result<IndexLinks, String> {
+pub(super) fn parse_index(data: &[u8], oid_len: usize) -> Result<IndexLinks, IndexError> {
     if data.get(..4) != Some(b"DIRC") {
-        return Err("it is not a git index".into());
+        return Err(IndexError::NotAnIndex);
     }
     let version = be32(data, 4)?;
     if !(2..=4).contains(&version) {
-        return Err(format!("index version {version} is not known"));
+        return Err(IndexError::UnknownVersion(version));
     }
     let count = be32(data, 8)?;
     let mut at = 12usize;
@@ -509,7 +534,7 @@ pub(super) fn parse_index(data: &[u8], oid_len: usize) -> Result<IndexLinks, Str
         at = flags_at + 2;
         if flags & 0x4000 != 0 {
             if version < 3 {
-                return Err("an extended entry in a version 2 index".into());
+                return Err(IndexError::ExtendedInVersion2);
             }
             at += 2;
         }
@@ -519,31 +544,33 @@ pub(super) fn parse_index(data: &[u8], oid_len: usize) -> Result<IndexLinks, Str
             let keep = prev
                 .len()
                 .checked_sub(strip)
-                .ok_or("a path prefix is too short")?;
-            let rest = data.get(at..).ok_or("it ends early")?;
+                .ok_or(IndexError::PrefixTooShort)?;
+            let rest = data.get(at..).ok_or(IndexError::EndsEarly)?;
             let end = rest
                 .iter()
                 .position(|&b| b == 0)
-                .ok_or("a path is not terminated")?;
+                .ok_or(IndexError::Unterminated)?;
             let mut p = prev.get(..keep).unwrap_or_default().to_vec();
             p.extend_from_slice(&rest[..end]);
             at += end + 1;
             p
         } else {
-            let rest = data.get(at..).ok_or("it ends early")?;
+            let rest = data.get(at..).ok_or(IndexError::EndsEarly)?;
             let len = if name_len == 0x0fff {
                 rest.iter()
                     .position(|&b| b == 0)
-                    .ok_or("a path is not terminated")?
+                    .ok_or(IndexError::Unterminated)?
             } else {
                 name_len
             };
-            let p = rest.get(..len).ok_or("it ends early")?.to_vec();
+            let p = rest.get(..len).ok_or(IndexError::EndsEarly)?.to_vec();
             // Entries are padded with 1 to 8 NULs to a multiple of eight bytes.
             let size = (at - start + len + 8) & !7;
-            let padding = data.get(at + len..start + size).ok_or("it ends early")?;
+            let padding = data
+                .get(at + len..start + size)
+                .ok_or(IndexError::EndsEarly)?;
             if padding.iter().any(|&b| b != 0) {
-                return Err("an entry is not padded as git pads it".into());
+                return Err(IndexError::BadPadding);
             }
             at = start + size;
             p
@@ -554,15 +581,18 @@ pub(super) fn parse_index(data: &[u8], oid_len: usize) -> Result<IndexLinks, Str
         prev = path;
     }
     // Extensions, up to the trailing checksum.
-    let end = data.len().checked_sub(oid_len).ok_or("it ends early")?;
+    let end = data
+        .len()
+        .checked_sub(oid_len)
+        .ok_or(IndexError::EndsEarly)?;
     while at + 8 <= end {
-        let signature = data.get(at..at + 4).ok_or("it ends early")?;
+        let signature = data.get(at..at + 4).ok_or(IndexError::EndsEarly)?;
         let size = be32(data, at + 4)? as usize;
         let body = data
             .get(at + 8..at + 8 + size)
-            .ok_or("an extension ends early")?;
+            .ok_or(IndexError::ExtensionEndsEarly)?;
         if signature == b"link" {
-            let oid = body.get(..oid_len).ok_or("the split-index link is short")?;
+            let oid = body.get(..oid_len).ok_or(IndexError::ShortLink)?;
             if oid.iter().any(|&b| b != 0) {
                 out.shared = Some(oid.iter().map(|b| format!("{b:02x}")).collect());
             }

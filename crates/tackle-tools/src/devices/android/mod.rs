@@ -36,6 +36,7 @@ const URL_SCHEMES: &[&str] = &["http", "https", "tel", "mailto", "market", "geo"
 /// Sessions whose action history is kept; the oldest is forgotten past this.
 const MAX_SESSIONS: usize = 64;
 
+/// The `android` tool: drives a device or emulator with `adb` through the host's Exec capability.
 pub struct Android {
     settings: AndroidSettings,
     /// Recent actions per session, for the screen result's alerts.
@@ -43,6 +44,7 @@ pub struct Android {
 }
 
 impl Android {
+    /// An `android` tool with the operator's settings.
     pub fn new(settings: AndroidSettings) -> Self {
         Self {
             settings,

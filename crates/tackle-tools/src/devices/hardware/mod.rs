@@ -33,6 +33,7 @@ const READ_WINDOW: Duration = Duration::from_secs(1);
 /// Ports held open at once, over all sessions.
 const MAX_HELD: usize = 16;
 
+/// The `hardware` tool: boards on USB serial ports speaking one JSON object per line.
 pub struct Hardware {
     settings: HardwareSettings,
     /// Held ports by device path.
@@ -73,6 +74,7 @@ enum Action {
 }
 
 impl Hardware {
+    /// A `hardware` tool with the operator's settings; no port is opened until `connect`.
     pub fn new(settings: HardwareSettings) -> Self {
         Self {
             settings,

@@ -23,8 +23,11 @@ use tackle_protocol::{
 /// One normalised search result.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct SearchHit {
+    /// The result's title.
     pub title: String,
+    /// The result's address.
     pub url: String,
+    /// A short excerpt of the page, as the engine gave it.
     pub snippet: String,
 }
 
